@@ -1,0 +1,1 @@
+"""Brokers, the replicas they host, replication, and the controller."""

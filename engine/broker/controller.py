@@ -1,0 +1,192 @@
+"""The controller: broker liveness, partition leader election, ISR changes.
+
+What this simplifies compared with KRaft
+----------------------------------------
+- The controller is **one node**, not a Raft quorum, and it has no metadata log: its state is
+  in memory and it is never crashed by the fault kinds that target brokers (a test may still
+  partition it away). KRaft's quorum, snapshots and controller failover are out of scope.
+- Brokers register by heartbeating (``broker.heartbeat.interval.ms``); a broker silent for
+  ``broker.session.timeout.ms`` is *fenced*, as in KRaft. A heartbeat from a new incarnation
+  (a restart) registers it again.
+- Partition state changes reach brokers as a push (``LeaderAndIsrRequest``) to every live
+  broker, standing in for brokers replaying the metadata log.
+- Election is Kafka's default: the first replica in assignment order that is in the ISR and not
+  fenced. With ``unclean.leader.election.enable`` and no such replica, the first live replica
+  is elected and becomes the only ISR member: what it lacks is lost. Without it the partition
+  stays leaderless (leader -1) and its ISR keeps the last members, so one of them is elected
+  when it comes back. KIP-966's eligible leader replicas are not modelled.
+- A fenced broker is removed from the ISR of partitions it follows (KRaft does the same).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.errors import ErrorCode
+from engine.protocol import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    LeaderAndIsrRequest,
+    PartitionState,
+)
+from engine.rpc import RpcNode
+
+if TYPE_CHECKING:
+    from engine.config import BrokerConfig, TopicConfig
+    from engine.sim.network import Message
+    from engine.sim.world import World
+
+NO_LEADER = -1
+
+
+class Controller(RpcNode):
+    """The cluster controller node (named ``controller``)."""
+
+    def __init__(self, world: World, config: BrokerConfig, topic_configs: dict[str, TopicConfig]) -> None:
+        super().__init__(world, "controller")
+        self.config = config
+        self.topic_configs = topic_configs
+        self.brokers: dict[int, int] = {}  # broker id -> last heartbeat ms
+        self.incarnations: dict[int, int] = {}
+        self.fenced: set[int] = set()
+        self.partitions: dict[tuple[str, int], PartitionState] = {}
+        self.controller_epoch = 1
+        self.handlers = {BrokerHeartbeatRequest: self._on_heartbeat, AlterPartitionRequest: self._on_alter_partition}
+        self.set_timer(config.broker_heartbeat_interval_ms, self._liveness_tick)
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def create_partitions(self, topic: str, assignments: list[tuple[int, ...]]) -> None:
+        """Create a topic's partitions with these replica assignments; leaders are elected now."""
+        changed = []
+        for p, replicas in enumerate(assignments):
+            live = [b for b in replicas if self.is_live(b)]
+            leader = live[0] if live else NO_LEADER
+            isr = tuple(live) if live else tuple(replicas)
+            state = PartitionState(topic, p, leader, 0, isr, tuple(replicas), 0)
+            self.partitions[(topic, p)] = state
+            changed.append(state)
+        self.world.trace.emit(self.name, "state", "topic.create", ("topic", topic), ("partitions", len(assignments)))
+        self._push(changed)
+
+    def unclean_allowed(self, topic: str) -> bool:
+        """Return the topic's unclean.leader.election.enable."""
+        tc = self.topic_configs.get(topic)
+        if tc is not None and tc.unclean_leader_election_enable is not None:
+            return tc.unclean_leader_election_enable
+        return self.config.unclean_leader_election_enable
+
+    def is_live(self, broker_id: int) -> bool:
+        """Return True when the broker is registered and not fenced."""
+        return broker_id in self.brokers and broker_id not in self.fenced
+
+    def live_brokers(self) -> tuple[int, ...]:
+        """Return the ids of live brokers, sorted."""
+        return tuple(sorted(b for b in self.brokers if b not in self.fenced))
+
+    # -- liveness ---------------------------------------------------------------------------
+
+    def _on_heartbeat(self, m: Message) -> None:
+        hb: BrokerHeartbeatRequest = m.body
+        b = hb.broker_id
+        new_incarnation = self.incarnations.get(b) != hb.incarnation
+        self.brokers[b] = self.world.now_ms
+        self.incarnations[b] = hb.incarnation
+        if b in self.fenced or new_incarnation:
+            self.fenced.discard(b)
+            self.world.trace.emit(self.name, "state", "broker.register", ("broker", b), ("incarnation", hb.incarnation))
+            self._on_broker_up(b)
+
+    def _liveness_tick(self) -> None:
+        now = self.world.now_ms
+        timeout = self.config.broker_session_timeout_ms
+        for b in sorted(self.brokers):
+            if b not in self.fenced and now - self.brokers[b] > timeout:
+                self.fenced.add(b)
+                self.world.trace.emit(self.name, "state", "broker.fence", ("broker", b))
+                self._on_broker_down(b)
+        self.set_timer(self.config.broker_heartbeat_interval_ms, self._liveness_tick)
+
+    def _on_broker_down(self, b: int) -> None:
+        changed = []
+        for key in sorted(self.partitions):
+            s = self.partitions[key]
+            if b not in s.replicas:
+                continue
+            if s.leader == b:
+                changed.append(self._elect(s, exclude=b))
+            elif b in s.isr and len(s.isr) > 1:
+                changed.append(self._with(s, isr=tuple(x for x in s.isr if x != b)))
+        self._push(changed)
+
+    def _on_broker_up(self, b: int) -> None:
+        changed = []
+        for key in sorted(self.partitions):
+            s = self.partitions[key]
+            if b in s.replicas and s.leader == NO_LEADER:
+                new = self._elect(s, exclude=None)
+                if new.leader != NO_LEADER:
+                    changed.append(new)
+        self._push(changed)
+        # The restarted broker learns every partition it hosts (and the rest, for metadata).
+        everything = [self.partitions[k] for k in sorted(self.partitions)]
+        if everything:
+            self.send_oneway(f"broker-{b}", LeaderAndIsrRequest(self.controller_epoch, tuple(everything), self.live_brokers()))
+
+    # -- election ---------------------------------------------------------------------------
+
+    def _with(self, s: PartitionState, *, leader: int | None = None, isr: tuple[int, ...] | None = None) -> PartitionState:
+        new_leader = s.leader if leader is None else leader
+        epoch = s.leader_epoch + 1 if new_leader != s.leader else s.leader_epoch
+        new = PartitionState(s.topic, s.partition, new_leader, epoch, s.isr if isr is None else isr, s.replicas,
+                             s.partition_epoch + 1)
+        self.partitions[(s.topic, s.partition)] = new
+        return new
+
+    def _elect(self, s: PartitionState, exclude: int | None) -> PartitionState:
+        candidates = [r for r in s.replicas if r in s.isr and r != exclude and self.is_live(r)]
+        if candidates:
+            leader = candidates[0]
+            isr = tuple(r for r in s.isr if r != exclude) if exclude is not None else s.isr
+            new = self._with(s, leader=leader, isr=isr)
+            self.world.trace.emit(self.name, "state", "election.clean", ("tp", f"{s.topic}-{s.partition}"),
+                                  ("leader", leader), ("epoch", new.leader_epoch), ("isr", list(new.isr)))
+            return new
+        if self.unclean_allowed(s.topic):
+            live = [r for r in s.replicas if r != exclude and self.is_live(r)]
+            if live:
+                new = self._with(s, leader=live[0], isr=(live[0],))
+                self.world.trace.emit(self.name, "state", "election.unclean", ("tp", f"{s.topic}-{s.partition}"),
+                                      ("leader", live[0]), ("epoch", new.leader_epoch))
+                self.world.trace.mark(self.name, "controller: unclean leader election")
+                return new
+        # No eligible leader: keep the ISR (its members may come back) and go offline.
+        new = self._with(s, leader=NO_LEADER)
+        self.world.trace.emit(self.name, "state", "election.none", ("tp", f"{s.topic}-{s.partition}"),
+                              ("isr", list(new.isr)))
+        return new
+
+    def _push(self, changed: list[PartitionState]) -> None:
+        if not changed:
+            return
+        req = LeaderAndIsrRequest(self.controller_epoch, tuple(changed), self.live_brokers())
+        for b in self.live_brokers():
+            self.send_oneway(f"broker-{b}", req)
+
+    # -- ISR changes from leaders -------------------------------------------------------------
+
+    def _on_alter_partition(self, m: Message) -> None:
+        req: AlterPartitionRequest = m.body
+        s = self.partitions.get((req.topic, req.partition))
+        if s is None:
+            self.respond(m, AlterPartitionResponse(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            return
+        if s.leader != req.broker_id or s.leader_epoch != req.leader_epoch or s.partition_epoch != req.partition_epoch:
+            self.respond(m, AlterPartitionResponse(ErrorCode.FENCED_LEADER_EPOCH, s))
+            return
+        new_isr = tuple(b for b in req.new_isr if b == s.leader or self.is_live(b))
+        new = self._with(s, isr=new_isr)
+        self.world.trace.emit(self.name, "state", "isr.change", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new_isr)))
+        self.respond(m, AlterPartitionResponse(ErrorCode.NONE, new))
+        self._push([new])

@@ -1,0 +1,222 @@
+"""One partition replica on one broker: its log, producer state, high watermark and role.
+
+Durable parts live on the broker's disk and survive a crash: the :class:`PartitionLog`, the
+aborted-transaction index, the producer-state snapshots and the high-watermark checkpoint.
+Everything else here is volatile and rebuilt on restart: the producer-state table (from the
+latest snapshot plus the log after it), the role, the ISR view and the followers' progress.
+
+Leader duties (Kafka's ``Partition`` + ``UnifiedLog``)
+-------------------------------------------------------
+- validate and append producer batches (dedup window, sequence and epoch checks, staged);
+- track each follower's log end offset; the high watermark (HW) is the smallest LEO in the ISR
+  and never moves back while this broker leads;
+- compute the last stable offset: ``LSO = min(first unstable offset, HW)``;
+- propose ISR shrinks for followers that fell behind for ``replica.lag.time.max.ms`` and
+  expansions for followers that caught up to the HW.
+
+Follower duties: append what the leader sends (doing the producer-state bookkeeping as it goes,
+so a new leader deduplicates retries), take the leader's HW, and truncate a divergent tail found
+through the leader-epoch cache.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.errors import ErrorCode
+from engine.log.partition_log import PartitionLog
+from engine.log.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    LogValidationError,
+    ProducerSnapshot,
+    ProducerStateManager,
+)
+from engine.log.records import RecordBatch
+from engine.log.txn_index import AbortedTxn, TransactionIndex
+from engine.sim.disk import DurableList
+
+if TYPE_CHECKING:
+    from engine.protocol import PartitionState
+    from engine.sim.disk import Disk
+
+
+class HighWatermarkCheckpoint:
+    """The durable high-watermark file of one broker (Kafka's replication-offset-checkpoint)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+
+class Replica:
+    """A partition replica hosted on one broker."""
+
+    def __init__(self, topic: str, partition: int, broker_id: int, disk: Disk, *, segment_bytes: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.tp = f"{topic}-{partition}"
+        self.broker_id = broker_id
+        self.log: PartitionLog = disk.open(f"log:{self.tp}", lambda: PartitionLog(self.tp, segment_bytes=segment_bytes))
+        self.txn_index: TransactionIndex = disk.open(f"txnindex:{self.tp}", TransactionIndex)
+        self.snapshots: DurableList = disk.open(f"snapshots:{self.tp}", DurableList)
+        self._checkpoint: HighWatermarkCheckpoint = disk.open("hw-checkpoint", HighWatermarkCheckpoint)
+        self.log.on_roll = self._on_segment_roll
+        self.high_watermark = min(self._checkpoint.values.get(self.tp, 0), self.log.log_end_offset)
+        self.producers = ProducerStateManager(self.tp)
+        self.state: PartitionState | None = None
+        self.is_leader = False
+        self.follower_leo: dict[int, int] = {}
+        self.follower_caught_up_ms: dict[int, int] = {}
+        self.pending_isr_change = False
+        self.rebuild_producer_state()
+
+    # -- producer state --------------------------------------------------------------------
+
+    def _on_segment_roll(self, offset: int) -> None:
+        self.take_snapshot(offset)
+
+    def take_snapshot(self, offset: int | None = None) -> ProducerSnapshot:
+        """Write a producer-state snapshot at ``offset`` (the log end by default)."""
+        snap = self.producers.snapshot(self.log.log_end_offset if offset is None else offset)
+        self.snapshots.append(snap)
+        return snap
+
+    def rebuild_producer_state(self) -> None:
+        """Rebuild the producer table from the latest usable snapshot plus the log after it."""
+        self.producers = ProducerStateManager(self.tp)
+        leo = self.log.log_end_offset
+        usable = [s for s in self.snapshots.items if s.offset <= leo]
+        start = 0
+        if usable:
+            snap = usable[-1]
+            self.producers.load_snapshot(snap)
+            start = snap.offset
+        self.producers.replay(self.log.read(start, 1 << 62) if start < leo else [], self.high_watermark)
+
+    # -- roles -----------------------------------------------------------------------------
+
+    def become_leader(self, state: PartitionState, now_ms: int) -> None:
+        """Take leadership in ``state.leader_epoch``."""
+        self.state = state
+        self.is_leader = True
+        self.follower_leo = {r: 0 for r in state.replicas if r != self.broker_id}
+        self.follower_caught_up_ms = dict.fromkeys(self.follower_leo, now_ms)
+        self.pending_isr_change = False
+
+    def become_follower(self, state: PartitionState) -> None:
+        """Follow ``state.leader`` in ``state.leader_epoch``."""
+        self.state = state
+        self.is_leader = False
+        self.follower_leo = {}
+        self.follower_caught_up_ms = {}
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        """Return the LEO."""
+        return self.log.log_end_offset
+
+    def set_high_watermark(self, hw: int) -> bool:
+        """Move the HW (never beyond the LEO); return True if it moved."""
+        hw = min(hw, self.log.log_end_offset)
+        if hw == self.high_watermark:
+            return False
+        self.high_watermark = hw
+        self._checkpoint.values[self.tp] = hw
+        self.producers.on_high_watermark(hw)
+        return True
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Return the LSO: the first unstable offset, capped by the HW."""
+        fuo = self.producers.first_unstable_offset()
+        hw = self.high_watermark
+        return hw if fuo is None or fuo > hw else fuo
+
+    def maybe_advance_hw(self) -> bool:
+        """Leader: set the HW to the smallest LEO in the ISR; return True if it moved."""
+        assert self.state is not None  # noqa: S101 - only called on a leader, which has a state
+        leo = self.log.log_end_offset
+        new_hw = leo
+        for r in self.state.isr:
+            if r != self.broker_id:
+                f = self.follower_leo.get(r, 0)
+                if f < new_hw:
+                    new_hw = f
+        if new_hw > self.high_watermark:
+            return self.set_high_watermark(new_hw)
+        return False
+
+    # -- appends ---------------------------------------------------------------------------
+
+    def append_as_leader(self, batch: RecordBatch, origin: AppendOrigin) -> tuple[int, bool, CompletedTxn | None]:
+        """Validate and append a batch; return ``(base_offset, was_duplicate, completed_txn)``.
+
+        Raises :class:`LogValidationError` with the code to answer; the log and producer state
+        are then unchanged.
+        """
+        assert self.state is not None  # noqa: S101
+        log = self.log
+        offset = log.log_end_offset
+        if batch.producer_id < 0:
+            log.append(batch.assigned(offset, self.state.leader_epoch))
+            return offset, False, None
+        producers = self.producers
+        if not batch.is_control:
+            dup = producers.find_duplicate(batch)
+            if dup is not None:
+                return dup.first_offset, True, None
+        info = producers.prepare_update(batch.producer_id, origin)
+        done = None
+        if batch.is_control:
+            done = info.append_end_txn_marker(batch, offset)
+        else:
+            info.append_data_batch(batch, offset)
+        log.append(batch.assigned(offset, self.state.leader_epoch))
+        producers.update(info)
+        if done is not None:
+            self._complete_txn(done)
+        return offset, False, done
+
+    def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
+        """Append batches copied from the leader (their offsets are the leader's)."""
+        log = self.log
+        for b in batches:
+            if b.base_offset < log.log_end_offset:
+                continue
+            log.append(b)
+            done = self.producers.apply_replicated(b, self.high_watermark)
+            if done is not None and done.is_aborted:
+                self.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset))
+
+    def _complete_txn(self, done: CompletedTxn) -> None:
+        self.producers.complete_txn(done, self.high_watermark)
+        if done.is_aborted:
+            self.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset))
+
+    def truncate_to(self, offset: int) -> int:
+        """Cut the log (and the txn index) back to ``offset`` and rebuild producer state."""
+        removed = self.log.truncate_to(offset)
+        if removed:
+            self.txn_index.truncate_to(offset)
+            self.snapshots.items[:] = [s for s in self.snapshots.items if s.offset <= offset]
+            self.snapshots.flushed = min(self.snapshots.flushed, len(self.snapshots.items))
+            if self.high_watermark > self.log.log_end_offset:
+                self.high_watermark = self.log.log_end_offset
+                self._checkpoint.values[self.tp] = self.high_watermark
+            self.rebuild_producer_state()
+        return removed
+
+    def check_min_isr(self, min_isr: int) -> LogValidationError | None:
+        """Return the NOT_ENOUGH_REPLICAS error when the ISR is below ``min_isr``."""
+        assert self.state is not None  # noqa: S101
+        if len(self.state.isr) < min_isr:
+            return LogValidationError(
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {list(self.state.isr)} is insufficient to satisfy the min.isr "
+                f"requirement of {min_isr} for partition {self.tp}",
+            )
+        return None

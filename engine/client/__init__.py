@@ -1,0 +1,1 @@
+"""Clients shaped like confluent-kafka's: Producer, Consumer, Message, TopicPartition."""

@@ -1,0 +1,163 @@
+"""The producer's record accumulator: open batches per partition, and the in-flight ledger.
+
+A record joins the open batch of its partition; the batch closes when adding a record would
+pass ``batch.size`` and becomes sendable when closed or ``linger.ms`` after it opened.
+
+Per partition, an idempotent producer keeps its *unacknowledged* batches ordered by sequence
+(Kafka's ``inflightBatchesBySequence``). A batch coming back for a retry is put back into the
+queue in sequence order, and may be sent again only when it is the lowest unacknowledged
+sequence: that is how a producer with 5 requests in flight keeps the log in send order after
+an OUT_OF_ORDER_SEQUENCE_NUMBER caused by an earlier batch's failure.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from typing import Any
+
+from engine.log.records import NO_SEQUENCE, estimate_size
+
+#: Per-record overhead used for ``batch.size`` accounting.
+RECORD_OVERHEAD_BYTES = 8
+
+
+class ProducerBatch:
+    """A batch on the producer side: mutable until sent, then retried as is."""
+
+    __slots__ = (
+        "attempts",
+        "base_sequence",
+        "callbacks",
+        "created_ms",
+        "deadline_ms",
+        "headers",
+        "is_transactional",
+        "keys",
+        "last_error",
+        "partition",
+        "producer_epoch",
+        "producer_id",
+        "retry_after_ms",
+        "size",
+        "timestamps",
+        "topic",
+        "values",
+        "wire",
+    )
+
+    def __init__(self, topic: str, partition: int, now_ms: int, deadline_ms: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.headers: list[Any] | None = None
+        self.timestamps: list[int] = []
+        self.callbacks: list[Any] | None = None
+        self.size = 61
+        self.created_ms = now_ms
+        self.deadline_ms = deadline_ms
+        self.base_sequence = NO_SEQUENCE
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.attempts = 0
+        self.is_transactional = False
+        self.last_error: Any = None
+        self.retry_after_ms = 0
+        self.wire: Any = None
+
+    @property
+    def count(self) -> int:
+        """Return the number of records."""
+        return len(self.values)
+
+    @property
+    def last_sequence(self) -> int:
+        """Return the sequence of the last record, or -1 before one is assigned."""
+        return self.base_sequence + len(self.values) - 1 if self.base_sequence >= 0 else NO_SEQUENCE
+
+    def add(self, key: Any, value: Any, headers: Any, timestamp: int, callback: Any, size: int) -> None:
+        """Append one record."""
+        n = len(self.values)
+        self.keys.append(key)
+        self.values.append(value)
+        self.timestamps.append(timestamp)
+        if headers is not None:
+            if self.headers is None:
+                self.headers = [None] * n
+            self.headers.append(headers)
+        elif self.headers is not None:
+            self.headers.append(None)
+        if callback is not None:
+            if self.callbacks is None:
+                self.callbacks = [None] * n
+            self.callbacks.append(callback)
+        elif self.callbacks is not None:
+            self.callbacks.append(None)
+        self.size += size
+
+    def add_many(self, keys: list[Any] | None, values: list[Any], timestamp: int, callback: Any) -> None:
+        """Append several records at once (``produce_batch``)."""
+        n = len(self.values)
+        k = list(keys) if keys is not None else [None] * len(values)
+        self.keys.extend(k)
+        self.values.extend(values)
+        self.timestamps.extend([timestamp] * len(values))
+        if self.headers is not None:
+            self.headers.extend([None] * len(values))
+        if callback is not None:
+            if self.callbacks is None:
+                self.callbacks = [None] * n
+            self.callbacks.extend([callback] * len(values))
+        elif self.callbacks is not None:
+            self.callbacks.extend([None] * len(values))
+        self.size = estimate_size(tuple(self.keys), tuple(self.values))
+
+    def __repr__(self) -> str:
+        return (
+            f"<ProducerBatch {self.topic}-{self.partition} n={self.count} seq={self.base_sequence} "
+            f"attempts={self.attempts}>"
+        )
+
+
+class PartitionQueue:
+    """The batches of one partition: queued (not yet sent, or back for retry) and unacknowledged."""
+
+    __slots__ = ("in_flight", "last_acked_sequence", "next_sequence", "queue", "unacked")
+
+    def __init__(self) -> None:
+        self.queue: deque[ProducerBatch] = deque()
+        self.unacked: list[ProducerBatch] = []
+        self.in_flight = 0
+        self.next_sequence = 0
+        self.last_acked_sequence = -1
+
+    def open_batch(self) -> ProducerBatch | None:
+        """Return the last queued batch if it was never sent (records may still join it)."""
+        if self.queue:
+            b = self.queue[-1]
+            if b.attempts == 0 and b.wire is None:
+                return b
+        return None
+
+    def requeue_in_order(self, batch: ProducerBatch) -> None:
+        """Put a batch back for retry, before later sequences (insertInSequenceOrder)."""
+        if batch.base_sequence < 0:
+            self.queue.appendleft(batch)
+            return
+        items = list(self.queue)
+        seqs = [b.base_sequence if b.base_sequence >= 0 else 1 << 62 for b in items]
+        i = bisect.bisect_left(seqs, batch.base_sequence)
+        items.insert(i, batch)
+        self.queue = deque(items)
+
+    def add_unacked(self, batch: ProducerBatch) -> None:
+        """Track a sent batch until it is acknowledged or fails for good."""
+        if batch in self.unacked:
+            return
+        seqs = [b.base_sequence for b in self.unacked]
+        self.unacked.insert(bisect.bisect_left(seqs, batch.base_sequence), batch)
+
+    def first_unacked_sequence(self) -> int:
+        """Return the lowest unacknowledged sequence, or -1."""
+        return self.unacked[0].base_sequence if self.unacked else NO_SEQUENCE

@@ -1,0 +1,467 @@
+"""The producer: confluent-kafka's API over a simulated sender with Kafka's retry rules.
+
+Public API (as in confluent-kafka): ``produce``, ``poll``, ``flush``, ``len(producer)``, plus
+``produce_batch`` (many values in one call, for benchmarks) and ``metrics()``. Times given to
+``poll`` and ``flush`` are *simulated* seconds: waiting is what moves the simulation on.
+
+Idempotence (``enable.idempotence``, on by default as in Kafka ≥ 3.0)
+---------------------------------------------------------------------
+- The producer gets a producer id and epoch (InitProducerId) before it sends anything.
+- Each partition has a sequence; a batch gets its base sequence when first sent and keeps it
+  across retries, so the broker can recognise a retry (dedup window of 5 batches).
+- At most ``max.in.flight.requests.per.connection`` (≤ 5) batches per partition are in flight.
+- A retriable error puts the batch back *in sequence order*; it is resent only when it is the
+  lowest unacknowledged sequence, so later batches wait and the log keeps send order.
+- OUT_OF_ORDER_SEQUENCE_NUMBER for a batch whose predecessor is not yet acknowledged is a
+  consequence of that predecessor's failure: retried. For the next expected batch it means the
+  broker lost records (e.g. an unclean election): the batch and the later batches of the
+  partition fail with ``OutOfOrderSequenceException`` and the producer bumps its epoch and
+  restarts sequences (Kafka ≥ 2.5, KIP-360), once nothing else is in flight.
+
+What is simplified: one partition per produce request; ``max.in.flight.requests.per.connection``
+is enforced per partition; no compression, no ``buffer.memory`` back-pressure, no ``max.block.ms``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from engine.client.accumulator import RECORD_OVERHEAD_BYTES, PartitionQueue, ProducerBatch
+from engine.client.base import ClientNode
+from engine.client.message import Message
+from engine.client.partitioner import partition_for_key
+from engine.config import ProducerConfig, parse_config
+from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
+from engine.log.records import RecordBatch
+from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from engine.sim.world import World
+
+#: Errors after which the client refreshes metadata before retrying.
+_METADATA_ERRORS = frozenset(
+    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+     ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR}
+)
+
+
+class Producer(ClientNode):
+    """A simulated Kafka producer (see the module docstring)."""
+
+    _count = 0
+
+    def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any] | None = None) -> None:
+        self.config: ProducerConfig = parse_config(ProducerConfig, config, what="producer")
+        Producer._count += 1
+        name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
+        super().__init__(world, name, bootstrap, self.config.retry_backoff_ms)
+        self._rng = world.rng.stream(f"{name}:partitioner")
+        self.idempotent = self.config.enable_idempotence
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.fatal_error: KafkaError | None = None
+        self._queues: dict[tuple[str, int], PartitionQueue] = {}
+        self._waiting_metadata: list[tuple[Any, ...]] = []
+        self._sticky: dict[str, int] = {}
+        self._reports: deque[tuple[Any, KafkaError | None, Message]] = deque()
+        self._outstanding = 0
+        self._wakeup_at: int | None = None
+        self._init_in_flight = False
+        self._epoch_bump_pending = False
+        self.metrics_totals = {"records_sent": 0, "records_retried": 0, "records_failed": 0, "records_acked": 0,
+                               "requests_sent": 0, "batches_sent": 0}
+        self._started_ms = world.now_ms
+        self.refresh_metadata(self._wake)
+        if self.idempotent and self.config.transactional_id is None:
+            self._init_producer_id()
+
+    # ======================================================================================
+    # public API (confluent-kafka shaped)
+    # ======================================================================================
+
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+        callback: Callable[[KafkaError | None, Message], None] | None = None,
+    ) -> None:
+        """Queue one record for ``topic``; the delivery report comes through ``poll``/``flush``."""
+        self._check_usable()
+        self.before_produce(topic)
+        cb = on_delivery or callback
+        ts = timestamp or self.world.now_ms
+        if topic not in self.partition_counts:
+            self._waiting_metadata.append((topic, value, key, partition, cb, ts, headers))
+            self._outstanding += 1
+            self.refresh_metadata(self._drain_waiting_metadata)
+            return
+        p = partition if partition >= 0 else self._choose_partition(topic, key)
+        self._append(topic, p, key, value, headers, ts, cb)
+
+    def produce_batch(self, topic: str, values: list[Any], *, partition: int, keys: list[Any] | None = None,
+                      on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:
+        """Queue many records for one partition as one batch (an extension of the confluent API)."""
+        self._check_usable()
+        self.before_produce(topic)
+        q = self._queue(topic, partition)
+        now = self.world.now_ms
+        b = ProducerBatch(topic, partition, now, now + self.config.delivery_timeout_ms)
+        b.add_many(keys, values, now, on_delivery)
+        q.queue.append(b)
+        self._outstanding += len(values)
+        self._wake()
+
+    def poll(self, timeout: float | None = 0) -> int:
+        """Let ``timeout`` simulated seconds pass, then serve delivery reports; return how many."""
+        if timeout:
+            self.world.run_for(int(timeout * 1000))
+        return self._serve_reports()
+
+    def flush(self, timeout: float | None = None, max_events: int = 50_000_000) -> int:
+        """Run the simulation until every queued record is delivered or failed; return those left.
+
+        With ``timeout`` (simulated seconds) stop after that long.
+        """
+        if timeout is None:
+            self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None or not self.is_up,
+                                 max_events)
+        else:
+            end = self.world.now_ms + int(timeout * 1000)
+            self.world.run_until(lambda: self._outstanding == 0 or self.world.now_ms >= end, max_events)
+        self._serve_reports()
+        return self._outstanding
+
+    def __len__(self) -> int:
+        return self._outstanding + len(self._reports)
+
+    def metrics(self) -> dict[str, float]:
+        """Return Kafka's producer metrics: rates per simulated second, and totals."""
+        elapsed_s = max(1, self.world.now_ms - self._started_ms) / 1000
+        t = self.metrics_totals
+        return {
+            "record-send-rate": t["records_sent"] / elapsed_s,
+            "record-retry-rate": t["records_retried"] / elapsed_s,
+            "record-error-rate": t["records_failed"] / elapsed_s,
+            "record-send-total": t["records_sent"],
+            "record-retry-total": t["records_retried"],
+            "record-error-total": t["records_failed"],
+            "batch-send-total": t["batches_sent"],
+        }
+
+    # -- hooks for the transactional layer ----------------------------------------------------
+
+    def before_produce(self, topic: str) -> None:
+        """Check the client state before a record is queued (the transactional layer overrides it)."""
+
+    def batch_is_transactional(self) -> bool:
+        """Return True when new batches belong to a transaction."""
+        return False
+
+    def may_send(self, batch: ProducerBatch) -> bool:
+        """Return True when a batch may go now (the transactional layer waits for AddPartitions)."""
+        return True
+
+    # ======================================================================================
+    # internals
+    # ======================================================================================
+
+    def _check_usable(self) -> None:
+        if self.fatal_error is not None:
+            raise self.fatal_error
+        if not self.is_up:
+            msg = f"producer {self.name} is not running ({self.status.value}); create a new producer"
+            raise IllegalStateError(msg)
+
+    def _queue(self, topic: str, partition: int) -> PartitionQueue:
+        key = (topic, partition)
+        q = self._queues.get(key)
+        if q is None:
+            q = self._queues[key] = PartitionQueue()
+        return q
+
+    def _choose_partition(self, topic: str, key: Any) -> int:
+        n = self.partition_counts[topic]
+        if key is not None:
+            return partition_for_key(key, n)
+        p = self._sticky.get(topic)
+        if p is None:
+            p = self._sticky[topic] = self._rng.randrange(n)
+        return p
+
+    def _append(self, topic: str, p: int, key: Any, value: Any, headers: Any, ts: int, cb: Any) -> None:
+        q = self._queue(topic, p)
+        size = RECORD_OVERHEAD_BYTES + (len(key) if key is not None and hasattr(key, "__len__") else 0) + (
+            len(value) if value is not None and hasattr(value, "__len__") else 0)
+        b = q.open_batch()
+        if b is None or (b.size + size > self.config.batch_size and b.count > 0):
+            if b is not None and key is None:
+                self._sticky.pop(topic, None)  # KIP-480: a full batch moves the sticky partition on
+                p2 = self._choose_partition(topic, None)
+                if p2 != p:
+                    return self._append(topic, p2, key, value, headers, ts, cb)
+            now = self.world.now_ms
+            b = ProducerBatch(topic, p, now, now + self.config.delivery_timeout_ms)
+            q.queue.append(b)
+        b.add(key, value, headers, ts, cb, size)
+        self._outstanding += 1
+        if b.size >= self.config.batch_size:
+            self._wake()
+        else:
+            self._wake_at(b.created_ms + self.config.linger_ms)
+        return None
+
+    def _drain_waiting_metadata(self) -> None:
+        waiting, self._waiting_metadata = self._waiting_metadata, []
+        for topic, value, key, partition, cb, ts, headers in waiting:
+            self._outstanding -= 1
+            if topic not in self.partition_counts:
+                err = exception_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic=topic)
+                self._report(cb, err, Message(topic, partition, -1, key, value, error=err))
+                self.metrics_totals["records_failed"] += 1
+                continue
+            p = partition if partition >= 0 else self._choose_partition(topic, key)
+            self._append(topic, p, key, value, headers, ts, cb)
+
+    # -- producer id ------------------------------------------------------------------------
+
+    def _init_producer_id(self) -> None:
+        if self._init_in_flight:
+            return
+        self._init_in_flight = True
+        self.request(self._pick_broker(), InitProducerIdRequest(), self._on_init_producer_id,
+                     timeout_ms=self.config.request_timeout_ms)
+
+    def _on_init_producer_id(self, resp: InitProducerIdResponse | None) -> None:
+        self._init_in_flight = False
+        if resp is None or resp.error is not ErrorCode.NONE:
+            self.set_timer(self.config.retry_backoff_ms, self._init_producer_id)
+            return
+        self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
+        self.world.trace.emit(self.name, "state", "producer.id", ("pid", self.producer_id), ("epoch", self.producer_epoch))
+        self._wake()
+
+    def _has_producer_id(self) -> bool:
+        return not self.idempotent or self.producer_id >= 0
+
+    # -- sender -----------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        self._wake_at(self.world.now_ms)
+
+    def _wake_at(self, at_ms: int) -> None:
+        if self._wakeup_at is not None and self._wakeup_at <= at_ms:
+            return
+        self._wakeup_at = at_ms
+        self.set_timer(at_ms - self.world.now_ms, self._run_sender, at_ms)
+
+    def _run_sender(self, scheduled_for: int) -> None:
+        if self._wakeup_at != scheduled_for:
+            return
+        self._wakeup_at = None
+        if not self._has_producer_id() or self._epoch_bump_pending:
+            return
+        now = self.world.now_ms
+        next_wake: int | None = None
+        linger = self.config.linger_ms
+        max_in_flight = self.config.max_in_flight_requests_per_connection
+        for key in sorted(self._queues):
+            q = self._queues[key]
+            while q.queue and q.in_flight < max_in_flight:
+                b = q.queue[0]
+                if b.retry_after_ms > now:
+                    next_wake = b.retry_after_ms if next_wake is None else min(next_wake, b.retry_after_ms)
+                    break
+                if b.wire is None and b.size < self.config.batch_size and len(q.queue) == 1 and now < b.created_ms + linger:
+                    wake = b.created_ms + linger
+                    next_wake = wake if next_wake is None else min(next_wake, wake)
+                    break
+                if self.idempotent and b.base_sequence >= 0 and q.unacked and q.first_unacked_sequence() != b.base_sequence:
+                    break  # a retry waits until every earlier sequence is acknowledged
+                leader = self.leader_of(*key)
+                if leader < 0:
+                    self.refresh_metadata(self._wake)
+                    break
+                if not self.may_send(b):
+                    break
+                q.queue.popleft()
+                self._send_batch(q, b, leader)
+        if next_wake is not None:
+            self._wake_at(next_wake)
+
+    def _send_batch(self, q: PartitionQueue, b: ProducerBatch, leader: int) -> None:
+        if b.wire is None:
+            if self.idempotent:
+                b.base_sequence = q.next_sequence
+                q.next_sequence += b.count
+                b.producer_id, b.producer_epoch = self.producer_id, self.producer_epoch
+            b.is_transactional = self.batch_is_transactional()
+            b.wire = RecordBatch(
+                producer_id=b.producer_id,
+                producer_epoch=b.producer_epoch,
+                base_sequence=b.base_sequence,
+                is_transactional=b.is_transactional,
+                create_time=b.created_ms,
+                keys=tuple(b.keys),
+                values=tuple(b.values),
+                headers=tuple(b.headers) if b.headers is not None else None,
+                size_bytes=b.size,
+            )
+        else:
+            self.metrics_totals["records_retried"] += b.count
+        b.attempts += 1
+        q.in_flight += 1
+        if self.idempotent:
+            q.add_unacked(b)
+        self.metrics_totals["records_sent"] += b.count
+        self.metrics_totals["batches_sent"] += 1
+        req = ProduceRequest(b.topic, b.partition, b.wire, self.config.acks, self.config.request_timeout_ms,
+                             self.config.transactional_id)
+        if self.config.acks == 0:
+            self.send_oneway(f"broker-{leader}", req)
+            q.in_flight -= 1
+            self._complete(q, b, -1, None)
+            return
+        self.request(f"broker-{leader}", req, lambda resp: self._on_produce_response(q, b, resp),
+                     timeout_ms=self.config.request_timeout_ms)
+
+    # -- responses --------------------------------------------------------------------------
+
+    def _on_produce_response(self, q: PartitionQueue, b: ProducerBatch, resp: ProduceResponse | None) -> None:
+        q.in_flight -= 1
+        if resp is not None and resp.error is ErrorCode.NONE:
+            self._complete(q, b, resp.base_offset, None)
+            self._wake()
+            return
+        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        message = "no response within request.timeout.ms" if resp is None else resp.error_message
+        b.last_error = (code, message)
+        if code is ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
+            self._complete(q, b, -1, None)
+        elif code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._predecessor_unacked(q, b):
+            self.world.trace.mark(self.name, "producer: out-of-order batch retried behind its predecessor")
+            self._retry(q, b, code)
+        elif code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID) and self.idempotent:
+            self._fail_partition(q, b, code, message)
+        elif code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
+            self._fatal(code, message)
+        elif code.retriable and b.attempts <= self.config.retries and self.world.now_ms < b.deadline_ms:
+            self._retry(q, b, code)
+        else:
+            if code.retriable and self.world.now_ms >= b.deadline_ms:
+                code, message = ErrorCode.REQUEST_TIMED_OUT, "delivery.timeout.ms expired"
+            self._fail(q, b, code, message)
+            if self.idempotent:
+                self._bump_epoch()
+        self._wake()
+
+    def _predecessor_unacked(self, q: PartitionQueue, b: ProducerBatch) -> bool:
+        return b.base_sequence >= 0 and b.base_sequence != q.last_acked_sequence + 1
+
+    def _retry(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> None:
+        b.retry_after_ms = self.world.now_ms + self.config.retry_backoff_ms
+        q.requeue_in_order(b)
+        self.world.trace.emit(self.name, "state", "produce.retry", ("tp", f"{b.topic}-{b.partition}"),
+                              ("seq", b.base_sequence), ("error", code.name), ("attempt", b.attempts))
+        if code in _METADATA_ERRORS:
+            self.refresh_metadata(self._wake)
+        self._wake_at(b.retry_after_ms)
+
+    def _complete(self, q: PartitionQueue, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
+        if self.idempotent and b in q.unacked:
+            q.unacked.remove(b)
+            if err is None:
+                q.last_acked_sequence = max(q.last_acked_sequence, b.last_sequence)
+        self._outstanding -= b.count
+        if err is None:
+            self.metrics_totals["records_acked"] += b.count
+        else:
+            self.metrics_totals["records_failed"] += b.count
+        self.world.trace.emit(self.name, "state", "produce.done" if err is None else "produce.failed",
+                              ("tp", f"{b.topic}-{b.partition}"), ("offset", base_offset), ("seq", b.base_sequence),
+                              ("n", b.count), ("error", None if err is None else type(err).__name__))
+        self.on_batch_done(b, base_offset, err)
+        if b.callbacks is not None:
+            for i, cb in enumerate(b.callbacks):
+                if cb is not None:
+                    off = base_offset + i if base_offset >= 0 else -1
+                    self._report(cb, err, Message(b.topic, b.partition, off, b.keys[i], b.values[i], error=err,
+                                                  timestamp=b.timestamps[i]))
+
+    def on_batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
+        """Learn a batch's outcome (the history recorder and the transactional layer use it)."""
+
+    def _fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        err = exception_for(code, message, topic=b.topic, partition=b.partition)
+        self._complete(q, b, -1, err)
+
+    def _fail_partition(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """A sequence error the producer cannot retry: fail this and later sequenced batches."""
+        self._fail(q, b, code, message)
+        for other in [x for x in list(q.unacked) + list(q.queue) if x.base_sequence > b.base_sequence]:
+            if other in q.queue:
+                q.queue.remove(other)
+            if other in q.unacked and other.attempts and other.last_error is None:
+                continue  # still in flight; its own response will fail it
+            self._fail(q, other, code, f"an earlier batch of {b.topic}-{b.partition} failed: {message}")
+        self._bump_epoch()
+
+    def _bump_epoch(self) -> None:
+        """Bump the epoch and restart sequences once nothing is in flight (KIP-360)."""
+        if self._epoch_bump_pending:
+            return
+        self._epoch_bump_pending = True
+        self._try_bump_epoch()
+
+    def _try_bump_epoch(self) -> None:
+        if any(q.in_flight for q in self._queues.values()):
+            self.set_timer(self.config.retry_backoff_ms, self._try_bump_epoch)
+            return
+        self._epoch_bump_pending = False
+        self.producer_epoch += 1
+        for q in self._queues.values():
+            q.next_sequence = 0
+            q.last_acked_sequence = -1
+            for x in q.queue:
+                if x.wire is not None:
+                    x.wire = None  # re-stamped with the new epoch and sequences
+                    x.base_sequence = -1
+            q.unacked = []
+        self.world.trace.emit(self.name, "state", "producer.epoch_bump", ("pid", self.producer_id),
+                              ("epoch", self.producer_epoch))
+        self._wake()
+
+    def _fatal(self, code: ErrorCode, message: str | None) -> None:
+        err = exception_for(code, message, producer_id=self.producer_id, producer_epoch=self.producer_epoch)
+        self.fatal_error = err
+        for q in self._queues.values():
+            for b in list(q.queue) + [x for x in q.unacked if x not in q.queue]:
+                self._complete(q, b, -1, err)
+            q.queue.clear()
+            q.unacked = []
+
+    def _report(self, cb: Any, err: KafkaError | None, msg: Message) -> None:
+        self._reports.append((cb, err, msg))
+
+    def _serve_reports(self) -> int:
+        n = 0
+        while self._reports:
+            cb, err, msg = self._reports.popleft()
+            cb(err, msg)
+            n += 1
+        return n
+
+    def on_crash(self) -> None:
+        """A crashed client process loses everything it had not delivered."""
+        super().on_crash()
+        self._queues = {}
+        self._waiting_metadata = []
+        self._wakeup_at = None
+        self._outstanding = 0

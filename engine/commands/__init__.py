@@ -1,0 +1,1 @@
+"""Subcommands of the ``eos`` command line, one module each."""

@@ -1,0 +1,1 @@
+"""The partition log and its side state: record batches, producer state, the transaction index."""

@@ -1,0 +1,68 @@
+"""The aborted-transaction index of one partition replica (Kafka's ``.txnindex``).
+
+Every ABORT marker appended to the partition adds one entry: the producer id, the first and
+last offsets of the aborted transaction, and the LSO when the marker was written. A
+read_committed fetch returns the entries that overlap the fetched range, and the consumer
+drops the batches of those producers inside those ranges (KIP-98).
+
+Invariant (L9): the entries are exactly the transactions that have an ABORT marker in the
+partition, in marker order. The index is durable (it lives on the node's disk) and is cut
+back with the log on truncation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class AbortedTxn(NamedTuple):
+    """One aborted transaction, as a ``.txnindex`` line shows it."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def dump(self) -> str:
+        """Return the line ``kafka-dump-log.sh`` prints for a ``.txnindex`` entry."""
+        return (
+            f"version: 0 producerId: {self.producer_id} firstOffset: {self.first_offset} "
+            f"lastOffset: {self.last_offset} lastStableOffset: {self.last_stable_offset}"
+        )
+
+
+class TransactionIndex:
+    """The aborted transactions of one partition replica, in marker order."""
+
+    __slots__ = ("entries", "flushed")
+
+    def __init__(self) -> None:
+        self.entries: list[AbortedTxn] = []
+        self.flushed = 0
+
+    def append(self, txn: AbortedTxn) -> None:
+        """Add an aborted transaction."""
+        self.entries.append(txn)
+
+    def collect(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
+        """Return the aborted transactions overlapping ``[fetch_offset, upper_offset)``."""
+        return [t for t in self.entries if t.last_offset >= fetch_offset and t.first_offset < upper_offset]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose marker is at or above ``offset``."""
+        self.entries = [t for t in self.entries if t.last_offset < offset]
+        self.flushed = min(self.flushed, len(self.entries))
+
+    def flush(self) -> None:
+        """Make every entry durable."""
+        self.flushed = len(self.entries)
+
+    def lose_unflushed(self) -> int:
+        """Drop entries written since the last flush; return how many."""
+        lost = len(self.entries) - self.flushed
+        del self.entries[self.flushed :]
+        return lost
+
+    def dump(self) -> str:
+        """Return the whole index as ``kafka-dump-log.sh`` prints it."""
+        return "\n".join(t.dump() for t in self.entries)

@@ -1,0 +1,234 @@
+"""Requests and responses that cross the simulated network.
+
+Every message is a frozen, slotted dataclass. Errors travel as an :class:`~engine.errors.ErrorCode`
+plus a message string in responses; they become exceptions only at the client API (house style
+R8). Names follow Kafka's RPC names (ProduceRequest, FetchRequest, ...), simplified: one
+partition per produce or fetch request, and no API versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from engine.errors import ErrorCode
+
+_frozen = dataclasses.dataclass(frozen=True, slots=True)
+
+
+# -- produce -------------------------------------------------------------------------------
+
+
+@_frozen
+class ProduceRequest:
+    """Append one batch to one partition (Kafka groups partitions; the simulation does not)."""
+
+    topic: str
+    partition: int
+    batch: Any
+    acks: int
+    timeout_ms: int
+    transactional_id: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("tp", f"{self.topic}-{self.partition}"), *self.batch.trace_detail())
+
+
+@_frozen
+class ProduceResponse:
+    """The outcome of a produce: the base offset given to the batch, or an error."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time: int = -1
+    error_message: str | None = None
+    duplicate: bool = False
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("tp", f"{self.topic}-{self.partition}"), ("error", self.error.name), ("offset", self.base_offset))
+
+
+# -- fetch ---------------------------------------------------------------------------------
+
+
+@_frozen
+class FetchRequest:
+    """Read from one partition. ``replica_id`` ≥ 0 marks a follower, -1 a consumer."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    replica_id: int = -1
+    isolation_level: str = "read_uncommitted"
+    max_bytes: int = 1 << 20
+    max_wait_ms: int = 0
+    last_fetched_epoch: int = -1
+    current_leader_epoch: int = -1
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("tp", f"{self.topic}-{self.partition}"), ("offset", self.fetch_offset), ("replica", self.replica_id))
+
+
+@_frozen
+class FetchResponse:
+    """Batches from ``fetch_offset`` on, with the partition's HW and LSO at fetch time."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = 0
+    batches: tuple[Any, ...] = ()
+    aborted_transactions: tuple[Any, ...] | None = None
+    diverging_epoch: tuple[int, int] | None = None
+    leader_epoch: int = -1
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (
+            ("tp", f"{self.topic}-{self.partition}"),
+            ("error", self.error.name),
+            ("batches", len(self.batches)),
+            ("hw", self.high_watermark),
+            ("lso", self.last_stable_offset),
+        )
+
+
+@_frozen
+class ListOffsetsRequest:
+    """Ask a leader for the earliest or latest offset (``timestamp`` -2 or -1, as in Kafka)."""
+
+    topic: str
+    partition: int
+    timestamp: int
+    isolation_level: str = "read_uncommitted"
+
+
+@_frozen
+class ListOffsetsResponse:
+    """The offset asked for."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    offset: int = -1
+
+
+# -- metadata and control ------------------------------------------------------------------
+
+
+@_frozen
+class PartitionState:
+    """What the controller decided for one partition: leader, epochs, ISR and replicas."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    partition_epoch: int = 0
+
+
+@_frozen
+class MetadataRequest:
+    """Ask for brokers and partition leaders."""
+
+    topics: tuple[str, ...] | None = None
+
+
+@_frozen
+class MetadataResponse:
+    """The brokers that are up and every partition's state (as the answering broker knows it)."""
+
+    brokers: tuple[int, ...]
+    partitions: tuple[PartitionState, ...]
+    controller_id: int = -1
+
+
+@_frozen
+class LeaderAndIsrRequest:
+    """The controller tells a broker the state of partitions it hosts (KRaft: a metadata delta)."""
+
+    controller_epoch: int
+    states: tuple[PartitionState, ...]
+    live_brokers: tuple[int, ...]
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return tuple(
+            (f"{s.topic}-{s.partition}", f"leader={s.leader}/e{s.leader_epoch}/isr={list(s.isr)}") for s in self.states[:4]
+        )
+
+
+@_frozen
+class BrokerHeartbeatRequest:
+    """A broker tells the controller it is alive."""
+
+    broker_id: int
+    incarnation: int
+
+
+@_frozen
+class BrokerHeartbeatResponse:
+    """The controller acknowledges a heartbeat."""
+
+    error: ErrorCode = ErrorCode.NONE
+
+
+@_frozen
+class AlterPartitionRequest:
+    """A leader asks the controller to change a partition's ISR (shrink or expand)."""
+
+    broker_id: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: tuple[int, ...]
+
+
+@_frozen
+class AlterPartitionResponse:
+    """The controller's answer: the new state, or an error (stale epoch)."""
+
+    error: ErrorCode
+    state: PartitionState | None = None
+
+
+# -- producer ids ----------------------------------------------------------------------------
+
+
+@_frozen
+class InitProducerIdRequest:
+    """Get a producer id and epoch; with a transactional id it goes to that id's coordinator."""
+
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch))
+
+
+@_frozen
+class InitProducerIdResponse:
+    """A producer id and epoch, or an error."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name), ("pid", self.producer_id), ("epoch", self.producer_epoch))

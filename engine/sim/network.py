@@ -1,0 +1,345 @@
+"""The simulated network: named nodes, per-connection FIFO, a latency model, and message faults.
+
+Invariants
+----------
+- Messages on one connection ``(src, dst)`` are delivered in the order sent (TCP-like), unless
+  a fault rule explicitly delays or holds one message, which is how a test reorders them.
+- There is no order across connections: a retry on another connection may overtake an old
+  request (what makes KAFKA-17754 possible).
+- A partition is checked at send *and* at delivery: a message in flight when a partition starts
+  is lost, as on a broken connection.
+- A message belongs to the connection between the *incarnations* of its two ends at send time.
+  If either end crashed since (even if it restarted), the message is dropped with reason
+  ``connection reset``: a restarted broker never handles a request sent to its previous life,
+  and a restarted client never sees a response meant for its previous life. A *paused* node
+  keeps its incarnation, so messages to a zombie are delivered when it resumes.
+- Every send, delivery and drop is a trace event.
+
+Faults as data
+--------------
+A :class:`MessageRule` matches messages by source, destination, kind (``request``,
+``response``, ``oneway``) and body type, optionally skipping the first ``skip`` matches and
+acting on the next ``count`` (``None``: all). Actions:
+
+``drop``       the message is lost. A rule on ``kind="response"`` is a *lost ack*: the handler
+               already ran on the destination, only the answer is lost.
+``delay``      the message is delivered ``delay_ms`` late, out of FIFO order.
+``hold``       the message is kept until :meth:`Network.release` (then delivered).
+``duplicate``  the message is delivered twice.
+
+Partitions and clogs work on sets of node names: :meth:`Network.partition` blocks both
+directions, ``one_way=True`` only ``a → b``; a clog queues messages instead of dropping them and
+:meth:`Network.unclog` releases them in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from engine.sim.node import NodeStatus
+
+if TYPE_CHECKING:
+    from engine.sim.world import World
+
+
+class Message(NamedTuple):
+    """One message on the wire. ``correlation_id`` pairs a response with its request."""
+
+    msg_id: int
+    src: str
+    dst: str
+    kind: str
+    body: Any
+    correlation_id: int
+    src_incarnation: int = 0
+    dst_incarnation: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NetworkOptions:
+    """The latency model: a uniform integer delay in ``[latency_ms_min, latency_ms_max]``."""
+
+    latency_ms_min: int = 1
+    latency_ms_max: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.latency_ms_min <= self.latency_ms_max:
+            lo, hi = self.latency_ms_min, self.latency_ms_max
+            msg = f"need 0 <= latency_ms_min <= latency_ms_max, got {lo}, {hi}"
+            raise ValueError(msg)
+
+
+@dataclasses.dataclass(frozen=True)
+class MessageRule:
+    """A message fault: which messages it matches and what happens to them (see module doc)."""
+
+    action: str
+    src: str | None = None
+    dst: str | None = None
+    kind: str | None = None
+    body_type: str | None = None
+    skip: int = 0
+    count: int | None = 1
+    delay_ms: int = 0
+    where: Callable[[Message], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    ACTIONS = ("drop", "delay", "hold", "duplicate")
+
+    def __post_init__(self) -> None:
+        if self.action not in self.ACTIONS:
+            msg = f"unknown message fault action {self.action!r}; use one of {', '.join(self.ACTIONS)}"
+            raise ValueError(msg)
+
+    def matches(self, m: Message) -> bool:
+        """Return True when the message fits every given field."""
+        return (
+            (self.src is None or self.src == m.src)
+            and (self.dst is None or self.dst == m.dst)
+            and (self.kind is None or self.kind == m.kind)
+            and (self.body_type is None or self.body_type == type(m.body).__name__)
+            and (self.where is None or self.where(m))
+        )
+
+
+class _ActiveRule:
+    __slots__ = ("remaining", "rule", "rule_id", "skip_left")
+
+    def __init__(self, rule_id: int, rule: MessageRule) -> None:
+        self.rule_id = rule_id
+        self.rule = rule
+        self.skip_left = rule.skip
+        self.remaining = rule.count
+
+
+def _body_detail(body: Any) -> tuple[tuple[str, Any], ...]:
+    detail = getattr(body, "trace_detail", None)
+    return detail() if detail is not None else ()
+
+
+class Network:
+    """Connections between the world's nodes; see the module docstring."""
+
+    def __init__(self, world: World, options: NetworkOptions) -> None:
+        self.world = world
+        self.options = options
+        self._rng = world.rng.stream("network")
+        self._sched = world.scheduler
+        self._trace = world.trace
+        self._last_due: dict[tuple[str, str], int] = {}
+        self._next_msg_id = 0
+        self._rules: list[_ActiveRule] = []
+        self._next_rule_id = 0
+        self.held: dict[int, Message] = {}
+        self._held_by_rule: dict[int, list[int]] = {}
+        self.blocked: set[tuple[str, str]] = set()
+        self.clogged: set[tuple[str, str]] = set()
+        self._clog_queue: dict[tuple[str, str], list[Message]] = {}
+        self._fixed = options.latency_ms_min == options.latency_ms_max
+        self.sent = 0
+        self.delivered = 0
+        self.dropped = 0
+
+    # -- sending ----------------------------------------------------------------------------
+
+    def send(self, src: str, dst: str, body: Any, kind: str = "oneway", correlation_id: int = 0) -> Message:
+        """Send ``body`` from ``src`` to ``dst``; return the message (its id names it in faults)."""
+        self._next_msg_id += 1
+        nodes = self.world.nodes
+        s, d = nodes.get(src), nodes.get(dst)
+        m = Message(
+            self._next_msg_id,
+            src,
+            dst,
+            kind,
+            body,
+            correlation_id,
+            s.incarnation if s is not None else 0,
+            d.incarnation if d is not None else 0,
+        )
+        self.sent += 1
+        self._trace.emit(
+            src,
+            "send",
+            kind,
+            ("to", dst),
+            ("id", m.msg_id),
+            ("msg", type(body).__name__),
+            *_body_detail(body),
+        )
+        if self.blocked and (src, dst) in self.blocked:
+            self._drop(m, "partitioned")
+            return m
+        if self._rules:
+            rule = self._match(m)
+            if rule is not None:
+                self._apply_rule(rule, m)
+                return m
+        self._schedule(m)
+        return m
+
+    def _latency(self) -> int:
+        o = self.options
+        return o.latency_ms_min if self._fixed else self._rng.randint(o.latency_ms_min, o.latency_ms_max)
+
+    def _schedule(self, m: Message, extra_ms: int = 0, fifo: bool = True) -> None:
+        due = self._sched.now_ms + self._latency() + extra_ms
+        if fifo:
+            key = (m.src, m.dst)
+            last = self._last_due.get(key, 0)
+            if due < last:
+                due = last
+            self._last_due[key] = due
+        self._sched.call_at_fast(due, self._deliver, m)
+
+    def _deliver(self, m: Message) -> None:
+        key = (m.src, m.dst)
+        if self.blocked and key in self.blocked:
+            self._drop(m, "partitioned")
+            return
+        if self.clogged and key in self.clogged:
+            self._clog_queue.setdefault(key, []).append(m)
+            return
+        nodes = self.world.nodes
+        node = nodes.get(m.dst)
+        if node is None:
+            self._drop(m, "no such node")
+            return
+        if node.status is NodeStatus.DOWN:
+            self._drop(m, "node down")
+            return
+        src = nodes.get(m.src)
+        if node.incarnation != m.dst_incarnation or (
+            src is not None and src.incarnation != m.src_incarnation
+        ):
+            self._drop(m, "connection reset")
+            return
+        self.delivered += 1
+        self._trace.emit(
+            m.dst, "deliver", m.kind, ("from", m.src), ("id", m.msg_id), ("msg", type(m.body).__name__)
+        )
+        node.deliver(m)
+
+    def _drop(self, m: Message, reason: str) -> None:
+        self.dropped += 1
+        self._trace.emit(m.dst, "drop", m.kind, ("from", m.src), ("id", m.msg_id), ("reason", reason))
+
+    # -- rules ------------------------------------------------------------------------------
+
+    def add_rule(self, rule: MessageRule) -> int:
+        """Install a message fault; return its rule id."""
+        self._next_rule_id += 1
+        self._rules.append(_ActiveRule(self._next_rule_id, rule))
+        self._trace.emit(
+            "network",
+            "fault",
+            "rule.add",
+            ("rule", self._next_rule_id),
+            ("action", rule.action),
+            ("src", rule.src),
+            ("dst", rule.dst),
+            ("kind", rule.kind),
+            ("body", rule.body_type),
+        )
+        return self._next_rule_id
+
+    def remove_rule(self, rule_id: int) -> None:
+        """Remove a message fault (its held messages stay held until released)."""
+        self._rules = [r for r in self._rules if r.rule_id != rule_id]
+
+    def _match(self, m: Message) -> _ActiveRule | None:
+        for active in self._rules:
+            if active.rule.matches(m):
+                if active.skip_left > 0:
+                    active.skip_left -= 1
+                    continue
+                if active.remaining is not None:
+                    active.remaining -= 1
+                    if active.remaining <= 0:
+                        self._rules.remove(active)
+                return active
+        return None
+
+    def _apply_rule(self, active: _ActiveRule, m: Message) -> None:
+        rule = active.rule
+        if rule.action == "drop":
+            self._drop(m, f"rule {active.rule_id}")
+        elif rule.action == "delay":
+            self._trace.emit(m.dst, "fault", "delay", ("id", m.msg_id), ("delay_ms", rule.delay_ms))
+            self._schedule(m, extra_ms=rule.delay_ms, fifo=False)
+        elif rule.action == "hold":
+            self.held[m.msg_id] = m
+            self._held_by_rule.setdefault(active.rule_id, []).append(m.msg_id)
+            self._trace.emit(m.dst, "fault", "hold", ("id", m.msg_id), ("rule", active.rule_id))
+        else:  # duplicate
+            self._trace.emit(m.dst, "fault", "duplicate", ("id", m.msg_id))
+            self._schedule(m)
+            self._schedule(m)
+
+    def release(self, msg_id: int | None = None, *, rule_id: int | None = None) -> list[int]:
+        """Deliver held messages: one by id, all of one rule, or (no argument) all; return their ids."""
+        if msg_id is not None:
+            ids = [msg_id] if msg_id in self.held else []
+        elif rule_id is not None:
+            ids = [i for i in self._held_by_rule.pop(rule_id, []) if i in self.held]
+        else:
+            ids = sorted(self.held)
+            self._held_by_rule.clear()
+        for i in ids:
+            m = self.held.pop(i)
+            self._trace.emit(m.dst, "fault", "release", ("id", i))
+            self._schedule(m, fifo=False)
+        return ids
+
+    # -- partitions and clogs ---------------------------------------------------------------
+
+    def partition(self, a: Iterable[str], b: Iterable[str], *, one_way: bool = False) -> None:
+        """Cut the links from every node of ``a`` to every node of ``b`` (and back unless one-way)."""
+        a, b = sorted(a), sorted(b)
+        for x in a:
+            for y in b:
+                self.blocked.add((x, y))
+                if not one_way:
+                    self.blocked.add((y, x))
+        self._trace.emit("network", "fault", "partition", ("a", a), ("b", b), ("one_way", one_way))
+
+    def isolate(self, name: str) -> None:
+        """Cut a node off from every other node, both ways."""
+        others = [n for n in self.world.nodes if n != name]
+        self.partition([name], others)
+
+    def heal_partitions(self) -> None:
+        """Remove every partition."""
+        self.blocked.clear()
+        self._trace.emit("network", "fault", "heal")
+
+    def clog(self, a: Iterable[str], b: Iterable[str]) -> None:
+        """Queue every message from ``a`` to ``b`` (and back) until :meth:`unclog`."""
+        a, b = sorted(a), sorted(b)
+        for x in a:
+            for y in b:
+                self.clogged.add((x, y))
+                self.clogged.add((y, x))
+        self._trace.emit("network", "fault", "clog", ("a", a), ("b", b))
+
+    def unclog(self, a: Iterable[str] | None = None, b: Iterable[str] | None = None) -> None:
+        """Release clogged links (all of them when no sets are given), delivering queued messages."""
+        if a is None or b is None:
+            pairs = sorted(self.clogged)
+        else:
+            pairs = [(x, y) for x in sorted(a) for y in sorted(b)] + [
+                (y, x) for x in sorted(a) for y in sorted(b)
+            ]
+        self._trace.emit("network", "fault", "unclog", ("links", len(pairs)))
+        for pair in pairs:
+            self.clogged.discard(pair)
+            for m in self._clog_queue.pop(pair, []):
+                self._schedule(m)
+
+    def heal(self) -> None:
+        """Remove every network fault: partitions, clogs, rules; release held messages."""
+        self._rules.clear()
+        self.heal_partitions()
+        self.unclog()
+        self.release()

@@ -1,0 +1,191 @@
+"""The single-threaded discrete-event scheduler.
+
+Invariants (house style R11):
+
+- Simulated time is an integer number of milliseconds and never goes backwards.
+- Events run in the total order ``(due_ms, seq)``; ``seq`` comes from one counter, so equal
+  deadlines break ties by scheduling order, the same in every process.
+- Every run loop is bounded: :meth:`Scheduler.run_until` takes ``max_events`` and raises
+  :class:`SimulationStalled` when the queue empties or the budget is spent.
+
+There are no threads, no asyncio and no wall clock here. Cancelled timers stay in the heap and
+are skipped when popped (cheaper than removing them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from heapq import heappop, heappush
+from typing import Any
+
+#: The default bound on events for one ``run_until`` or ``run_for`` call. A run that needs more
+#: passes its own ``max_events``; the bound exists so that a livelock ends in a named error.
+DEFAULT_MAX_EVENTS = 50_000_000
+
+
+class SimulationStalled(RuntimeError):  # noqa: N818 - the name says what happened to the run
+    """The simulation cannot reach what was asked: the queue emptied or the budget ran out."""
+
+    def __init__(self, reason: str, now_ms: int, events: int) -> None:
+        super().__init__(f"simulation stalled at t={now_ms} ms after {events} events: {reason}")
+        self.reason = reason
+        self.now_ms = now_ms
+        self.events = events
+
+
+class Timer:
+    """A handle on one scheduled callback; :meth:`cancel` stops it from running."""
+
+    __slots__ = ("cancelled", "due_ms", "seq")
+
+    def __init__(self, due_ms: int, seq: int) -> None:
+        self.due_ms = due_ms
+        self.seq = seq
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        """Cancel the callback; cancelling twice or after it ran is harmless."""
+        self.cancelled = True
+
+    def __repr__(self) -> str:
+        state = " cancelled" if self.cancelled else ""
+        return f"<Timer due_ms={self.due_ms} seq={self.seq}{state}>"
+
+
+class Scheduler:
+    """A heap of ``(due_ms, seq, timer, callback, args)`` with a total order.
+
+    Parameters
+    ----------
+    start_ms
+        The simulated time at which the run begins.
+    """
+
+    __slots__ = ("_heap", "_seq", "events_run", "now_ms")
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self.now_ms = start_ms
+        self.events_run = 0
+        self._heap: list[tuple[int, int, Timer | None, Callable[..., Any], tuple[Any, ...]]] = []
+        self._seq = 0
+
+    # -- scheduling -------------------------------------------------------------------------
+
+    def call_at(self, due_ms: int, callback: Callable[..., Any], *args: Any) -> Timer:
+        """Run ``callback(*args)`` at simulated time ``due_ms`` (not before now)."""
+        now = self.now_ms
+        if due_ms < now:
+            due_ms = now
+        seq = self._seq = self._seq + 1
+        timer = Timer(due_ms, seq)
+        heappush(self._heap, (due_ms, seq, timer, callback, args))
+        return timer
+
+    def call_later(self, delay_ms: int, callback: Callable[..., Any], *args: Any) -> Timer:
+        """Run ``callback(*args)`` after ``delay_ms`` simulated milliseconds (negative means now)."""
+        due_ms = self.now_ms + (delay_ms if delay_ms > 0 else 0)
+        seq = self._seq = self._seq + 1
+        timer = Timer(due_ms, seq)
+        heappush(self._heap, (due_ms, seq, timer, callback, args))
+        return timer
+
+    def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run ``callback(*args)`` at the current time, after what is already due now.
+
+        This is the hot path for message hops: it allocates no :class:`Timer`.
+        """
+        seq = self._seq = self._seq + 1
+        heappush(self._heap, (self.now_ms, seq, None, callback, args))
+
+    def call_at_fast(self, due_ms: int, callback: Callable[..., Any], *args: Any) -> None:
+        """Like :meth:`call_at` without a cancellable handle; the network's hot path uses it."""
+        now = self.now_ms
+        seq = self._seq = self._seq + 1
+        heappush(self._heap, (due_ms if due_ms > now else now, seq, None, callback, args))
+
+    # -- running ----------------------------------------------------------------------------
+
+    @property
+    def pending(self) -> int:
+        """Return the number of entries in the queue, cancelled ones included."""
+        return len(self._heap)
+
+    def next_due_ms(self) -> int | None:
+        """Return the due time of the next live event, or None when nothing is pending."""
+        heap = self._heap
+        while heap and heap[0][2] is not None and heap[0][2].cancelled:
+            heappop(heap)
+        return heap[0][0] if heap else None
+
+    def step(self) -> bool:
+        """Run one event. Return False when the queue holds nothing to run."""
+        heap = self._heap
+        while heap:
+            due_ms, _seq, timer, callback, args = heappop(heap)
+            if timer is not None and timer.cancelled:
+                continue
+            self.now_ms = due_ms
+            self.events_run += 1
+            callback(*args)
+            return True
+        return False
+
+    def run_for(self, duration_ms: int, max_events: int = DEFAULT_MAX_EVENTS) -> int:
+        """Run every event due within ``duration_ms`` from now; time then stands at the end.
+
+        Returns the number of events run. An empty queue is not an error here: time simply
+        advances. Raises :class:`SimulationStalled` if ``max_events`` is spent first.
+        """
+        end_ms = self.now_ms + duration_ms
+        heap = self._heap
+        pop, push = heappop, heappush
+        ran = 0
+        # The hot loop: pop first and push back the one entry that is past the window, which
+        # saves a peek per event (bench/bench_scheduler.py measures this loop).
+        try:
+            while heap:
+                entry = pop(heap)
+                due_ms, _seq, timer, callback, args = entry
+                if due_ms > end_ms:
+                    push(heap, entry)
+                    break
+                if timer is not None and timer.cancelled:
+                    continue
+                if ran >= max_events:
+                    push(heap, entry)
+                    raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
+                self.now_ms = due_ms
+                ran += 1
+                callback(*args)
+        finally:
+            self.events_run += ran
+        if end_ms > self.now_ms:
+            self.now_ms = end_ms
+        return ran
+
+    def run_until(self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS) -> int:
+        """Run events until ``predicate()`` is true; return the number of events run.
+
+        Raises
+        ------
+        SimulationStalled
+            When the queue empties or ``max_events`` events ran and the predicate still fails.
+        """
+        ran = 0
+        while not predicate():
+            if ran >= max_events:
+                raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
+            if not self.step():
+                raise SimulationStalled("the event queue is empty", self.now_ms, ran)
+            ran += 1
+        return ran
+
+    def run_until_idle(self, max_events: int = DEFAULT_MAX_EVENTS) -> int:
+        """Run until the queue is empty; raise :class:`SimulationStalled` if the budget runs out first."""
+        ran = 0
+        while self.next_due_ms() is not None:
+            if ran >= max_events:
+                raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
+            self.step()
+            ran += 1
+        return ran

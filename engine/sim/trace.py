@@ -1,0 +1,184 @@
+"""The trace: every delivered message, state change and fault of a run, as small immutable events.
+
+The trace is the shared artefact of the project (house style R15): tests snapshot its short log,
+checkers read it, widgets and the scrubbable timeline replay it, and Spark loads it as a table.
+
+Short log
+---------
+One line per event in fixed columns::
+
+    <time_ms:>9> <node:<12> <sym> <event:<28> <detail>
+
+``sym`` is one character that classes the event:
+
+====  ==========================================================
+sym   meaning
+====  ==========================================================
+``>``  a message was sent (request, response or one-way)
+``<``  a message was delivered to its destination
+``x``  a message was dropped (fault, partition, node down)
+``!``  a fault was applied (crash, pause, partition, hold ...)
+``*``  a state change inside a node (append, election, commit)
+``?``  a fault-site decision (BUGGIFY): enabled or fired
+``#``  a coverage mark was hit
+``=``  the run's phase changed, or the run began or ended
+====  ==========================================================
+
+``detail`` is ``key=value`` pairs separated by single spaces, in the order the code gave them.
+
+Fingerprint
+-----------
+:meth:`Trace.fingerprint` hashes every short-log line with BLAKE2b and mixes in one final draw
+from the ``fingerprint`` random stream, so two runs agree only if they emitted the same events
+*and* consumed the same randomness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from engine.sim.observer import Observer
+
+SYMBOLS = {
+    "send": ">",
+    "deliver": "<",
+    "drop": "x",
+    "fault": "!",
+    "state": "*",
+    "site": "?",
+    "mark": "#",
+    "phase": "=",
+}
+
+
+class TraceEvent(NamedTuple):
+    """One thing that happened. Immutable and cheap (a named tuple, not a dataclass)."""
+
+    index: int
+    time_ms: int
+    node: str
+    kind: str
+    name: str
+    detail: tuple[tuple[str, Any], ...]
+
+    @property
+    def symbol(self) -> str:
+        """Return the short-log symbol of the event's kind."""
+        return SYMBOLS[self.kind]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return one detail value by key."""
+        for k, v in self.detail:
+            if k == key:
+                return v
+        return default
+
+    def short(self) -> str:
+        """Return the event as one short-log line (fixed columns, see the module docstring)."""
+        detail = " ".join(f"{k}={_fmt(v)}" for k, v in self.detail)
+        return f"{self.time_ms:>9} {self.node:<12} {SYMBOLS[self.kind]} {self.name:<28} {detail}".rstrip()
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_fmt(v) for v in value) + "]"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+class Trace:
+    """The ordered list of :class:`TraceEvent` of one run, and the observers that watch it.
+
+    Parameters
+    ----------
+    clock
+        Any object with an integer ``now_ms`` attribute (the scheduler).
+    keep
+        Keep events in memory (the default). With ``keep=False`` events still reach observers
+        and the fingerprint, but are not stored; long benchmarks use it.
+    """
+
+    def __init__(self, clock: Any, *, keep: bool = True) -> None:
+        self._clock = clock
+        self.keep = keep
+        self.events: list[TraceEvent] = []
+        self.count = 0
+        self.marks: dict[str, int] = {}
+        self._observers: list[Observer] = []
+        self._hooks: list[Any] = []
+        self._hash = hashlib.blake2b(digest_size=16) if not keep else None
+
+    # -- observers --------------------------------------------------------------------------
+
+    def attach(self, observer: Observer) -> None:
+        """Attach an observer; it receives every later event through its ``on_event`` hook."""
+        self._observers.append(observer)
+        self._hooks = [o.on_event for o in self._observers if getattr(o, "on_event", None)]
+
+    def detach(self, observer: Observer) -> None:
+        """Detach an observer attached earlier."""
+        self._observers.remove(observer)
+        self._hooks = [o.on_event for o in self._observers if getattr(o, "on_event", None)]
+
+    @property
+    def observers(self) -> tuple[Observer, ...]:
+        """Return the attached observers."""
+        return tuple(self._observers)
+
+    # -- emitting ---------------------------------------------------------------------------
+
+    def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent:
+        """Record one event now and hand it to the observers."""
+        event = TraceEvent(self.count, self._clock.now_ms, node, kind, name, detail)
+        self.count += 1
+        if self.keep:
+            self.events.append(event)
+        else:
+            self._hash.update(event.short().encode())  # type: ignore[union-attr]
+        for hook in self._hooks:
+            hook(event)
+        return event
+
+    def mark(self, node: str, label: str) -> None:
+        """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
+        self.marks[label] = self.marks.get(label, 0) + 1
+        self.emit(node, "mark", "mark", ("label", label))
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[TraceEvent]:
+        return iter(self.events)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def short_log(self, events: Iterable[TraceEvent] | None = None) -> str:
+        """Return the short log of ``events`` (all kept events by default), one line each."""
+        return "\n".join(e.short() for e in (self.events if events is None else events))
+
+    def select(
+        self, *, node: str | None = None, kind: str | None = None, name: str | None = None
+    ) -> list[TraceEvent]:
+        """Return the kept events that match every given field."""
+        return [
+            e
+            for e in self.events
+            if (node is None or e.node == node)
+            and (kind is None or e.kind == kind)
+            and (name is None or e.name == name)
+        ]
+
+    def fingerprint(self, final_draw: int) -> str:
+        """Return a hex digest of the whole trace plus ``final_draw`` (see the module docstring)."""
+        if self._hash is not None:
+            h = self._hash.copy()
+        else:
+            h = hashlib.blake2b(digest_size=16)
+            for e in self.events:
+                h.update(e.short().encode())
+        h.update(str(final_draw).encode())
+        return h.hexdigest()

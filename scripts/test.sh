@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Run every check of the project, the same way locally and in CI (.ci/run):
+#
+#   1. ruff check .            lint
+#   2. ruff format --check .   formatting
+#   3. lint-imports            layer contracts: eos_magics -> widgets -> engine; no Jupyter/Spark in engine
+#   4. pytest                  the whole suite (extra arguments are passed on: bash scripts/test.sh -x -k tidy)
+#
+# Every step runs even if an earlier one failed, so one run reports everything; the exit status is
+# non-zero if any step failed (pytest's "no tests collected", status 5, counts as a failure).
+# Uses the tools in .venv; run scripts/setup.sh first.
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+BIN="$ROOT/.venv/bin"
+
+for tool in ruff lint-imports pytest; do
+    if [ ! -x "$BIN/$tool" ]; then
+        echo "test.sh: $BIN/$tool is missing; run: bash scripts/setup.sh" >&2
+        exit 2
+    fi
+done
+
+# The repository root first on the path, so the checks see this tree even before an install.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+
+failed=()
+step() {
+    local name="$1"
+    shift
+    echo "==> $name"
+    "$@"
+    local status=$?
+    if [ "$status" -ne 0 ]; then
+        echo "==> $name FAILED (exit $status)"
+        failed+=("$name")
+    fi
+}
+
+step "ruff check" "$BIN/ruff" check .
+step "ruff format --check" "$BIN/ruff" format --check .
+step "lint-imports" "$BIN/lint-imports"
+step "pytest" "$BIN/pytest" "$@"
+
+if [ "${#failed[@]}" -ne 0 ]; then
+    echo "test.sh: FAILED: ${failed[*]}" >&2
+    exit 1
+fi
+echo "test.sh: all checks passed"
