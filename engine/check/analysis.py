@@ -17,7 +17,8 @@ The dense index of an offset is its rank among the offsets of the key that hold 
 (offsets are sparse because control records take offsets). Ranks are only computed where they
 can matter: two offsets ``o`` and ``o + 1`` that both hold values are adjacent in the dense
 index, so the pass records a pair for later rank arithmetic only when the offsets are not
-consecutive. This keeps the per-record work to a handful of dict operations.
+consecutive. The hot loop does one dict operation per polled record (value -> first offset);
+the offset -> value direction is built afterwards, once per key, by inverting that dict in C.
 
 Invariants
 ----------
@@ -37,10 +38,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import filterfalse
 
 from engine.check.history import History, Key, Op, Poll, Send
 
 __all__ = ["Analysis", "KeyState", "analyse", "as_analysis"]
+
+#: Forward gaps up to this many offsets are resolved by membership tests, longer ones by bisection.
+_SMALL_GAP = 8
 
 _POLL_ONLY = frozenset({Poll})
 _SEND_ONLY = frozenset({Send})
@@ -53,7 +58,7 @@ class KeyState:
     Attributes
     ----------
     offsets : dict
-        Version order: offset -> first value seen there.
+        Version order: offset -> a value seen there; built after the pass from the sightings.
     conflicts : dict
         offset -> every distinct value seen there, only for offsets with two or more.
     read : dict
@@ -70,6 +75,10 @@ class KeyState:
         value -> history index of the unproven ``info`` op that sent it.
     sorted_offsets : list
         Sorted keys of ``offsets``; the dense index of an offset is its position here.
+    poll_gaps : list of int
+        Flat triples ``op_index, before_offset, after_offset``: consecutive reads of this key
+        inside one op whose offsets are not consecutive (rebalance keys left out). Flat ints
+        rather than tuples, so that millions of reads do not feed the cyclic garbage collector.
     """
 
     offsets: dict[int, str] = field(default_factory=dict)
@@ -81,13 +90,7 @@ class KeyState:
     failed: dict[str, int] = field(default_factory=dict)
     unknown: dict[str, int] = field(default_factory=dict)
     sorted_offsets: list[int] = field(default_factory=list)
-
-    def note_conflict(self, offset: int, value: str) -> None:
-        """Record that ``offset`` also holds ``value`` (an inconsistent offset)."""
-        vals = self.conflicts.get(offset)
-        if vals is None:
-            vals = self.conflicts[offset] = {self.offsets[offset]}
-        vals.add(value)
+    poll_gaps: list[int] = field(default_factory=list)
 
     def note_duplicate(self, value: str, first: int, other: int) -> None:
         """Record that ``value`` was seen at ``first`` and at ``other`` (a duplicate)."""
@@ -104,6 +107,17 @@ class KeyState:
         """Return ``index(after) - index(before)``; 1 means adjacent in the version order."""
         if after == before + 1:
             return 1
+        if before < after <= before + _SMALL_GAP:
+            # Short forward gaps (a control marker or two) are the common case: counting the
+            # offsets in between beats two binary searches over a long list.
+            offsets = self.offsets
+            if after == before + 2:
+                return 2 if before + 1 in offsets else 1
+            n = 1
+            for o in range(before + 1, after):
+                if o in offsets:
+                    n += 1
+            return n
         s = self.sorted_offsets
         return bisect_left(s, after) - bisect_left(s, before)
 
@@ -137,9 +151,6 @@ class Analysis:
         dependency cycle).
     precommitted : list
         ``(op_index, key, values)`` where an op polled values it sent itself.
-    poll_gaps : list
-        ``(op_index, key, before_offset, after_offset)``: consecutive reads of a key inside one
-        op whose offsets are not consecutive (rebalance keys removed).
     poll_jumps : list
         ``(process, key, prev_op, prev_last_offset, op, first_offset)``: successive ``ok``
         polls of a key by one process whose offsets are not consecutive.
@@ -153,7 +164,6 @@ class Analysis:
     send_ops: list[tuple[Op, tuple[Send, ...]]] = field(default_factory=list)
     mixed_ok: list[tuple[Op, tuple[Poll, ...]]] = field(default_factory=list)
     precommitted: list[tuple[int, Key, tuple[str, ...]]] = field(default_factory=list)
-    poll_gaps: list[tuple[int, Key, int, int]] = field(default_factory=list)
     poll_jumps: list[tuple[int, Key, int, int, int, int]] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
 
@@ -246,7 +256,7 @@ def analyse(history: History | Iterable[Op]) -> Analysis:
     _resolve_info(a, pending_info)
     for ks in a.keys.values():
         _cross_check_duplicates(ks)
-        ks.sorted_offsets = sorted(ks.offsets)
+        _build_version_order(ks)
     a.stats = {"ops": len(completions), "reads": n_reads, "sends": n_sends, "keys": len(a.keys)}
     return a
 
@@ -254,22 +264,26 @@ def analyse(history: History | Iterable[Op]) -> Analysis:
 def _scan_polls(
     a: Analysis, op: Op, polls: tuple[Poll, ...], ok: bool
 ) -> tuple[dict[Key, int], dict[Key, int]]:
-    """Fold one op's polls into the version order; return first and last offset per key.
+    """Fold one op's polls into the sightings; return first and last offset per key.
 
-    This is the hot loop of the checker (one iteration per polled record), so it works on
-    local names, builds a key tuple only when the key changes, and defers rank arithmetic.
+    This is the hot loop of the checker (one iteration per polled record). It does one dict
+    operation per record (value -> first offset), builds a key tuple only when the key changes,
+    and leaves rank arithmetic for later: the version order itself is rebuilt per key, once,
+    by :func:`_build_version_order`.
     """
     keys = a.keys
-    gaps = a.poll_gaps
-    n_gaps = len(gaps)
     idx = op.index
+    # Keys whose assignment changed during the op may legally jump or rewind inside it: their
+    # gaps go to a list that is dropped.
+    exempt = frozenset(op.rebalance_keys)
+    dropped: list[int] = []
     first: dict[Key, int] = {}
     last: dict[Key, int] = {}
     ct: str | None = None
     cp = -1
     key: Key | None = None
     prev = 0
-    ks = offs = rd = None
+    ks = rd = gaps = None
     for t, p, o, v in polls:
         if p != cp or t != ct:
             if key is not None:
@@ -279,8 +293,8 @@ def _scan_polls(
             ks = keys.get(key)
             if ks is None:
                 ks = keys[key] = KeyState()
-            offs = ks.offsets
             rd = ks.read if ok else ks.seen
+            gaps = dropped if key in exempt else ks.poll_gaps
             before = last.get(key)
             if before is None:
                 first[key] = o
@@ -288,20 +302,13 @@ def _scan_polls(
             else:
                 prev = before
         if o != prev + 1:
-            gaps.append((idx, key, prev, o))
+            gaps += (idx, prev, o)
         prev = o
-        x = offs.setdefault(o, v)
-        if x != v:
-            ks.note_conflict(o, v)
         y = rd.setdefault(v, o)
         if y != o:
             ks.note_duplicate(v, y, o)
     if key is not None:
         last[key] = prev
-    if op.rebalance_keys and len(gaps) > n_gaps:
-        # Keys whose assignment changed during the op may legally jump or rewind inside it.
-        exempt = set(op.rebalance_keys)
-        gaps[n_gaps:] = [g for g in gaps[n_gaps:] if g[1] not in exempt]
     return first, last
 
 
@@ -324,22 +331,24 @@ def _advance_positions(
 
 
 def _commit_sends(a: Analysis, idx: int, sends: Iterable[Send]) -> None:
-    """Add the sends of a committed op to the version order and the writer map."""
+    """Record the sends of a committed op: their writer, and their offsets when acknowledged."""
     keys = a.keys
+    ct: str | None = None
+    cp = -1
+    writer = seen = ks = None
     for t, p, v, o in sends:
-        key = (t, p)
-        ks = keys.get(key)
-        if ks is None:
-            ks = keys[key] = KeyState()
-        ks.writer.setdefault(v, idx)
-        if o is None:
-            continue
-        x = ks.offsets.setdefault(o, v)
-        if x != v:
-            ks.note_conflict(o, v)
-        y = ks.seen.setdefault(v, o)
-        if y != o:
-            ks.note_duplicate(v, y, o)
+        if p != cp or t != ct:
+            ct, cp = t, p
+            key = (t, p)
+            ks = keys.get(key)
+            if ks is None:
+                ks = keys[key] = KeyState()
+            writer, seen = ks.writer, ks.seen
+        writer.setdefault(v, idx)
+        if o is not None:
+            y = seen.setdefault(v, o)
+            if y != o:
+                ks.note_duplicate(v, y, o)
 
 
 def _note_precommitted(a: Analysis, op: Op, polls: Iterable[Poll], sends: Iterable[Send]) -> None:
@@ -383,8 +392,47 @@ def _cross_check_duplicates(ks: KeyState) -> None:
     if not ks.seen or not ks.read:
         return
     read = ks.read
-    # dict item views subtract in C; only mismatching (value, offset) pairs come back.
-    for v, o in ks.seen.items() - read.items():
+    # filterfalse walks the items in C and hands back only (value, offset) pairs that ok reads
+    # do not confirm: unread values, and values read at another offset.
+    for v, o in filterfalse(read.items().__contains__, ks.seen.items()):
         r = read.get(v)
         if r is not None:
             ks.note_duplicate(v, r, o)
+
+
+def _build_version_order(ks: KeyState) -> None:
+    """Invert the sightings (value -> offset) into the version order (offset -> value).
+
+    Every sighting is in ``read``, ``seen`` or ``dup_offsets``. The inversion runs in C for
+    the values ``ok`` reads placed; an offset claimed by two values shows up as a shorter
+    inverted dict, and only then are the claims walked one by one to name them.
+    """
+    read = ks.read
+    offsets = dict(zip(read.values(), read.keys(), strict=True))
+    if len(offsets) != len(read):
+        offsets = {}
+        for v, o in read.items():
+            x = offsets.setdefault(o, v)
+            if x != v:
+                _claim(ks, offsets, o, v, x)
+    # Values seen elsewhere but never read by an ok op (usually few: unread or failed pollers).
+    for v in sorted(filterfalse(read.__contains__, ks.seen), key=ks.seen.__getitem__):
+        o = ks.seen[v]
+        x = offsets.setdefault(o, v)
+        if x != v:
+            _claim(ks, offsets, o, v, x)
+    for v in sorted(ks.dup_offsets):
+        for o in sorted(ks.dup_offsets[v]):
+            x = offsets.setdefault(o, v)
+            if x != v:
+                _claim(ks, offsets, o, v, x)
+    ks.offsets = offsets
+    ks.sorted_offsets = sorted(offsets)
+
+
+def _claim(ks: KeyState, offsets: dict[int, str], offset: int, value: str, holder: str) -> None:
+    """Record that ``offset``, held by ``holder`` in the version order, is also claimed by ``value``."""
+    vals = ks.conflicts.get(offset)
+    if vals is None:
+        vals = ks.conflicts[offset] = {holder}
+    vals.add(value)

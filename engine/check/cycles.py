@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from itertools import pairwise
+from itertools import groupby, pairwise
 
 import networkx as nx
 
@@ -51,6 +51,9 @@ from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
 
 __all__ = ["check_cycles", "dependency_edges"]
+
+#: How many edges of a cycle its message spells out; the op list in the anomaly is complete.
+_SHOWN_STEPS = 8
 
 #: (from op, to op) -> {"ww" | "wr": the first key (in key order) that produced the edge}
 Edges = dict[tuple[int, int], dict[str, Key]]
@@ -65,11 +68,19 @@ def dependency_edges(history: Analysis | History | Iterable[Op]) -> Edges:
         writer = ks.writer
         if len(writer) < 2:
             continue
-        # Map the version order to writers in C (map/zip), then keep distinct pairs only.
-        ws = list(map(writer.get, map(ks.offsets.__getitem__, ks.sorted_offsets)))
-        for pair in sorted(p for p in set(pairwise(ws)) if p[0] is not None and p[1] is not None):
-            if pair[0] != pair[1]:
-                edges.setdefault(pair, {}).setdefault("ww", key)
+        offsets = ks.sorted_offsets
+        if ks.dup_offsets:
+            # A duplicate copy is already reported as such; placing it again in the version
+            # order would only add a spurious ww edge back to the original writer.
+            first = {v: min(offs) for v, offs in ks.dup_offsets.items()}
+            offsets = [o for o in offsets if first.get(ks.offsets[o], o) == o]
+        # Map the version order to writers in C, collapse runs of one writer, then pair
+        # neighbouring runs: one Python step per run, not per record.
+        ws = map(writer.get, map(ks.offsets.__getitem__, offsets))
+        runs = [w for w, _ in groupby(ws)]
+        pairs = {p for p in pairwise(runs) if p[0] is not None and p[1] is not None}
+        for pair in sorted(pairs):
+            edges.setdefault(pair, {}).setdefault("ww", key)
     for op, polls in a.mixed_ok:
         idx = op.index
         for t, p, _o, v in polls:
@@ -152,6 +163,8 @@ def _anomaly(kind: str, cycle: list[int], edges: Edges, label_order: tuple[str, 
         key = labels[label]
         keys.append(key)
         steps.append(f"op {u} -{label}({key[0]}/{key[1]})->")
+    if len(steps) > _SHOWN_STEPS:
+        steps = [*steps[: _SHOWN_STEPS - 1], f"... ({len(steps) - _SHOWN_STEPS} more) ...", steps[-1]]
     text = " ".join(steps) + f" op {cycle[0]}"
     distinct = sorted(set(keys))
     return Anomaly(
@@ -166,7 +179,12 @@ def _anomaly(kind: str, cycle: list[int], edges: Edges, label_order: tuple[str, 
 
 def check_cycles(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
     """Return ``G1c-wr``, ``G0`` and ``G1c-ww`` cycles (at most one of each per component)."""
-    edges = _trim(dependency_edges(history))
+    edges = dependency_edges(history)
+    if all(u < v for u, v in edges):
+        # Every edge points forward in history order, so the graph is acyclic: the common case
+        # for a healthy run, decided without building any graph.
+        return []
+    edges = _trim(edges)
     if not edges:
         return []
     full = nx.DiGraph()

@@ -16,7 +16,7 @@ in the dense index); only the rest needs rank arithmetic here.
 
 Invariants
 ----------
-One anomaly per offending pair, in history order; offsets are ``(before, after)``.
+One anomaly per offending pair (by key, then in history order); offsets are ``(before, after)``.
 
 What it does not do
 -------------------
@@ -67,13 +67,15 @@ def check_polls(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
     a = as_analysis(history)
     keys = a.keys
     out: list[Anomaly] = []
-    for idx, key, before, after in a.poll_gaps:
+    for key in a.sorted_keys():
         ks = keys[key]
-        d = ks.delta(before, after)
-        if d > 1:
-            out.append(_describe(ks, key, "int-poll-skip", before, after, d, (idx,)))
-        elif d < 1:
-            out.append(_describe(ks, key, "int-nonmonotonic-poll", before, after, d, (idx,)))
+        it = iter(ks.poll_gaps)
+        for idx, before, after in zip(it, it, it, strict=True):
+            d = ks.delta(before, after)
+            if d > 1:
+                out.append(_describe(ks, key, "int-poll-skip", before, after, d, (idx,)))
+            elif d < 1:
+                out.append(_describe(ks, key, "int-nonmonotonic-poll", before, after, d, (idx,)))
     for _process, key, prev_op, before, idx, after in a.poll_jumps:
         ks = keys[key]
         d = ks.delta(before, after)

@@ -24,12 +24,32 @@ Sends whose position is unknown (no offset, never read) are skipped, not guessed
 from __future__ import annotations
 
 from collections.abc import Iterable
+from operator import sub
 
 from engine.check.analysis import Analysis, as_analysis
 from engine.check.anomaly import Anomaly
-from engine.check.history import History, Key, Op
+from engine.check.history import History, Key, Op, Send
 
 __all__ = ["check_sends"]
+
+
+def _contiguous_single_key(
+    sends: tuple[Send, ...],
+) -> tuple[Key, tuple[int, str], tuple[int, str]] | None:
+    """For sends to one key acknowledged at consecutive offsets, return (key, first, last).
+
+    This is the common shape of a producer batch; the test runs on whole columns in C. Any
+    other shape returns None and goes through the per-send loop.
+    """
+    if len(sends) < 2:
+        return None
+    topics, partitions, values, offsets = zip(*sends, strict=True)
+    n = len(values)
+    if topics.count(topics[0]) != n or partitions.count(partitions[0]) != n or None in offsets:
+        return None
+    if offsets[-1] - offsets[0] != n - 1 or list(map(sub, offsets[1:], offsets[:-1])).count(1) != n - 1:
+        return None
+    return (topics[0], partitions[0]), (offsets[0], values[0]), (offsets[-1], values[-1])
 
 
 def check_sends(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
@@ -48,6 +68,10 @@ def check_sends(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
         idx = op.index
         first: dict[Key, tuple[int, str]] = {}
         prev: dict[Key, tuple[int, str]] = {}
+        fast = _contiguous_single_key(sends)
+        if fast is not None:
+            key, first[key], prev[key] = fast
+            sends = ()
         for t, p, v, o in sends:
             key = (t, p)
             ks = keys[key]

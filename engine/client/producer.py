@@ -130,12 +130,13 @@ class Producer(ClientNode):
 
         With ``timeout`` (simulated seconds) stop after that long.
         """
-        if timeout is None:
-            self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None or not self.is_up,
-                                 max_events)
-        else:
-            end = self.world.now_ms + int(timeout * 1000)
-            self.world.run_until(lambda: self._outstanding == 0 or self.world.now_ms >= end, max_events)
+        # Without a timeout, delivery.timeout.ms bounds the wait: every record is resolved by then.
+        wait_ms = int(timeout * 1000) if timeout is not None else self.config.delivery_timeout_ms + self.config.request_timeout_ms
+        end = self.world.now_ms + wait_ms
+        self.world.run_until(
+            lambda: self._outstanding == 0 or self.fatal_error is not None or not self.is_up or self.world.now_ms >= end,
+            max_events,
+        )
         self._serve_reports()
         return self._outstanding
 
@@ -345,6 +346,16 @@ class Producer(ClientNode):
         b.last_error = (code, message)
         if code is ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
             self._complete(q, b, -1, None)
+        elif self._proven_written(q, b):
+            # A later batch of the same epoch was acknowledged, and the broker accepts sequences only
+            # in order, so this one is in the log: its answer was lost. (Kafka's client never meets
+            # this case, because TCP cannot lose one answer and deliver the next; our network can.)
+            self.world.trace.mark(self.name, "producer: batch proven written by a later acknowledgement")
+            self._complete(q, b, -1, None)
+        elif self.world.now_ms >= b.deadline_ms:
+            self._fail(q, b, ErrorCode.REQUEST_TIMED_OUT, f"delivery.timeout.ms expired; last error {code.name}")
+            if self.idempotent:
+                self._bump_epoch()
         elif code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._predecessor_unacked(q, b):
             self.world.trace.mark(self.name, "producer: out-of-order batch retried behind its predecessor")
             self._retry(q, b, code)
@@ -361,6 +372,14 @@ class Producer(ClientNode):
             if self.idempotent:
                 self._bump_epoch()
         self._wake()
+
+    def _proven_written(self, q: PartitionQueue, b: ProducerBatch) -> bool:
+        return (
+            self.idempotent
+            and b.base_sequence >= 0
+            and b.producer_epoch == self.producer_epoch
+            and b.last_sequence <= q.last_acked_sequence
+        )
 
     def _predecessor_unacked(self, q: PartitionQueue, b: ProducerBatch) -> bool:
         return b.base_sequence >= 0 and b.base_sequence != q.last_acked_sequence + 1

@@ -453,3 +453,48 @@ def test_no_cycle_when_dependencies_flow_one_way():
     )
     assert check_cycles(h) == []
     assert check_history(h).ok
+
+
+def test_a_duplicate_copy_does_not_add_a_spurious_ww_cycle():
+    h = history(
+        op(0, "send", "ok", send("a", 0)),
+        op(1, "send", "ok", send("b", 1)),
+        op(2, "poll", "ok", poll(0, "a"), poll(1, "b"), poll(2, "a")),
+    )
+    assert check_cycles(h) == []
+    assert forbidden(h) == {"duplicate"}
+
+
+# -- dense index across sparse offsets --------------------------------------------------------
+
+
+def test_reads_across_a_long_run_of_aborted_offsets_are_not_skips():
+    h = history(
+        op(0, "send", "ok", send("a", 0)),
+        op(1, "txn", "fail", *[send(f"x{i}", 1 + i) for i in range(20)], error="aborted"),
+        op(0, "send", "ok", send("b", 22)),
+        op(2, "poll", "ok", poll(0, "a"), poll(22, "b")),
+    )
+    assert check_history(h).anomalies == ()
+
+
+def test_int_poll_skip_across_a_long_gap_that_hides_a_known_value():
+    h = history(
+        op(0, "send", "ok", send("a", 0), send("m", 15), send("b", 30)),
+        op(1, "poll", "ok", poll(0, "a"), poll(30, "b")),
+        op(2, "poll", "ok", poll(15, "m")),
+    )
+    assert forbidden(h) == {"int-poll-skip"}
+    (a,) = check_polls(h)
+    assert a.values == ("m",)
+
+
+def test_g1c_wr_is_found_among_many_forward_edges():
+    # A long acyclic chain of txns plus one pair that reads each other's writes.
+    ops = [op(0, "txn", "ok", send(f"c{i}", i, topic="chain")) for i in range(30)]
+    ops += [
+        op(1, "txn", "ok", send("a", 0, topic="x"), poll(0, "b", topic="y")),
+        op(2, "txn", "ok", send("b", 0, topic="y"), poll(0, "a", topic="x")),
+        op(3, "poll", "ok", *[poll(i, f"c{i}", topic="chain") for i in range(30)]),
+    ]
+    assert forbidden(history(*ops)) == {"G1c-wr"}

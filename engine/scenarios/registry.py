@@ -1,0 +1,68 @@
+"""The scenario registry: hierarchical names mapped to functions of a seed.
+
+A scenario function takes ``seed`` (and keyword options) and returns a :class:`ScenarioResult`:
+the cluster it ran, a verdict (``ok`` and the findings), and the fingerprint. Scenarios are
+registered with the :func:`scenario` decorator under names like ``"demo"`` or
+``"idempotence: lost ack retry"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {}
+DESCRIPTIONS: dict[str, str] = {}
+
+
+@dataclasses.dataclass
+class ScenarioResult:
+    """What one scenario run produced."""
+
+    name: str
+    seed: int
+    ok: bool
+    findings: list[str]
+    cluster: Any
+    summary: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        """Return the run's fingerprint."""
+        return self.cluster.fingerprint()
+
+    def verdict(self) -> str:
+        """Return a one-line verdict."""
+        head = "PASS" if self.ok else "FAIL"
+        detail = "; ".join(self.findings) if self.findings else "no anomalies"
+        return f"{head} {self.name} seed={self.seed}: {detail}"
+
+
+def scenario(name: str, description: str) -> Callable[[Callable[..., ScenarioResult]], Callable[..., ScenarioResult]]:
+    """Register a scenario function under ``name``."""
+
+    def register(fn: Callable[..., ScenarioResult]) -> Callable[..., ScenarioResult]:
+        SCENARIOS[name] = fn
+        DESCRIPTIONS[name] = description
+        return fn
+
+    return register
+
+
+def get_scenario(name: str) -> Callable[..., ScenarioResult]:
+    """Return a scenario by name, or raise KeyError with a suggestion."""
+    _load_all()
+    fn = SCENARIOS.get(name)
+    if fn is None:
+        close = difflib.get_close_matches(name, list(SCENARIOS), n=1)
+        hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
+        msg = f"no scenario named '{name}'; {hint}"
+        raise KeyError(msg)
+    return fn
+
+
+def _load_all() -> None:
+    # Importing the modules registers their scenarios.
+    from engine.scenarios import demo  # noqa: F401, PLC0415
