@@ -62,7 +62,6 @@ class Replica:
         self.txn_index: TransactionIndex = disk.open(f"txnindex:{self.tp}", TransactionIndex)
         self.snapshots: DurableList = disk.open(f"snapshots:{self.tp}", DurableList)
         self._checkpoint: HighWatermarkCheckpoint = disk.open("hw-checkpoint", HighWatermarkCheckpoint)
-        self.log.on_roll = self._on_segment_roll
         self.high_watermark = min(self._checkpoint.values.get(self.tp, 0), self.log.log_end_offset)
         self.producers = ProducerStateManager(self.tp)
         self.state: PartitionState | None = None
@@ -73,9 +72,6 @@ class Replica:
         self.rebuild_producer_state()
 
     # -- producer state --------------------------------------------------------------------
-
-    def _on_segment_roll(self, offset: int) -> None:
-        self.take_snapshot(offset)
 
     def take_snapshot(self, offset: int | None = None) -> ProducerSnapshot:
         """Write a producer-state snapshot at ``offset`` (the log end by default)."""
@@ -162,7 +158,8 @@ class Replica:
         log = self.log
         offset = log.log_end_offset
         if batch.producer_id < 0:
-            log.append(batch.assigned(offset, self.state.leader_epoch))
+            if log.append(batch.assigned(offset, self.state.leader_epoch)):
+                self.take_snapshot()
             return offset, False, None
         producers = self.producers
         if not batch.is_control:
@@ -175,10 +172,12 @@ class Replica:
             done = info.append_end_txn_marker(batch, offset)
         else:
             info.append_data_batch(batch, offset)
-        log.append(batch.assigned(offset, self.state.leader_epoch))
+        rolled = log.append(batch.assigned(offset, self.state.leader_epoch))
         producers.update(info)
         if done is not None:
             self._complete_txn(done)
+        if rolled:
+            self.take_snapshot()
         return offset, False, done
 
     def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
@@ -187,10 +186,12 @@ class Replica:
         for b in batches:
             if b.base_offset < log.log_end_offset:
                 continue
-            log.append(b)
+            rolled = log.append(b)
             done = self.producers.apply_replicated(b, self.high_watermark)
             if done is not None and done.is_aborted:
                 self.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset))
+            if rolled:
+                self.take_snapshot()
 
     def _complete_txn(self, done: CompletedTxn) -> None:
         self.producers.complete_txn(done, self.high_watermark)

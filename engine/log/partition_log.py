@@ -7,8 +7,8 @@ Invariants
 - The leader-epoch cache holds ``(leader_epoch, start_offset)`` pairs with both strictly
   increasing; it answers "where does epoch e end?" for truncation (KIP-101/KIP-279), so a
   follower that comes back after a leader change cuts its divergent tail exactly.
-- Segments roll when the active segment passes ``segment_bytes``; each roll is reported to the
-  owner so it can write a producer-state snapshot (as Kafka does on roll).
+- Segments roll when the active segment passes ``segment_bytes``; ``append`` reports each roll
+  to the owner so it can write a producer-state snapshot (as Kafka does on roll).
 
 This object lives on a node's :class:`~engine.sim.disk.Disk` and survives crashes. ``flush``
 and ``lose_unflushed`` model the page cache (see ``engine/sim/disk.py``).
@@ -20,8 +20,6 @@ bytes on disk (sizes are estimates).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
-
 from engine.log.records import RecordBatch
 
 #: Default segment size; Kafka's ``log.segment.bytes`` is 1 GiB, far beyond simulated runs, so
@@ -39,7 +37,6 @@ class PartitionLog:
         "flushed_batches",
         "log_end_offset",
         "log_start_offset",
-        "on_roll",
         "segment_bases",
         "segment_bytes",
         "segment_size",
@@ -57,12 +54,15 @@ class PartitionLog:
         self.segment_bytes = segment_bytes
         self.segment_size = 0
         self.segment_bases: list[int] = [0]
-        self.on_roll: Callable[[int], None] | None = None
 
     # -- writing ----------------------------------------------------------------------------
 
-    def append(self, batch: RecordBatch) -> None:
-        """Append a batch whose offsets are already assigned (leader) or copied (follower)."""
+    def append(self, batch: RecordBatch) -> bool:
+        """Append a batch whose offsets are already assigned (leader) or copied (follower).
+
+        Returns True when the append rolled the segment: the owner then writes a producer-state
+        snapshot *after* it has applied this batch's producer state (so the snapshot covers it).
+        """
         if batch.base_offset != self.log_end_offset:
             msg = f"{self.topic_partition}: batch at {batch.base_offset} does not follow the log end {self.log_end_offset}"
             raise ValueError(msg)
@@ -77,8 +77,8 @@ class PartitionLog:
         if self.segment_size >= self.segment_bytes:
             self.segment_size = 0
             self.segment_bases.append(self.log_end_offset)
-            if self.on_roll is not None:
-                self.on_roll(self.log_end_offset)
+            return True
+        return False
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch at or above ``offset``; return how many records were removed.
