@@ -232,3 +232,61 @@ class InitProducerIdResponse:
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
         return (("error", self.error.name), ("pid", self.producer_id), ("epoch", self.producer_epoch))
+
+
+# -- coordinators ----------------------------------------------------------------------------
+
+
+@_frozen
+class FindCoordinatorRequest:
+    """Which broker coordinates this group (key_type 0) or transactional id (key_type 1)?"""
+
+    key: str
+    key_type: int
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("key", self.key), ("type", self.key_type))
+
+
+@_frozen
+class FindCoordinatorResponse:
+    """The coordinator's broker id, or an error (COORDINATOR_NOT_AVAILABLE while it is being set up)."""
+
+    error: ErrorCode
+    node_id: int = -1
+
+
+@_frozen
+class CreateTopicsRequest:
+    """A broker asks the controller to create an internal topic on first use."""
+
+    topic: str
+    partitions: int
+    replication_factor: int
+
+
+@_frozen
+class TxnOffsetCommitRequest:
+    """Offsets committed inside a transaction; they become visible with the COMMIT marker (KIP-98, KIP-447)."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, offset)
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("pid", self.producer_id), ("gen", self.generation_id))
+
+
+@_frozen
+class TxnOffsetCommitResponse:
+    """Per-partition results of a TxnOffsetCommit."""
+
+    error: ErrorCode
+    error_message: str | None = None
