@@ -27,14 +27,23 @@ from typing import TYPE_CHECKING, Any
 
 from engine.broker.purgatory import DelayedFetch, DelayedProduce, Purgatory
 from engine.broker.replica import Replica
+from engine.coordinator_lookup import (
+    CONSUMER_OFFSETS_TOPIC,
+    KEY_TYPE_GROUP,
+    TRANSACTION_STATE_TOPIC,
+    partition_for,
+)
 from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
+    CreateTopicsRequest,
     FetchRequest,
     FetchResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
     LeaderAndIsrRequest,
@@ -102,6 +111,7 @@ class Broker(RpcNode):
             MetadataRequest: self._on_metadata,
             LeaderAndIsrRequest: self._on_leader_and_isr,
             InitProducerIdRequest: self._on_init_producer_id,
+            FindCoordinatorRequest: self._on_find_coordinator,
         }
         for ext in self.extensions:
             ext.install(self)
@@ -247,6 +257,10 @@ class Broker(RpcNode):
     # -- produce ----------------------------------------------------------------------------
 
     def _on_produce(self, m: Message) -> None:
+        self.continue_produce(m, verified=False)
+
+    def continue_produce(self, m: Message, *, verified: bool) -> None:
+        """Validate and append a produce; extensions may intercept it first (``verified=False``)."""
         req: ProduceRequest = m.body
         r, code = self.leader_replica(req.topic, req.partition)
         if r is None:
@@ -257,11 +271,10 @@ class Broker(RpcNode):
             if err is not None:
                 self._produce_error(m, req, err.code, err.message)
                 return
-        for ext in self.extensions:
-            err = ext.verify_produce(r, req)
-            if err is not None:
-                self._produce_error(m, req, err.code, err.message)
-                return
+        if not verified:
+            for ext in self.extensions:
+                if ext.intercept_produce(m, r, req):
+                    return
         try:
             base_offset, duplicate, _ = r.append_as_leader(req.batch, AppendOrigin.CLIENT)
         except LogValidationError as exc:
@@ -271,12 +284,18 @@ class Broker(RpcNode):
             self.world.trace.mark(self.name, "dedup: duplicate batch answered from cache")
         if self.world.sites.fire("broker.produce.not_leader_after_append", self.name):
             # BUGGIFY: the batch is in the log, but the answer says it may not be (KAFKA-13574).
+            self._after_append(r)
             self._produce_error(m, req, ErrorCode.NOT_LEADER_OR_FOLLOWER, "injected after append")
             return
         self._after_append(r)
         if req.acks == 0:
             return
-        last = base_offset + req.batch.count
+        self.await_replication(m, r, base_offset, req.batch.count, duplicate)
+
+    def await_replication(self, m: Message, r: Replica, base_offset: int, count: int, duplicate: bool) -> None:
+        """Answer a produce once ``count`` records from ``base_offset`` are below the HW (acks=all)."""
+        req: ProduceRequest = m.body
+        last = base_offset + count
         if req.acks == 1 or last <= r.high_watermark:
             self.respond(m, ProduceResponse(req.topic, req.partition, ErrorCode.NONE, base_offset, duplicate=duplicate))
             return
@@ -303,6 +322,10 @@ class Broker(RpcNode):
                 self.respond(m, ProduceResponse(req.topic, req.partition, ErrorCode.REQUEST_TIMED_OUT,
                                                 error_message="not replicated to the ISR in time"))
                 return
+
+    def after_append(self, r: Replica) -> None:
+        """New data in a leader's log (public for extensions that append, e.g. markers)."""
+        self._after_append(r)
 
     def _after_append(self, r: Replica) -> None:
         """New data in a leader's log: wake parked follower fetches, maybe move the HW."""
@@ -530,3 +553,30 @@ class Broker(RpcNode):
         pid = self.allocate_producer_id()
         self.world.trace.emit(self.name, "state", "producer_id.new", ("pid", pid))
         self.respond(m, InitProducerIdResponse(ErrorCode.NONE, pid, 0))
+
+    # -- coordinators -----------------------------------------------------------------------
+
+    def internal_topic_partitions(self, topic: str) -> int:
+        """Return the configured partition count of an internal topic."""
+        if topic == TRANSACTION_STATE_TOPIC:
+            return self.config.transaction_state_log_num_partitions
+        return self.config.offsets_topic_num_partitions
+
+    def coordinator_for(self, key: str, key_type: int) -> tuple[int, ErrorCode]:
+        """Return the coordinator broker id for a group or transactional id, creating the topic on first use."""
+        topic = CONSUMER_OFFSETS_TOPIC if key_type == KEY_TYPE_GROUP else TRANSACTION_STATE_TOPIC
+        n = self.internal_topic_partitions(topic)
+        state = self.metadata.get((topic, partition_for(key, n)))
+        if state is None:
+            rf = (self.config.offsets_topic_replication_factor if topic == CONSUMER_OFFSETS_TOPIC
+                  else self.config.transaction_state_log_replication_factor)
+            self.send_oneway(CONTROLLER, CreateTopicsRequest(topic, n, rf))
+            return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if state.leader < 0:
+            return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return state.leader, ErrorCode.NONE
+
+    def _on_find_coordinator(self, m: Message) -> None:
+        req: FindCoordinatorRequest = m.body
+        node, code = self.coordinator_for(req.key, req.key_type)
+        self.respond(m, FindCoordinatorResponse(code, node))

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.config import TopicConfig
+from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
 from engine.errors import ErrorCode
 from engine.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
+    CreateTopicsRequest,
     LeaderAndIsrRequest,
     PartitionState,
 )
 from engine.rpc import RpcNode
 
 if TYPE_CHECKING:
-    from engine.config import BrokerConfig, TopicConfig
+    from engine.config import BrokerConfig
     from engine.sim.network import Message
     from engine.sim.world import World
 
@@ -52,7 +55,11 @@ class Controller(RpcNode):
         self.fenced: set[int] = set()
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.controller_epoch = 1
-        self.handlers = {BrokerHeartbeatRequest: self._on_heartbeat, AlterPartitionRequest: self._on_alter_partition}
+        self.handlers = {
+            BrokerHeartbeatRequest: self._on_heartbeat,
+            AlterPartitionRequest: self._on_alter_partition,
+            CreateTopicsRequest: self._on_create_topics,
+        }
         self.set_timer(config.broker_heartbeat_interval_ms, self._liveness_tick)
 
     # -- topics -----------------------------------------------------------------------------
@@ -69,6 +76,20 @@ class Controller(RpcNode):
             changed.append(state)
         self.world.trace.emit(self.name, "state", "topic.create", ("topic", topic), ("partitions", len(assignments)))
         self._push(changed)
+
+    def _on_create_topics(self, m: Message) -> None:
+        """Create an internal topic that a broker found missing (first use), once."""
+        req: CreateTopicsRequest = m.body
+        if (req.topic, 0) in self.partitions:
+            return
+        live = list(self.live_brokers())
+        if not live:
+            return
+        rf = min(req.replication_factor, len(live))
+        if req.topic == TRANSACTION_STATE_TOPIC:
+            self.topic_configs[req.topic] = TopicConfig(min_insync_replicas=min(self.config.transaction_state_log_min_isr, rf))
+        assignments = [tuple(live[(p + i) % len(live)] for i in range(rf)) for p in range(req.partitions)]
+        self.create_partitions(req.topic, assignments)
 
     def unclean_allowed(self, topic: str) -> bool:
         """Return the topic's unclean.leader.election.enable."""
