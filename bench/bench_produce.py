@@ -9,7 +9,9 @@ What runs (``performance.md`` §2 and §C):
   of §2's ``hotpath.py``): leader append with an epoch check and a 5-batch sequence window, a
   purgatory released by the HW, 2 followers that each fetch the leader-log slice they lack, the HW
   as the min of the LEOs, the produce response, and at most 5 batches in flight per partition.
-  Every hop is a ``heappush`` of ``(t, seq, cb, args)`` 1 ms later, the engine's latency.
+  Every hop is a ``heappush`` of ``(t, seq, cb, args)`` 1 ms later, the engine's latency. By
+  default each batch gets its own fetch round trip per follower: 6 events per batch, as in §2;
+  ``--model-coalesce`` lets one fetch carry every new batch, as the engine's fetchers do.
 
 Each (kind, batch size, idempotence) variant runs in a fresh subprocess, so its peak RSS
 (``ru_maxrss``) is its own. The input values (distinct 100-byte ``bytes``) and their per-batch
@@ -194,9 +196,14 @@ def run_engine(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[s
 # ==========================================================================================
 
 
-def run_model(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[str, Any]:
-    """Run the hand-written produce path over the same chunks; return the figures."""
-    del seed  # the model has no randomness
+def run_model(chunks: list[list[bytes]], idempotent: bool, coalesce: bool = False) -> dict[str, Any]:
+    """Run the hand-written produce path over the same chunks; return the figures.
+
+    By default every batch gets its own fetch round trip to each follower, so a batch costs
+    exactly 6 events, the shape of §2's model. With ``coalesce`` a follower keeps at most one
+    fetch in flight and each fetch carries everything new (as the engine's fetchers do): fewer
+    events per batch, a higher ceiling.
+    """
     heap: list[tuple[int, int, Any, tuple[Any, ...]]] = []
     push, pop = heapq.heappush, heapq.heappop
     tick = count().__next__
@@ -255,17 +262,22 @@ def run_model(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[st
         logs[p].append((base, b_pid, b_epoch, first, leader_epoch, values))
         leo[p] = base + n
         purgatory[p].append((base + n, base, n))
-        fet = fetching[p]
-        for f in range(followers):
-            if not fet[f]:
-                fet[f] = True
+        if coalesce:
+            fet = fetching[p]
+            for f in range(followers):
+                if not fet[f]:
+                    fet[f] = True
+                    push(heap, (now + 1, tick(), on_fetch, (p, f)))
+        else:
+            for f in range(followers):
                 push(heap, (now + 1, tick(), on_fetch, (p, f)))
 
     def on_fetch(p: int, f: int) -> None:
         log = logs[p]
         start = sent_upto[p][f]
-        sent_upto[p][f] = len(log)
-        push(heap, (now + 1, tick(), on_fetch_response, (p, f, log[start:])))
+        end = len(log) if coalesce else start + 1
+        sent_upto[p][f] = end
+        push(heap, (now + 1, tick(), on_fetch_response, (p, f, log[start:end])))
 
     def on_fetch_response(p: int, f: int, batches: list[tuple[Any, ...]]) -> None:
         fol_logs[p][f].extend(batches)
@@ -278,10 +290,11 @@ def run_model(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[st
             while purg and purg[0][0] <= new_hw:
                 _, base, n = purg.popleft()
                 push(heap, (now + 1, tick(), on_produce_response, (p, base, n)))
-        if sent_upto[p][f] < len(logs[p]):
-            push(heap, (now + 1, tick(), on_fetch, (p, f)))
-        else:
-            fetching[p][f] = False
+        if coalesce:
+            if sent_upto[p][f] < len(logs[p]):
+                push(heap, (now + 1, tick(), on_fetch, (p, f)))
+            else:
+                fetching[p][f] = False
 
     def on_produce_response(p: int, base_offset: int, n: int) -> None:
         del base_offset
@@ -333,11 +346,13 @@ def run_model(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[st
 # ==========================================================================================
 
 
-def child(kind: str, records: int, batch: int, idempotent: bool, seed: int) -> dict[str, Any]:
+def child(kind: str, records: int, batch: int, idempotent: bool, seed: int, coalesce: bool) -> dict[str, Any]:
     """Run one variant in this process and return its figures."""
     chunks = make_input(records, batch)
-    fn = run_engine if kind == "engine" else run_model
-    out = fn(chunks, idempotent, seed)
+    if kind == "engine":
+        out = run_engine(chunks, idempotent, seed)
+    else:
+        out = run_model(chunks, idempotent, coalesce)
     out["peak_rss"] = peak_rss_bytes()
     return out
 
@@ -351,13 +366,15 @@ def variants(records: int, batch1_records: int) -> list[tuple[str, int, int, boo
     return rows
 
 
-def run_child(kind: str, records: int, batch: int, idem: bool, seed: int, timeout: float) -> dict[str, Any]:
+def run_child(kind: str, records: int, batch: int, idem: bool, args: argparse.Namespace) -> dict[str, Any]:
     """Run one variant in a fresh interpreter; raise BenchError with its stderr if it fails."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--records", str(records),
-           "--batch", str(batch), "--seed", str(seed), "--json"]
+           "--batch", str(batch), "--seed", str(args.seed), "--json"]
     if not idem:
         cmd.append("--no-idempotence")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd=ROOT)
+    if args.model_coalesce:
+        cmd.append("--model-coalesce")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False, cwd=ROOT)
     if proc.returncode != 0:
         msg = f"{kind} batch={batch} idempotence={idem} exited {proc.returncode}:\n{proc.stderr.strip()}"
         raise BenchError(msg)
@@ -424,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=100, help="with --child: records per batch")
     ap.add_argument("--no-idempotence", action="store_true", help="with --child: enable.idempotence=false")
     ap.add_argument("--json", action="store_true", help="with --child: print the figures as one JSON line")
+    ap.add_argument("--model-coalesce", action="store_true",
+                    help="model: one fetch in flight per follower carrying everything new (fewer events, "
+                         "a higher ceiling) instead of one fetch round trip per batch (§2's 6 events)")
     args = ap.parse_args(argv)
     if args.quick:
         args.records = 20_000
@@ -432,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         args.batch1_records = min(args.records, 100_000)
 
     if args.child:
-        r = child(args.child, args.records, args.batch, not args.no_idempotence, args.seed)
+        idem = not args.no_idempotence
+        r = child(args.child, args.records, args.batch, idem, args.seed, args.model_coalesce)
         if args.json:
             print(json.dumps(r))
         else:
@@ -442,13 +463,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"produce path: {BROKERS} brokers, {PARTITIONS} partitions, RF={RF}, acks=all, linger.ms=0, "
           f"{VALUE_BYTES}-byte distinct values, ≤{MAX_IN_FLIGHT} in flight per partition; "
+          f"model fetches: {'coalesced' if args.model_coalesce else 'one round trip per batch'}; "
           f"batch 100: {args.records:,} records; batch 1: {args.batch1_records:,} records; "
           f"one fresh process per row; GC on")
     results: dict[tuple[str, int, bool], dict[str, Any]] = {}
     failures: list[str] = []
     for kind, n, batch, idem in variants(args.records, args.batch1_records):
         try:
-            results[(kind, batch, idem)] = run_child(kind, n, batch, idem, args.seed, args.timeout)
+            results[(kind, batch, idem)] = run_child(kind, n, batch, idem, args)
         except (BenchError, subprocess.TimeoutExpired) as exc:
             failures.append(f"{label(kind, batch, idem)}: {exc}")
     print_table(results)

@@ -21,7 +21,9 @@ from engine.broker.broker import Broker, broker_name
 from engine.broker.controller import Controller
 from engine.client.consumer import Consumer
 from engine.client.producer import Producer
+from engine.client.transactional_producer import TransactionalProducer
 from engine.config import BrokerConfig, TopicConfig, parse_config
+from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.errors import ConfigError
 from engine.sim.faults import FaultPlan
 from engine.sim.network import MessageRule, NetworkOptions
@@ -72,6 +74,8 @@ class Cluster:
         self.brokers: dict[int, Broker] = {
             b: Broker(self.world, b, self.config, self.topic_configs) for b in range(1, brokers + 1)
         }
+        for broker in self.brokers.values():
+            broker.add_extension(TransactionCoordinator())
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
         self.world.run_for(STARTUP_MS)
@@ -120,7 +124,11 @@ class Cluster:
 
     def producer(self, config: dict[str, Any] | None = None) -> Producer:
         """Create a producer with Kafka-named config (idempotent by default)."""
-        p = Producer(self.world, self.bootstrap(), config)
+        if config and config.get("transactional.id") is not None:
+            p: Producer = TransactionalProducer(self.world, self.bootstrap(), config,
+                                                transaction_version=self.config.transaction_version)
+        else:
+            p = Producer(self.world, self.bootstrap(), config)
         self.producers.append(p)
         return p
 

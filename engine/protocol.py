@@ -290,3 +290,290 @@ class TxnOffsetCommitResponse:
 
     error: ErrorCode
     error_message: str | None = None
+
+
+# -- transactions ----------------------------------------------------------------------------
+
+
+@_frozen
+class AddPartitionsToTxnRequest:
+    """Add partitions to a transaction. ``from_broker``: a partition leader verifying a produce (KIP-890)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple[tuple[str, int], ...]
+    from_broker: bool = False
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        tps = [f"{t}-{p}" for t, p in self.partitions]
+        return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch),
+                ("tps", tps))
+
+
+@_frozen
+class AddPartitionsToTxnResponse:
+    """The outcome of adding partitions."""
+
+    error: ErrorCode
+    error_message: str | None = None
+
+
+@_frozen
+class AddOffsetsToTxnRequest:
+    """Add a group's ``__consumer_offsets`` partition to a transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+@_frozen
+class AddOffsetsToTxnResponse:
+    """The outcome of AddOffsetsToTxn."""
+
+    error: ErrorCode
+    error_message: str | None = None
+
+
+@_frozen
+class EndTxnRequest:
+    """Commit (``committed=True``) or abort the producer's transaction."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch),
+                ("result", "COMMIT" if self.committed else "ABORT"))
+
+
+@_frozen
+class EndTxnResponse:
+    """The outcome; under transaction version 2 it carries the bumped epoch for the next transaction."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name), ("epoch", self.producer_epoch))
+
+
+@_frozen
+class WriteTxnMarkersRequest:
+    """The coordinator asks a partition leader to append a COMMIT or ABORT marker."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    committed: bool
+    topic: str
+    partition: int
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("tp", f"{self.topic}-{self.partition}"), ("pid", self.producer_id), ("epoch", self.producer_epoch),
+                ("marker", "COMMIT" if self.committed else "ABORT"))
+
+
+@_frozen
+class WriteTxnMarkersResponse:
+    """The outcome of writing one marker."""
+
+    error: ErrorCode
+    topic: str = ""
+    partition: int = -1
+    error_message: str | None = None
+
+
+# -- consumer groups (classic protocol, KIP-848 not modelled) ---------------------------------
+# One error per request: Kafka answers group RPCs per partition or per member, but the simulated
+# coordinator always gives every partition of a request the same answer (OffsetFetch excepted).
+
+
+@_frozen
+class JoinGroupRequest:
+    """Join (or rejoin) a group. ``protocols`` are ``(assignor name, subscribed topics)`` pairs."""
+
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, tuple[str, ...]], ...]
+    client_id: str = ""
+    reason: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("member", self.member_id or "-"))
+
+
+@_frozen
+class JoinGroupMember:
+    """One member as the group leader sees it in a JoinGroup response."""
+
+    member_id: str
+    group_instance_id: str | None
+    subscription: tuple[str, ...]
+
+
+@_frozen
+class JoinGroupResponse:
+    """The new generation; only the leader gets ``members`` (it computes the assignment)."""
+
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_name: str | None = None
+    leader: str = ""
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name), ("gen", self.generation_id), ("member", self.member_id or "-"))
+
+
+@_frozen
+class SyncGroupRequest:
+    """Every member sends one after JoinGroup; the leader's carries the assignment of all members."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    assignments: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("gen", self.generation_id), ("member", self.member_id))
+
+
+@_frozen
+class SyncGroupResponse:
+    """The member's partitions for this generation."""
+
+    error: ErrorCode
+    assignment: tuple[tuple[str, int], ...] = ()
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name), ("tps", [f"{t}-{p}" for t, p in self.assignment]))
+
+
+@_frozen
+class HeartbeatRequest:
+    """A member says it is alive in ``generation_id``."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("gen", self.generation_id), ("member", self.member_id))
+
+
+@_frozen
+class HeartbeatResponse:
+    """NONE, or REBALANCE_IN_PROGRESS (rejoin), ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID ..."""
+
+    error: ErrorCode
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name),)
+
+
+@_frozen
+class LeaveGroupRequest:
+    """A member leaves (``close()``, ``unsubscribe()``): the group rebalances at once."""
+
+    group_id: str
+    member_id: str
+    reason: str | None = None
+
+
+@_frozen
+class LeaveGroupResponse:
+    """The outcome of a LeaveGroup."""
+
+    error: ErrorCode
+
+
+@_frozen
+class OffsetCommitRequest:
+    """Commit offsets; ``generation_id`` -1 with an empty member id is a commit outside group management."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, offset)
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("gen", self.generation_id),
+                ("offsets", [f"{t}-{p}@{o}" for t, p, o in self.offsets]))
+
+
+@_frozen
+class OffsetCommitResponse:
+    """The outcome of an OffsetCommit (the same for every partition of the request)."""
+
+    error: ErrorCode
+    error_message: str | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name),)
+
+
+@_frozen
+class OffsetFetchRequest:
+    """Read committed offsets (``partitions`` None: all of the group's). ``require_stable``: KIP-447."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None = None
+    require_stable: bool = False
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("group", self.group_id), ("stable", self.require_stable))
+
+
+@_frozen
+class OffsetFetchPartition:
+    """One partition's committed offset (-1: none), or its error (UNSTABLE_OFFSET_COMMIT)."""
+
+    topic: str
+    partition: int
+    offset: int
+    error: ErrorCode = ErrorCode.NONE
+
+
+@_frozen
+class OffsetFetchResponse:
+    """A top-level error (coordinator errors) or one entry per partition."""
+
+    error: ErrorCode
+    partitions: tuple[OffsetFetchPartition, ...] = ()
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("error", self.error.name),
+                ("offsets", [f"{p.topic}-{p.partition}@{p.offset if p.error is ErrorCode.NONE else p.error.name}"
+                             for p in self.partitions]))

@@ -303,6 +303,10 @@ class Broker(RpcNode):
         timer = self.set_timer(req.timeout_ms, self._produce_expired, key, m)
         self.purgatory[key].produces.append(DelayedProduce(last, m, base_offset, duplicate, timer))
 
+    def produce_error(self, m: Message, code: ErrorCode, message: str | None) -> None:
+        """Answer a produce request with an error (for extensions that intercept produces)."""
+        self._produce_error(m, m.body, code, message)
+
     def _produce_error(self, m: Message, req: ProduceRequest, code: ErrorCode, message: str | None) -> None:
         self._count_error(code)
         self.world.trace.emit(self.name, "state", "produce.error", ("tp", f"{req.topic}-{req.partition}"),

@@ -42,10 +42,10 @@ def estimate_size(keys: tuple[Any, ...], values: tuple[Any, ...]) -> int:
     size = BATCH_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES * len(values)
     for k in keys:
         if k is not None:
-            size += len(k)
+            size += len(k) if isinstance(k, (bytes, str)) else 16
     for v in values:
         if v is not None:
-            size += len(v)
+            size += len(v) if isinstance(v, (bytes, str)) else 64
     return size
 
 

@@ -1,0 +1,399 @@
+"""The transactional producer: confluent-kafka's transaction API over the simulated coordinator.
+
+``init_transactions``, ``begin_transaction``, ``produce``, ``send_offsets_to_transaction``,
+``commit_transaction``, ``abort_transaction``. Each call that talks to a coordinator *waits*: it
+runs the simulation until the answer comes or ``timeout`` simulated seconds pass (then
+``TimeoutException``). The client-side state machine is in ``engine/client/transactions.py``.
+
+Transaction version 1 sends AddPartitionsToTxn before the first batch to each partition;
+version 2 (KIP-890 part 2, the default) does not: partition leaders verify with the coordinator,
+and every EndTxn returns a bumped epoch that the next transaction uses, with sequences from 0.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.client.message import TopicPartition
+from engine.client.producer import Producer
+from engine.client.transactions import TransactionStateMachine, TxnClientState
+from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
+from engine.errors import (
+    ErrorCode,
+    IllegalStateError,
+    KafkaError,
+    TimeoutException,
+    TransactionAbortedException,
+    exception_for,
+)
+from engine.protocol import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from engine.client.accumulator import PartitionQueue, ProducerBatch
+    from engine.sim.world import World
+
+T = TxnClientState
+#: Coordinator errors after which the client looks the coordinator up again and retries.
+_REFIND = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
+_RETRY = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
+                    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS})
+_FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
+_GROUP_FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID})
+
+
+class TransactionalProducer(Producer):
+    """A producer with ``transactional.id`` set."""
+
+    def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any], *, transaction_version: int = 2) -> None:
+        super().__init__(world, bootstrap, config)
+        self.transactional_id: str = self.config.transactional_id or ""
+        self.transaction_version = transaction_version
+        self.txn = TransactionStateMachine(self.transactional_id)
+        self.coordinators: dict[tuple[int, str], int] = {}
+        self.added: set[tuple[str, int]] = set()
+        self._adding: set[tuple[str, int]] = set()
+        self._add_in_flight = False
+        self._txn_has_data = False
+        self._txn_offsets_sent = False
+        self._need_epoch_bump = False
+        self.last_error: KafkaError | None = None
+        self.txn_metrics = {k: 0 for k in ("txn-init-time-ns-total", "txn-begin-time-ns-total",
+                                             "txn-send-offsets-time-ns-total", "txn-commit-time-ns-total",
+                                             "txn-abort-time-ns-total")}
+
+    # ======================================================================================
+    # public API
+    # ======================================================================================
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
+        start = self.world.now_ms
+        self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
+        self.txn.transition_to(T.INITIALIZING)
+        resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
+                                      lambda: InitProducerIdRequest(self.transactional_id,
+                                                                    self.config.transaction_timeout_ms),
+                                      timeout, "init_transactions")
+        if resp.error is not ErrorCode.NONE:
+            self._fail_call(resp.error, resp.error_message, abortable=False)
+        self._set_epoch(resp.producer_id, resp.producer_epoch)
+        self.txn.transition_to(T.READY)
+        self.world.trace.emit(self.name, "state", "txn.init", ("txn_id", self.transactional_id),
+                              ("pid", self.producer_id), ("epoch", self.producer_epoch))
+        self._add_time("txn-init-time-ns-total", start)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (local: nothing is sent until the first record or offsets)."""
+        self._raise_if_fatal()
+        self.txn.require(T.READY, action="begin_transaction()")
+        self.txn.transition_to(T.IN_TRANSACTION)
+        self.added = set()
+        self._txn_has_data = False
+        self._txn_offsets_sent = False
+        self.world.trace.emit(self.name, "state", "txn.begin", ("txn_id", self.transactional_id),
+                              ("epoch", self.producer_epoch))
+
+    def send_offsets_to_transaction(self, offsets: list[TopicPartition], group_metadata: Any,
+                                    timeout: float | None = None) -> None:
+        """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit)."""
+        start = self.world.now_ms
+        self._raise_if_fatal()
+        self._raise_if_abortable()
+        self.txn.require(T.IN_TRANSACTION, action="send_offsets_to_transaction()")
+        group_id, generation, member, instance = _group_fields(group_metadata)
+        resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
+                                      lambda: AddOffsetsToTxnRequest(self.transactional_id, self.producer_id,
+                                                                     self.producer_epoch, group_id),
+                                      timeout, "send_offsets_to_transaction")
+        if resp.error is not ErrorCode.NONE:
+            self._fail_call(resp.error, resp.error_message, abortable=True)
+        self._txn_offsets_sent = True
+        triples = tuple((tp.topic, tp.partition, tp.offset) for tp in offsets)
+        resp2 = self._coordinator_call(KEY_TYPE_GROUP, group_id,
+                                       lambda: TxnOffsetCommitRequest(self.transactional_id, group_id, self.producer_id,
+                                                                      self.producer_epoch, generation, member, instance,
+                                                                      triples),
+                                       timeout, "send_offsets_to_transaction")
+        if resp2.error is not ErrorCode.NONE:
+            if resp2.error in _GROUP_FENCED:
+                self.world.trace.mark(self.name, "producer: stale group generation rejected (KIP-447)")
+            self._fail_call(resp2.error, resp2.error_message, abortable=True)
+        self._add_time("txn-send-offsets-time-ns-total", start)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit: EndTxn(COMMIT). Raises on fencing (fatal) or an abortable error."""
+        start = self.world.now_ms
+        self._raise_if_fatal()
+        self._raise_if_abortable()
+        self.txn.require(T.IN_TRANSACTION, action="commit_transaction()")
+        self.txn.transition_to(T.COMMITTING_TRANSACTION)
+        self._flush_for_end(timeout)
+        self._raise_if_fatal()
+        if self.txn.state is T.ABORTABLE_ERROR:
+            self._raise_if_abortable()
+        self._end(committed=True, timeout=timeout)
+        self._add_time("txn-commit-time-ns-total", start)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: drop unsent records, wait for in-flight ones, then EndTxn(ABORT)."""
+        start = self.world.now_ms
+        self._raise_if_fatal()
+        self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
+        self.txn.transition_to(T.ABORTING_TRANSACTION)
+        aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
+        for q in self._queues.values():
+            for b in [x for x in q.queue if x.wire is None and x.attempts == 0]:
+                q.queue.remove(b)
+                self._complete(q, b, -1, aborted)
+        self._flush_for_end(timeout)
+        self._raise_if_fatal()
+        self._end(committed=False, timeout=timeout)
+        self.last_error = None
+        if self._need_epoch_bump:
+            # KIP-360: after an abort caused by a sequence problem, get a fresh epoch.
+            self._need_epoch_bump = False
+            self.txn.transition_to(T.INITIALIZING)
+            resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
+                                          lambda: InitProducerIdRequest(self.transactional_id,
+                                                                        self.config.transaction_timeout_ms,
+                                                                        self.producer_id, self.producer_epoch),
+                                          timeout, "abort_transaction")
+            if resp.error is not ErrorCode.NONE:
+                self._fail_call(resp.error, resp.error_message, abortable=False)
+            self._set_epoch(resp.producer_id, resp.producer_epoch)
+            self.txn.transition_to(T.READY)
+        self._add_time("txn-abort-time-ns-total", start)
+
+    def metrics(self) -> dict[str, float]:
+        """Return producer metrics plus Kafka's txn-*-time-ns-total (in simulated nanoseconds)."""
+        return {**super().metrics(), **self.txn_metrics}
+
+    # ======================================================================================
+    # hooks into the producer
+    # ======================================================================================
+
+    def before_produce(self, topic: str) -> None:
+        """Records may only be sent inside a transaction."""
+        self._raise_if_fatal()
+        self._raise_if_abortable()
+        self.txn.require(T.IN_TRANSACTION, action="produce()")
+        self._txn_has_data = True
+
+    def batch_is_transactional(self) -> bool:
+        """Every batch of a transactional producer is transactional."""
+        return True
+
+    def may_send(self, batch: ProducerBatch) -> bool:
+        """Version 1: a batch waits until its partition is added to the transaction."""
+        if self.transaction_version >= 2 or batch.wire is not None:
+            return True
+        tp = (batch.topic, batch.partition)
+        if tp in self.added:
+            return True
+        self._adding.add(tp)
+        self._send_add_partitions()
+        return False
+
+    def on_batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
+        """A failed batch makes the transaction abortable."""
+        if err is None or isinstance(err, TransactionAbortedException):
+            return
+        if self.txn.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION):
+            self.last_error = err
+            self.txn.transition_to(T.ABORTABLE_ERROR)
+
+    def _fatal(self, code: ErrorCode, message: str | None) -> None:
+        if code in _FENCED:
+            code = ErrorCode.PRODUCER_FENCED
+            message = (f"producer fenced: transactional.id={self.transactional_id} producerId={self.producer_id} "
+                       f"epoch={self.producer_epoch}; the broker says: {message}")
+        super()._fatal(code, message)
+        self.txn.transition_to(T.FATAL_ERROR)
+
+    def _fail_partition(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        # A sequence gap inside a transaction cannot be repaired: the producer is done.
+        self._fatal(code, message)
+
+    def _bump_epoch(self) -> None:
+        # A transactional producer never bumps its own epoch: the abort path asks the coordinator.
+        self._need_epoch_bump = True
+
+    # ======================================================================================
+    # internals
+    # ======================================================================================
+
+    def _add_time(self, metric: str, start_ms: int) -> None:
+        self.txn_metrics[metric] += (self.world.now_ms - start_ms) * 1_000_000
+
+    def _raise_if_fatal(self) -> None:
+        if self.fatal_error is not None:
+            raise self.fatal_error
+
+    def _raise_if_abortable(self) -> None:
+        if self.txn.state is T.ABORTABLE_ERROR:
+            err = self.last_error or exception_for(ErrorCode.UNKNOWN_SERVER_ERROR, "transaction is abortable")
+            raise err
+
+    def _set_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        changed = (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch)
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        if changed:
+            for q in self._queues.values():
+                q.next_sequence = 0
+                q.last_acked_sequence = -1
+                q.unacked = []
+        self._wake()
+
+    def _fail_call(self, code: ErrorCode, message: str | None, *, abortable: bool) -> None:
+        if code in _FENCED:
+            self._fatal(code, message)
+            raise self.fatal_error  # type: ignore[misc]
+        err = exception_for(code, message, transactional_id=self.transactional_id)
+        if abortable and self.txn.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION, T.ABORTABLE_ERROR):
+            self.last_error = err
+            self.txn.transition_to(T.ABORTABLE_ERROR)
+        elif not abortable:
+            self.fatal_error = err
+            self.txn.transition_to(T.FATAL_ERROR)
+        raise err
+
+    def _deadline(self, timeout: float | None) -> int:
+        return self.world.now_ms + (int(timeout * 1000) if timeout is not None else self.config.max_block_ms)
+
+    def _flush_for_end(self, timeout: float | None) -> None:
+        end = self._deadline(timeout)
+        self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None or self.world.now_ms >= end)
+        if self._outstanding and self.fatal_error is None:
+            raise TimeoutException(f"records of the transaction were not delivered within {timeout} s")
+        self._serve_reports()
+
+    def _end(self, *, committed: bool, timeout: float | None) -> None:
+        touched = self._txn_has_data or self._txn_offsets_sent or bool(self.added)
+        if touched:
+            resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
+                                          lambda: EndTxnRequest(self.transactional_id, self.producer_id,
+                                                                self.producer_epoch, committed),
+                                          timeout, "commit_transaction" if committed else "abort_transaction")
+            if resp.error is not ErrorCode.NONE:
+                self._fail_call(resp.error, resp.error_message, abortable=committed)
+            if self.transaction_version >= 2 and resp.producer_epoch >= 0:
+                self._set_epoch(resp.producer_id, resp.producer_epoch)
+        self.world.trace.emit(self.name, "state", "txn.commit" if committed else "txn.abort",
+                              ("txn_id", self.transactional_id), ("epoch", self.producer_epoch))
+        self.txn.transition_to(T.READY)
+        self.added = set()
+
+    def _send_add_partitions(self) -> None:
+        if self._add_in_flight or not self._adding:
+            return
+        self._add_in_flight = True
+        tps = tuple(sorted(self._adding))
+
+        def answered(resp: AddPartitionsToTxnResponse | None) -> None:
+            self._add_in_flight = False
+            if resp is not None and resp.error is ErrorCode.NONE:
+                self.added |= set(tps)
+                self._adding -= set(tps)
+                self._wake()
+                self._send_add_partitions()
+                return
+            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            if code in _FENCED:
+                self._fatal(code, resp.error_message if resp else None)
+                return
+            if code in _REFIND or code in _RETRY:
+                if code in _REFIND:
+                    self.coordinators.pop((KEY_TYPE_TRANSACTION, self.transactional_id), None)
+                self.set_timer(self.config.retry_backoff_ms, self._send_add_partitions)
+                return
+            err = exception_for(code, resp.error_message if resp else None)
+            self.last_error = err
+            if self.txn.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION):
+                self.txn.transition_to(T.ABORTABLE_ERROR)
+
+        def send(coordinator: int) -> None:
+            req = AddPartitionsToTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, tps)
+            self.request(f"broker-{coordinator}", req, answered, timeout_ms=self.config.request_timeout_ms)
+
+        self._with_coordinator(KEY_TYPE_TRANSACTION, self.transactional_id, send,
+                               lambda: (setattr(self, "_add_in_flight", False),
+                                        self.set_timer(self.config.retry_backoff_ms, self._send_add_partitions)))
+
+    # -- coordinator calls --------------------------------------------------------------------
+
+    def _with_coordinator(self, key_type: int, key: str, then: Callable[[int], None], failed: Callable[[], Any]) -> None:
+        known = self.coordinators.get((key_type, key))
+        if known is not None:
+            then(known)
+            return
+
+        def found(resp: FindCoordinatorResponse | None) -> None:
+            if resp is None or resp.error is not ErrorCode.NONE:
+                failed()
+                return
+            self.coordinators[(key_type, key)] = resp.node_id
+            then(resp.node_id)
+
+        self.request(self._pick_broker(), FindCoordinatorRequest(key, key_type), found,
+                     timeout_ms=self.config.request_timeout_ms)
+
+    def _coordinator_call(self, key_type: int, key: str, make: Callable[[], Any], timeout: float | None,
+                          action: str) -> Any:
+        """Send a coordinator request, retrying retriable errors; wait for a final answer."""
+        box: list[Any] = []
+        end = self._deadline(timeout)
+
+        def attempt() -> None:
+            if box or self.world.now_ms >= end:
+                return
+            self._with_coordinator(key_type, key, send, lambda: self.set_timer(self.config.retry_backoff_ms, attempt))
+
+        def send(coordinator: int) -> None:
+            self.request(f"broker-{coordinator}", make(), answered, timeout_ms=self.config.request_timeout_ms)
+
+        def answered(resp: Any) -> None:
+            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            if code in _REFIND or resp is None:
+                self.coordinators.pop((key_type, key), None)
+                self.set_timer(self.config.retry_backoff_ms, attempt)
+                return
+            if code in _RETRY:
+                self.set_timer(self.config.retry_backoff_ms, attempt)
+                return
+            box.append(resp)
+
+        attempt()
+        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
+        if not box:
+            msg = f"{action} did not complete within {(end - self.world.now_ms) or timeout} ms of simulated time"
+            raise TimeoutException(msg)
+        return box[0]
+
+
+def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
+    if isinstance(group_metadata, str):
+        return group_metadata, -1, "", None
+    try:
+        return (group_metadata.group_id, group_metadata.generation_id, group_metadata.member_id,
+                getattr(group_metadata, "group_instance_id", None))
+    except AttributeError:
+        msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
+        raise IllegalStateError(msg) from None
+
+
+_ = (InitProducerIdResponse, AddOffsetsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse)
