@@ -433,7 +433,8 @@ class TransactionCoordinator(BrokerExtension):
                     broker.respond(respond, EndTxnResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             if ok:
                 if broker.world.sites.fire("coordinator.crash_after_prepare_logged", broker.name):
-                    broker.world.crash(broker.name)
+                    # Crash before any marker leaves (scheduled: a node cannot die inside its own handler).
+                    broker.world.scheduler.call_soon(broker.world.crash, broker.name)
                     return
                 self._send_markers(md, value)
 
