@@ -126,25 +126,47 @@ class ProducerConfig:
             raise ConfigError("acks", self.acks, "must be one of 'all', -1, 0, 1")
         object.__setattr__(self, "acks", ACKS[self.acks])
         if self.transactional_id is not None and not self.enable_idempotence:
-            raise ConfigError("enable.idempotence", False, "a transactional producer must be idempotent",
-                              fix="remove 'enable.idempotence': False")
+            raise ConfigError(
+                "enable.idempotence",
+                False,
+                "a transactional producer must be idempotent",
+                fix="remove 'enable.idempotence': False",
+            )
         if self.enable_idempotence:
             if self.acks != -1:
-                raise ConfigError("acks", self.acks, "must be 'all' when enable.idempotence is true",
-                                  fix="set acks='all', or enable.idempotence=False")
+                raise ConfigError(
+                    "acks",
+                    self.acks,
+                    "must be 'all' when enable.idempotence is true",
+                    fix="set acks='all', or enable.idempotence=False",
+                )
             if self.retries == 0:
-                raise ConfigError("retries", 0, "must be above 0 when enable.idempotence is true",
-                                  fix="raise retries, or set enable.idempotence=False")
+                raise ConfigError(
+                    "retries",
+                    0,
+                    "must be above 0 when enable.idempotence is true",
+                    fix="raise retries, or set enable.idempotence=False",
+                )
             if self.max_in_flight_requests_per_connection > 5:
-                raise ConfigError("max.in.flight.requests.per.connection", self.max_in_flight_requests_per_connection,
-                                  "must be at most 5 when enable.idempotence is true: the broker keeps only the last 5 "
-                                  "batches per producer", fix="use 5 or fewer")
+                raise ConfigError(
+                    "max.in.flight.requests.per.connection",
+                    self.max_in_flight_requests_per_connection,
+                    "must be at most 5 when enable.idempotence is true: the broker keeps only the last 5 "
+                    "batches per producer",
+                    fix="use 5 or fewer",
+                )
         if self.max_in_flight_requests_per_connection < 1:
-            raise ConfigError("max.in.flight.requests.per.connection", self.max_in_flight_requests_per_connection,
-                              "must be at least 1")
+            raise ConfigError(
+                "max.in.flight.requests.per.connection",
+                self.max_in_flight_requests_per_connection,
+                "must be at least 1",
+            )
         if self.delivery_timeout_ms < self.linger_ms + self.request_timeout_ms:
-            raise ConfigError("delivery.timeout.ms", self.delivery_timeout_ms,
-                              "must be at least linger.ms + request.timeout.ms")
+            raise ConfigError(
+                "delivery.timeout.ms",
+                self.delivery_timeout_ms,
+                "must be at least linger.ms + request.timeout.ms",
+            )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

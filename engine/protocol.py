@@ -49,7 +49,11 @@ class ProduceResponse:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("tp", f"{self.topic}-{self.partition}"), ("error", self.error.name), ("offset", self.base_offset))
+        return (
+            ("tp", f"{self.topic}-{self.partition}"),
+            ("error", self.error.name),
+            ("offset", self.base_offset),
+        )
 
 
 # -- fetch ---------------------------------------------------------------------------------
@@ -71,7 +75,11 @@ class FetchRequest:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("tp", f"{self.topic}-{self.partition}"), ("offset", self.fetch_offset), ("replica", self.replica_id))
+        return (
+            ("tp", f"{self.topic}-{self.partition}"),
+            ("offset", self.fetch_offset),
+            ("replica", self.replica_id),
+        )
 
 
 @_frozen
@@ -164,7 +172,8 @@ class LeaderAndIsrRequest:
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
         return tuple(
-            (f"{s.topic}-{s.partition}", f"leader={s.leader}/e{s.leader_epoch}/isr={list(s.isr)}") for s in self.states[:4]
+            (f"{s.topic}-{s.partition}", f"leader={s.leader}/e{s.leader_epoch}/isr={list(s.isr)}")
+            for s in self.states[:4]
         )
 
 
@@ -308,8 +317,12 @@ class AddPartitionsToTxnRequest:
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
         tps = [f"{t}-{p}" for t, p in self.partitions]
-        return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch),
-                ("tps", tps))
+        return (
+            ("txn_id", self.transactional_id),
+            ("pid", self.producer_id),
+            ("epoch", self.producer_epoch),
+            ("tps", tps),
+        )
 
 
 @_frozen
@@ -349,8 +362,12 @@ class EndTxnRequest:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch),
-                ("result", "COMMIT" if self.committed else "ABORT"))
+        return (
+            ("txn_id", self.transactional_id),
+            ("pid", self.producer_id),
+            ("epoch", self.producer_epoch),
+            ("result", "COMMIT" if self.committed else "ABORT"),
+        )
 
 
 @_frozen
@@ -381,8 +398,12 @@ class WriteTxnMarkersRequest:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("tp", f"{self.topic}-{self.partition}"), ("pid", self.producer_id), ("epoch", self.producer_epoch),
-                ("marker", "COMMIT" if self.committed else "ABORT"))
+        return (
+            ("tp", f"{self.topic}-{self.partition}"),
+            ("pid", self.producer_id),
+            ("epoch", self.producer_epoch),
+            ("marker", "COMMIT" if self.committed else "ABORT"),
+        )
 
 
 @_frozen
@@ -526,8 +547,11 @@ class OffsetCommitRequest:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("group", self.group_id), ("gen", self.generation_id),
-                ("offsets", [f"{t}-{p}@{o}" for t, p, o in self.offsets]))
+        return (
+            ("group", self.group_id),
+            ("gen", self.generation_id),
+            ("offsets", [f"{t}-{p}@{o}" for t, p, o in self.offsets]),
+        )
 
 
 @_frozen
@@ -574,6 +598,13 @@ class OffsetFetchResponse:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("error", self.error.name),
-                ("offsets", [f"{p.topic}-{p.partition}@{p.offset if p.error is ErrorCode.NONE else p.error.name}"
-                             for p in self.partitions]))
+        return (
+            ("error", self.error.name),
+            (
+                "offsets",
+                [
+                    f"{p.topic}-{p.partition}@{p.offset if p.error is ErrorCode.NONE else p.error.name}"
+                    for p in self.partitions
+                ],
+            ),
+        )

@@ -77,7 +77,7 @@ def broker_name(broker_id: int) -> str:
 class ProducerIdBlock:
     """The durable producer-id allocator of one broker."""
 
-    __slots__ = ("next_block", "next_id", "end_id")
+    __slots__ = ("end_id", "next_block", "next_id")
 
     def __init__(self) -> None:
         self.next_block = 0
@@ -88,7 +88,9 @@ class ProducerIdBlock:
 class Broker(RpcNode):
     """One broker of the simulated cluster."""
 
-    def __init__(self, world: World, broker_id: int, config: BrokerConfig, topic_configs: dict[str, TopicConfig]) -> None:
+    def __init__(
+        self, world: World, broker_id: int, config: BrokerConfig, topic_configs: dict[str, TopicConfig]
+    ) -> None:
         super().__init__(world, broker_name(broker_id))
         self.broker_id = broker_id
         self.config = config
@@ -173,7 +175,9 @@ class Broker(RpcNode):
         r = self.replicas.get(key)
         if r is None:
             seg = self.topic_configs.get(topic)
-            segment_bytes = seg.segment_bytes if seg is not None and seg.segment_bytes else self.config.log_segment_bytes
+            segment_bytes = (
+                seg.segment_bytes if seg is not None and seg.segment_bytes else self.config.log_segment_bytes
+            )
             r = Replica(topic, partition, self.broker_id, self.disk, segment_bytes=segment_bytes)
             self.replicas[key] = r
             self.purgatory[key] = Purgatory()
@@ -204,7 +208,10 @@ class Broker(RpcNode):
         for state in req.states:
             key = (state.topic, state.partition)
             old = self.metadata.get(key)
-            if old is not None and (state.leader_epoch, state.partition_epoch) < (old.leader_epoch, old.partition_epoch):
+            if old is not None and (state.leader_epoch, state.partition_epoch) < (
+                old.leader_epoch,
+                old.partition_epoch,
+            ):
                 continue
             self.metadata[key] = state
             if self.broker_id in state.replicas:
@@ -218,8 +225,16 @@ class Broker(RpcNode):
             if not r.is_leader or r.state is None or r.state.leader_epoch != state.leader_epoch:
                 r.become_leader(state, now)
                 self._fetch_generation[key] = self._fetch_generation.get(key, 0) + 1
-                self.world.trace.emit(self.name, "state", "replica.leader", ("tp", r.tp), ("epoch", state.leader_epoch),
-                                      ("isr", list(state.isr)), ("leo", r.log_end_offset), ("hw", r.high_watermark))
+                self.world.trace.emit(
+                    self.name,
+                    "state",
+                    "replica.leader",
+                    ("tp", r.tp),
+                    ("epoch", state.leader_epoch),
+                    ("isr", list(state.isr)),
+                    ("leo", r.log_end_offset),
+                    ("hw", r.high_watermark),
+                )
                 for ext in self.extensions:
                     ext.on_become_leader(state)
             else:
@@ -235,8 +250,15 @@ class Broker(RpcNode):
             for ext in self.extensions:
                 ext.on_become_follower(state)
         if epoch_changed or was_leader:
-            self.world.trace.emit(self.name, "state", "replica.follower", ("tp", r.tp), ("leader", state.leader),
-                                  ("epoch", state.leader_epoch), ("leo", r.log_end_offset))
+            self.world.trace.emit(
+                self.name,
+                "state",
+                "replica.follower",
+                ("tp", r.tp),
+                ("leader", state.leader),
+                ("epoch", state.leader_epoch),
+                ("leo", r.log_end_offset),
+            )
             gen = self._fetch_generation.get(key, 0) + 1
             self._fetch_generation[key] = gen
             if state.leader >= 0:
@@ -309,8 +331,9 @@ class Broker(RpcNode):
 
     def _produce_error(self, m: Message, req: ProduceRequest, code: ErrorCode, message: str | None) -> None:
         self._count_error(code)
-        self.world.trace.emit(self.name, "state", "produce.error", ("tp", f"{req.topic}-{req.partition}"),
-                              ("error", code.name))
+        self.world.trace.emit(
+            self.name, "state", "produce.error", ("tp", f"{req.topic}-{req.partition}"), ("error", code.name)
+        )
         if req.acks != 0:
             self.respond(m, ProduceResponse(req.topic, req.partition, code, error_message=message))
 
@@ -323,8 +346,15 @@ class Broker(RpcNode):
                 purg.produces.remove(p)
                 req: ProduceRequest = m.body
                 self._count_error(ErrorCode.REQUEST_TIMED_OUT)
-                self.respond(m, ProduceResponse(req.topic, req.partition, ErrorCode.REQUEST_TIMED_OUT,
-                                                error_message="not replicated to the ISR in time"))
+                self.respond(
+                    m,
+                    ProduceResponse(
+                        req.topic,
+                        req.partition,
+                        ErrorCode.REQUEST_TIMED_OUT,
+                        error_message="not replicated to the ISR in time",
+                    ),
+                )
                 return
 
     def after_append(self, r: Replica) -> None:
@@ -350,8 +380,10 @@ class Broker(RpcNode):
         for p in purg.ready_produces(hw):
             p.timer.cancel()
             req: ProduceRequest = p.request.body
-            self.respond(p.request, ProduceResponse(req.topic, req.partition, ErrorCode.NONE, p.base_offset,
-                                                    duplicate=p.duplicate))
+            self.respond(
+                p.request,
+                ProduceResponse(req.topic, req.partition, ErrorCode.NONE, p.base_offset, duplicate=p.duplicate),
+            )
         if purg.consumer_fetches:
             parked, purg.consumer_fetches = purg.consumer_fetches, []
             for f in parked:
@@ -377,14 +409,31 @@ class Broker(RpcNode):
             if req.last_fetched_epoch >= 0:
                 epoch, end = r.log.end_offset_for_epoch(req.last_fetched_epoch)
                 if epoch != req.last_fetched_epoch or end < req.fetch_offset:
-                    self.respond(m, FetchResponse(req.topic, req.partition, ErrorCode.NONE, r.high_watermark,
-                                                  r.last_stable_offset, diverging_epoch=(epoch, end),
-                                                  leader_epoch=r.state.leader_epoch if r.state else -1))
+                    self.respond(
+                        m,
+                        FetchResponse(
+                            req.topic,
+                            req.partition,
+                            ErrorCode.NONE,
+                            r.high_watermark,
+                            r.last_stable_offset,
+                            diverging_epoch=(epoch, end),
+                            leader_epoch=r.state.leader_epoch if r.state else -1,
+                        ),
+                    )
                     return
         elif req.fetch_offset > r.log_end_offset or req.fetch_offset < r.log.log_start_offset:
             self._count_error(ErrorCode.OFFSET_OUT_OF_RANGE)
-            self.respond(m, FetchResponse(req.topic, req.partition, ErrorCode.OFFSET_OUT_OF_RANGE, r.high_watermark,
-                                          r.last_stable_offset))
+            self.respond(
+                m,
+                FetchResponse(
+                    req.topic,
+                    req.partition,
+                    ErrorCode.OFFSET_OUT_OF_RANGE,
+                    r.high_watermark,
+                    r.last_stable_offset,
+                ),
+            )
             return
         if req.max_wait_ms > 0 and not self._has_data_for(req, r):
             key = (req.topic, req.partition)
@@ -426,9 +475,20 @@ class Broker(RpcNode):
         aborted = None
         if req.replica_id < 0 and req.isolation_level == "read_committed" and batches:
             aborted = tuple(r.txn_index.collect(req.fetch_offset, upper))
-        self.respond(m, FetchResponse(req.topic, req.partition, ErrorCode.NONE, r.high_watermark, r.last_stable_offset,
-                                      r.log.log_start_offset, batches, aborted,
-                                      leader_epoch=r.state.leader_epoch if r.state else -1))
+        self.respond(
+            m,
+            FetchResponse(
+                req.topic,
+                req.partition,
+                ErrorCode.NONE,
+                r.high_watermark,
+                r.last_stable_offset,
+                r.log.log_start_offset,
+                batches,
+                aborted,
+                leader_epoch=r.state.leader_epoch if r.state else -1,
+            ),
+        )
 
     def _follower_progress(self, r: Replica, req: FetchRequest) -> None:
         follower = req.replica_id
@@ -438,7 +498,7 @@ class Broker(RpcNode):
         r.follower_leo[follower] = min(req.fetch_offset, leo)
         if req.fetch_offset >= leo:
             r.follower_caught_up_ms[follower] = self.world.now_ms
-        assert r.state is not None  # noqa: S101
+        assert r.state is not None
         if follower not in r.state.isr and req.fetch_offset >= r.high_watermark and not r.pending_isr_change:
             self._propose_isr(r, (*r.state.isr, follower))
         elif r.maybe_advance_hw():
@@ -453,18 +513,31 @@ class Broker(RpcNode):
             r = self.replicas[key]
             if not r.is_leader or r.state is None or r.pending_isr_change:
                 continue
-            lagging = [b for b in r.state.isr if b != self.broker_id and now - r.follower_caught_up_ms.get(b, now) > lag_max]
+            lagging = [
+                b for b in r.state.isr if b != self.broker_id and now - r.follower_caught_up_ms.get(b, now) > lag_max
+            ]
             if lagging:
                 self._propose_isr(r, tuple(b for b in r.state.isr if b not in lagging))
         self.set_timer(lag_max // 2, self._isr_tick)
 
     def _propose_isr(self, r: Replica, new_isr: tuple[int, ...]) -> None:
-        assert r.state is not None  # noqa: S101
+        assert r.state is not None
         r.pending_isr_change = True
         self.world.trace.emit(self.name, "state", "isr.propose", ("tp", r.tp), ("isr", list(new_isr)))
-        req = AlterPartitionRequest(self.broker_id, r.topic, r.partition, r.state.leader_epoch, r.state.partition_epoch,
-                                    tuple(sorted(new_isr)))
-        self.request(CONTROLLER, req, lambda resp, r=r: self._isr_answer(r, resp), timeout_ms=self.config.broker_session_timeout_ms)
+        req = AlterPartitionRequest(
+            self.broker_id,
+            r.topic,
+            r.partition,
+            r.state.leader_epoch,
+            r.state.partition_epoch,
+            tuple(sorted(new_isr)),
+        )
+        self.request(
+            CONTROLLER,
+            req,
+            lambda resp, r=r: self._isr_answer(r, resp),
+            timeout_ms=self.config.broker_session_timeout_ms,
+        )
 
     def _isr_answer(self, r: Replica, resp: AlterPartitionResponse | None) -> None:
         r.pending_isr_change = False
@@ -485,9 +558,16 @@ class Broker(RpcNode):
         r = self.replicas[key]
         if r.state is None or r.is_leader or r.state.leader < 0:
             return
-        req = FetchRequest(key[0], key[1], r.log_end_offset, replica_id=self.broker_id,
-                           max_bytes=self.config.replica_fetch_max_bytes, max_wait_ms=self.config.replica_fetch_wait_max_ms,
-                           last_fetched_epoch=r.log.latest_epoch(), current_leader_epoch=r.state.leader_epoch)
+        req = FetchRequest(
+            key[0],
+            key[1],
+            r.log_end_offset,
+            replica_id=self.broker_id,
+            max_bytes=self.config.replica_fetch_max_bytes,
+            max_wait_ms=self.config.replica_fetch_wait_max_ms,
+            last_fetched_epoch=r.log.latest_epoch(),
+            current_leader_epoch=r.state.leader_epoch,
+        )
         timeout = self.config.replica_fetch_wait_max_ms + self.config.broker_session_timeout_ms
         self.request(broker_name(r.state.leader), req, lambda resp: self._fetched(key, gen, resp), timeout_ms=timeout)
 
@@ -502,8 +582,14 @@ class Broker(RpcNode):
             epoch, end = resp.diverging_epoch
             cut = end if epoch >= 0 else 0
             removed = r.truncate_to(min(cut, r.log_end_offset))
-            self.world.trace.emit(self.name, "state", "replica.truncate", ("tp", r.tp), ("to", r.log_end_offset),
-                                  ("removed", removed))
+            self.world.trace.emit(
+                self.name,
+                "state",
+                "replica.truncate",
+                ("tp", r.tp),
+                ("to", r.log_end_offset),
+                ("removed", removed),
+            )
             self._fetch_from_leader(key, gen)
             return
         if resp.batches:
@@ -572,8 +658,11 @@ class Broker(RpcNode):
         n = self.internal_topic_partitions(topic)
         state = self.metadata.get((topic, partition_for(key, n)))
         if state is None:
-            rf = (self.config.offsets_topic_replication_factor if topic == CONSUMER_OFFSETS_TOPIC
-                  else self.config.transaction_state_log_replication_factor)
+            rf = (
+                self.config.offsets_topic_replication_factor
+                if topic == CONSUMER_OFFSETS_TOPIC
+                else self.config.transaction_state_log_replication_factor
+            )
             self.send_oneway(CONTROLLER, CreateTopicsRequest(topic, n, rf))
             return -1, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if state.leader < 0:

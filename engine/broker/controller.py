@@ -87,7 +87,9 @@ class Controller(RpcNode):
             return
         rf = min(req.replication_factor, len(live))
         if req.topic == TRANSACTION_STATE_TOPIC:
-            self.topic_configs[req.topic] = TopicConfig(min_insync_replicas=min(self.config.transaction_state_log_min_isr, rf))
+            self.topic_configs[req.topic] = TopicConfig(
+                min_insync_replicas=min(self.config.transaction_state_log_min_isr, rf)
+            )
         assignments = [tuple(live[(p + i) % len(live)] for i in range(rf)) for p in range(req.partitions)]
         self.create_partitions(req.topic, assignments)
 
@@ -153,15 +155,27 @@ class Controller(RpcNode):
         # The restarted broker learns every partition it hosts (and the rest, for metadata).
         everything = [self.partitions[k] for k in sorted(self.partitions)]
         if everything:
-            self.send_oneway(f"broker-{b}", LeaderAndIsrRequest(self.controller_epoch, tuple(everything), self.live_brokers()))
+            self.send_oneway(
+                f"broker-{b}",
+                LeaderAndIsrRequest(self.controller_epoch, tuple(everything), self.live_brokers()),
+            )
 
     # -- election ---------------------------------------------------------------------------
 
-    def _with(self, s: PartitionState, *, leader: int | None = None, isr: tuple[int, ...] | None = None) -> PartitionState:
+    def _with(
+        self, s: PartitionState, *, leader: int | None = None, isr: tuple[int, ...] | None = None
+    ) -> PartitionState:
         new_leader = s.leader if leader is None else leader
         epoch = s.leader_epoch + 1 if new_leader != s.leader else s.leader_epoch
-        new = PartitionState(s.topic, s.partition, new_leader, epoch, s.isr if isr is None else isr, s.replicas,
-                             s.partition_epoch + 1)
+        new = PartitionState(
+            s.topic,
+            s.partition,
+            new_leader,
+            epoch,
+            s.isr if isr is None else isr,
+            s.replicas,
+            s.partition_epoch + 1,
+        )
         self.partitions[(s.topic, s.partition)] = new
         return new
 
@@ -171,21 +185,35 @@ class Controller(RpcNode):
             leader = candidates[0]
             isr = tuple(r for r in s.isr if r != exclude) if exclude is not None else s.isr
             new = self._with(s, leader=leader, isr=isr)
-            self.world.trace.emit(self.name, "state", "election.clean", ("tp", f"{s.topic}-{s.partition}"),
-                                  ("leader", leader), ("epoch", new.leader_epoch), ("isr", list(new.isr)))
+            self.world.trace.emit(
+                self.name,
+                "state",
+                "election.clean",
+                ("tp", f"{s.topic}-{s.partition}"),
+                ("leader", leader),
+                ("epoch", new.leader_epoch),
+                ("isr", list(new.isr)),
+            )
             return new
         if self.unclean_allowed(s.topic):
             live = [r for r in s.replicas if r != exclude and self.is_live(r)]
             if live:
                 new = self._with(s, leader=live[0], isr=(live[0],))
-                self.world.trace.emit(self.name, "state", "election.unclean", ("tp", f"{s.topic}-{s.partition}"),
-                                      ("leader", live[0]), ("epoch", new.leader_epoch))
+                self.world.trace.emit(
+                    self.name,
+                    "state",
+                    "election.unclean",
+                    ("tp", f"{s.topic}-{s.partition}"),
+                    ("leader", live[0]),
+                    ("epoch", new.leader_epoch),
+                )
                 self.world.trace.mark(self.name, "controller: unclean leader election")
                 return new
         # No eligible leader: keep the ISR (its members may come back) and go offline.
         new = self._with(s, leader=NO_LEADER)
-        self.world.trace.emit(self.name, "state", "election.none", ("tp", f"{s.topic}-{s.partition}"),
-                              ("isr", list(new.isr)))
+        self.world.trace.emit(
+            self.name, "state", "election.none", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new.isr))
+        )
         return new
 
     def _push(self, changed: list[PartitionState]) -> None:
@@ -208,6 +236,8 @@ class Controller(RpcNode):
             return
         new_isr = tuple(b for b in req.new_isr if b == s.leader or self.is_live(b))
         new = self._with(s, isr=new_isr)
-        self.world.trace.emit(self.name, "state", "isr.change", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new_isr)))
+        self.world.trace.emit(
+            self.name, "state", "isr.change", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new_isr))
+        )
         self.respond(m, AlterPartitionResponse(ErrorCode.NONE, new))
         self._push([new])

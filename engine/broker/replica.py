@@ -134,7 +134,7 @@ class Replica:
 
     def maybe_advance_hw(self) -> bool:
         """Leader: set the HW to the smallest LEO in the ISR; return True if it moved."""
-        assert self.state is not None  # noqa: S101 - only called on a leader, which has a state
+        assert self.state is not None
         leo = self.log.log_end_offset
         new_hw = leo
         for r in self.state.isr:
@@ -154,7 +154,7 @@ class Replica:
         Raises :class:`LogValidationError` with the code to answer; the log and producer state
         are then unchanged.
         """
-        assert self.state is not None  # noqa: S101
+        assert self.state is not None
         log = self.log
         offset = log.log_end_offset
         if batch.producer_id < 0:
@@ -189,14 +189,18 @@ class Replica:
             rolled = log.append(b)
             done = self.producers.apply_replicated(b, self.high_watermark)
             if done is not None and done.is_aborted:
-                self.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset))
+                self.txn_index.append(
+                    AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset)
+                )
             if rolled:
                 self.take_snapshot()
 
     def _complete_txn(self, done: CompletedTxn) -> None:
         self.producers.complete_txn(done, self.high_watermark)
         if done.is_aborted:
-            self.txn_index.append(AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset))
+            self.txn_index.append(
+                AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset)
+            )
 
     def truncate_to(self, offset: int) -> int:
         """Cut the log (and the txn index) back to ``offset`` and rebuild producer state."""
@@ -213,7 +217,7 @@ class Replica:
 
     def check_min_isr(self, min_isr: int) -> LogValidationError | None:
         """Return the NOT_ENOUGH_REPLICAS error when the ISR is below ``min_isr``."""
-        assert self.state is not None  # noqa: S101
+        assert self.state is not None
         if len(self.state.isr) < min_isr:
             return LogValidationError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,

@@ -43,7 +43,17 @@ class TopicPartition:
 class Message:
     """One record as a client sees it: delivered by a producer or returned by ``poll``."""
 
-    __slots__ = ("_error", "_headers", "_key", "_leader_epoch", "_offset", "_partition", "_timestamp", "_topic", "_value")
+    __slots__ = (
+        "_error",
+        "_headers",
+        "_key",
+        "_leader_epoch",
+        "_offset",
+        "_partition",
+        "_timestamp",
+        "_topic",
+        "_value",
+    )
 
     def __init__(
         self,

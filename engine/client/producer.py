@@ -43,8 +43,14 @@ if TYPE_CHECKING:
 
 #: Errors after which the client refreshes metadata before retrying.
 _METADATA_ERRORS = frozenset(
-    {ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-     ErrorCode.NETWORK_EXCEPTION, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.KAFKA_STORAGE_ERROR}
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
 )
 
 
@@ -71,8 +77,14 @@ class Producer(ClientNode):
         self._wakeup_at: int | None = None
         self._init_in_flight = False
         self._epoch_bump_pending = False
-        self.metrics_totals = {"records_sent": 0, "records_retried": 0, "records_failed": 0, "records_acked": 0,
-                               "requests_sent": 0, "batches_sent": 0}
+        self.metrics_totals = {
+            "records_sent": 0,
+            "records_retried": 0,
+            "records_failed": 0,
+            "records_acked": 0,
+            "requests_sent": 0,
+            "batches_sent": 0,
+        }
         self._started_ms = world.now_ms
         self.refresh_metadata(self._wake)
         if self.idempotent and self.config.transactional_id is None:
@@ -106,8 +118,15 @@ class Producer(ClientNode):
         p = partition if partition >= 0 else self._choose_partition(topic, key)
         self._append(topic, p, key, value, headers, ts, cb)
 
-    def produce_batch(self, topic: str, values: list[Any], *, partition: int, keys: list[Any] | None = None,
-                      on_delivery: Callable[[KafkaError | None, Message], None] | None = None) -> None:
+    def produce_batch(
+        self,
+        topic: str,
+        values: list[Any],
+        *,
+        partition: int,
+        keys: list[Any] | None = None,
+        on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
+    ) -> None:
         """Queue many records for one partition as one batch (an extension of the confluent API)."""
         self._check_usable()
         self.before_produce(topic)
@@ -131,10 +150,16 @@ class Producer(ClientNode):
         With ``timeout`` (simulated seconds) stop after that long.
         """
         # Without a timeout, delivery.timeout.ms bounds the wait: every record is resolved by then.
-        wait_ms = int(timeout * 1000) if timeout is not None else self.config.delivery_timeout_ms + self.config.request_timeout_ms
+        wait_ms = (
+            int(timeout * 1000)
+            if timeout is not None
+            else self.config.delivery_timeout_ms + self.config.request_timeout_ms
+        )
         end = self.world.now_ms + wait_ms
         self.world.run_until(
-            lambda: self._outstanding == 0 or self.fatal_error is not None or not self.is_up or self.world.now_ms >= end,
+            lambda: (
+                self._outstanding == 0 or self.fatal_error is not None or not self.is_up or self.world.now_ms >= end
+            ),
             max_events,
         )
         self._serve_reports()
@@ -199,8 +224,11 @@ class Producer(ClientNode):
 
     def _append(self, topic: str, p: int, key: Any, value: Any, headers: Any, ts: int, cb: Any) -> None:
         q = self._queue(topic, p)
-        size = RECORD_OVERHEAD_BYTES + (len(key) if key is not None and hasattr(key, "__len__") else 0) + (
-            len(value) if value is not None and hasattr(value, "__len__") else 0)
+        size = (
+            RECORD_OVERHEAD_BYTES
+            + (len(key) if key is not None and hasattr(key, "__len__") else 0)
+            + (len(value) if value is not None and hasattr(value, "__len__") else 0)
+        )
         b = q.open_batch()
         if b is None or (b.size + size > self.config.batch_size and b.count > 0):
             if b is not None and key is None:
@@ -237,8 +265,12 @@ class Producer(ClientNode):
         if self._init_in_flight:
             return
         self._init_in_flight = True
-        self.request(self._pick_broker(), InitProducerIdRequest(), self._on_init_producer_id,
-                     timeout_ms=self.config.request_timeout_ms)
+        self.request(
+            self._pick_broker(),
+            InitProducerIdRequest(),
+            self._on_init_producer_id,
+            timeout_ms=self.config.request_timeout_ms,
+        )
 
     def _on_init_producer_id(self, resp: InitProducerIdResponse | None) -> None:
         self._init_in_flight = False
@@ -246,7 +278,9 @@ class Producer(ClientNode):
             self.set_timer(self.config.retry_backoff_ms, self._init_producer_id)
             return
         self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
-        self.world.trace.emit(self.name, "state", "producer.id", ("pid", self.producer_id), ("epoch", self.producer_epoch))
+        self.world.trace.emit(
+            self.name, "state", "producer.id", ("pid", self.producer_id), ("epoch", self.producer_epoch)
+        )
         self._wake()
 
     def _has_producer_id(self) -> bool:
@@ -280,11 +314,21 @@ class Producer(ClientNode):
                 if b.retry_after_ms > now:
                     next_wake = b.retry_after_ms if next_wake is None else min(next_wake, b.retry_after_ms)
                     break
-                if b.wire is None and b.size < self.config.batch_size and len(q.queue) == 1 and now < b.created_ms + linger:
+                if (
+                    b.wire is None
+                    and b.size < self.config.batch_size
+                    and len(q.queue) == 1
+                    and now < b.created_ms + linger
+                ):
                     wake = b.created_ms + linger
                     next_wake = wake if next_wake is None else min(next_wake, wake)
                     break
-                if self.idempotent and b.base_sequence >= 0 and q.unacked and q.first_unacked_sequence() != b.base_sequence:
+                if (
+                    self.idempotent
+                    and b.base_sequence >= 0
+                    and q.unacked
+                    and q.first_unacked_sequence() != b.base_sequence
+                ):
                     break  # a retry waits until every earlier sequence is acknowledged
                 leader = self.leader_of(*key)
                 if leader < 0:
@@ -323,15 +367,25 @@ class Producer(ClientNode):
             q.add_unacked(b)
         self.metrics_totals["records_sent"] += b.count
         self.metrics_totals["batches_sent"] += 1
-        req = ProduceRequest(b.topic, b.partition, b.wire, self.config.acks, self.config.request_timeout_ms,
-                             self.config.transactional_id)
+        req = ProduceRequest(
+            b.topic,
+            b.partition,
+            b.wire,
+            self.config.acks,
+            self.config.request_timeout_ms,
+            self.config.transactional_id,
+        )
         if self.config.acks == 0:
             self.send_oneway(f"broker-{leader}", req)
             q.in_flight -= 1
             self._complete(q, b, -1, None)
             return
-        self.request(f"broker-{leader}", req, lambda resp: self._on_produce_response(q, b, resp),
-                     timeout_ms=self.config.request_timeout_ms)
+        self.request(
+            f"broker-{leader}",
+            req,
+            lambda resp: self._on_produce_response(q, b, resp),
+            timeout_ms=self.config.request_timeout_ms,
+        )
 
     # -- responses --------------------------------------------------------------------------
 
@@ -387,8 +441,15 @@ class Producer(ClientNode):
     def _retry(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> None:
         b.retry_after_ms = self.world.now_ms + self.config.retry_backoff_ms
         q.requeue_in_order(b)
-        self.world.trace.emit(self.name, "state", "produce.retry", ("tp", f"{b.topic}-{b.partition}"),
-                              ("seq", b.base_sequence), ("error", code.name), ("attempt", b.attempts))
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "produce.retry",
+            ("tp", f"{b.topic}-{b.partition}"),
+            ("seq", b.base_sequence),
+            ("error", code.name),
+            ("attempt", b.attempts),
+        )
         if code in _METADATA_ERRORS:
             self.refresh_metadata(self._wake)
         self._wake_at(b.retry_after_ms)
@@ -403,16 +464,34 @@ class Producer(ClientNode):
             self.metrics_totals["records_acked"] += b.count
         else:
             self.metrics_totals["records_failed"] += b.count
-        self.world.trace.emit(self.name, "state", "produce.done" if err is None else "produce.failed",
-                              ("tp", f"{b.topic}-{b.partition}"), ("offset", base_offset), ("seq", b.base_sequence),
-                              ("n", b.count), ("error", None if err is None else type(err).__name__))
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "produce.done" if err is None else "produce.failed",
+            ("tp", f"{b.topic}-{b.partition}"),
+            ("offset", base_offset),
+            ("seq", b.base_sequence),
+            ("n", b.count),
+            ("error", None if err is None else type(err).__name__),
+        )
         self.on_batch_done(b, base_offset, err)
         if b.callbacks is not None:
             for i, cb in enumerate(b.callbacks):
                 if cb is not None:
                     off = base_offset + i if base_offset >= 0 else -1
-                    self._report(cb, err, Message(b.topic, b.partition, off, b.keys[i], b.values[i], error=err,
-                                                  timestamp=b.timestamps[i]))
+                    self._report(
+                        cb,
+                        err,
+                        Message(
+                            b.topic,
+                            b.partition,
+                            off,
+                            b.keys[i],
+                            b.values[i],
+                            error=err,
+                            timestamp=b.timestamps[i],
+                        ),
+                    )
 
     def on_batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
         """Learn a batch's outcome (the history recorder and the transactional layer use it)."""
@@ -453,8 +532,13 @@ class Producer(ClientNode):
                     x.wire = None  # re-stamped with the new epoch and sequences
                     x.base_sequence = -1
             q.unacked = []
-        self.world.trace.emit(self.name, "state", "producer.epoch_bump", ("pid", self.producer_id),
-                              ("epoch", self.producer_epoch))
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "producer.epoch_bump",
+            ("pid", self.producer_id),
+            ("epoch", self.producer_epoch),
+        )
         self._wake()
 
     def _fatal(self, code: ErrorCode, message: str | None) -> None:

@@ -50,8 +50,15 @@ if TYPE_CHECKING:
 T = TxnClientState
 #: Coordinator errors after which the client looks the coordinator up again and retries.
 _REFIND = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
-_RETRY = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS,
-                    ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS})
+_RETRY = frozenset(
+    {
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+    }
+)
 _FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
 _GROUP_FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID})
 
@@ -59,7 +66,9 @@ _GROUP_FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBE
 class TransactionalProducer(Producer):
     """A producer with ``transactional.id`` set."""
 
-    def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any], *, transaction_version: int = 2) -> None:
+    def __init__(
+        self, world: World, bootstrap: list[str], config: dict[str, Any], *, transaction_version: int = 2
+    ) -> None:
         super().__init__(world, bootstrap, config)
         self.transactional_id: str = self.config.transactional_id or ""
         self.transaction_version = transaction_version
@@ -72,9 +81,16 @@ class TransactionalProducer(Producer):
         self._txn_offsets_sent = False
         self._need_epoch_bump = False
         self.last_error: KafkaError | None = None
-        self.txn_metrics = {k: 0 for k in ("txn-init-time-ns-total", "txn-begin-time-ns-total",
-                                             "txn-send-offsets-time-ns-total", "txn-commit-time-ns-total",
-                                             "txn-abort-time-ns-total")}
+        self.txn_metrics = dict.fromkeys(
+            (
+                "txn-init-time-ns-total",
+                "txn-begin-time-ns-total",
+                "txn-send-offsets-time-ns-total",
+                "txn-commit-time-ns-total",
+                "txn-abort-time-ns-total",
+            ),
+            0,
+        )
 
     # ======================================================================================
     # public API
@@ -85,16 +101,25 @@ class TransactionalProducer(Producer):
         start = self.world.now_ms
         self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
         self.txn.transition_to(T.INITIALIZING)
-        resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
-                                      lambda: InitProducerIdRequest(self.transactional_id,
-                                                                    self.config.transaction_timeout_ms),
-                                      timeout, "init_transactions")
+        resp = self._coordinator_call(
+            KEY_TYPE_TRANSACTION,
+            self.transactional_id,
+            lambda: InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
+            timeout,
+            "init_transactions",
+        )
         if resp.error is not ErrorCode.NONE:
             self._fail_call(resp.error, resp.error_message, abortable=False)
         self._set_epoch(resp.producer_id, resp.producer_epoch)
         self.txn.transition_to(T.READY)
-        self.world.trace.emit(self.name, "state", "txn.init", ("txn_id", self.transactional_id),
-                              ("pid", self.producer_id), ("epoch", self.producer_epoch))
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "txn.init",
+            ("txn_id", self.transactional_id),
+            ("pid", self.producer_id),
+            ("epoch", self.producer_epoch),
+        )
         self._add_time("txn-init-time-ns-total", start)
 
     def begin_transaction(self) -> None:
@@ -105,30 +130,46 @@ class TransactionalProducer(Producer):
         self.added = set()
         self._txn_has_data = False
         self._txn_offsets_sent = False
-        self.world.trace.emit(self.name, "state", "txn.begin", ("txn_id", self.transactional_id),
-                              ("epoch", self.producer_epoch))
+        self.world.trace.emit(
+            self.name, "state", "txn.begin", ("txn_id", self.transactional_id), ("epoch", self.producer_epoch)
+        )
 
-    def send_offsets_to_transaction(self, offsets: list[TopicPartition], group_metadata: Any,
-                                    timeout: float | None = None) -> None:
+    def send_offsets_to_transaction(
+        self, offsets: list[TopicPartition], group_metadata: Any, timeout: float | None = None
+    ) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit)."""
         start = self.world.now_ms
         self._raise_if_fatal()
         self._raise_if_abortable()
         self.txn.require(T.IN_TRANSACTION, action="send_offsets_to_transaction()")
         group_id, generation, member, instance = _group_fields(group_metadata)
-        resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
-                                      lambda: AddOffsetsToTxnRequest(self.transactional_id, self.producer_id,
-                                                                     self.producer_epoch, group_id),
-                                      timeout, "send_offsets_to_transaction")
+        resp = self._coordinator_call(
+            KEY_TYPE_TRANSACTION,
+            self.transactional_id,
+            lambda: AddOffsetsToTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, group_id),
+            timeout,
+            "send_offsets_to_transaction",
+        )
         if resp.error is not ErrorCode.NONE:
             self._fail_call(resp.error, resp.error_message, abortable=True)
         self._txn_offsets_sent = True
         triples = tuple((tp.topic, tp.partition, tp.offset) for tp in offsets)
-        resp2 = self._coordinator_call(KEY_TYPE_GROUP, group_id,
-                                       lambda: TxnOffsetCommitRequest(self.transactional_id, group_id, self.producer_id,
-                                                                      self.producer_epoch, generation, member, instance,
-                                                                      triples),
-                                       timeout, "send_offsets_to_transaction")
+        resp2 = self._coordinator_call(
+            KEY_TYPE_GROUP,
+            group_id,
+            lambda: TxnOffsetCommitRequest(
+                self.transactional_id,
+                group_id,
+                self.producer_id,
+                self.producer_epoch,
+                generation,
+                member,
+                instance,
+                triples,
+            ),
+            timeout,
+            "send_offsets_to_transaction",
+        )
         if resp2.error is not ErrorCode.NONE:
             if resp2.error in _GROUP_FENCED:
                 self.world.trace.mark(self.name, "producer: stale group generation rejected (KIP-447)")
@@ -168,11 +209,18 @@ class TransactionalProducer(Producer):
             # KIP-360: after an abort caused by a sequence problem, get a fresh epoch.
             self._need_epoch_bump = False
             self.txn.transition_to(T.INITIALIZING)
-            resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
-                                          lambda: InitProducerIdRequest(self.transactional_id,
-                                                                        self.config.transaction_timeout_ms,
-                                                                        self.producer_id, self.producer_epoch),
-                                          timeout, "abort_transaction")
+            resp = self._coordinator_call(
+                KEY_TYPE_TRANSACTION,
+                self.transactional_id,
+                lambda: InitProducerIdRequest(
+                    self.transactional_id,
+                    self.config.transaction_timeout_ms,
+                    self.producer_id,
+                    self.producer_epoch,
+                ),
+                timeout,
+                "abort_transaction",
+            )
             if resp.error is not ErrorCode.NONE:
                 self._fail_call(resp.error, resp.error_message, abortable=False)
             self._set_epoch(resp.producer_id, resp.producer_epoch)
@@ -220,8 +268,10 @@ class TransactionalProducer(Producer):
     def _fatal(self, code: ErrorCode, message: str | None) -> None:
         if code in _FENCED:
             code = ErrorCode.PRODUCER_FENCED
-            message = (f"producer fenced: transactional.id={self.transactional_id} producerId={self.producer_id} "
-                       f"epoch={self.producer_epoch}; the broker says: {message}")
+            message = (
+                f"producer fenced: transactional.id={self.transactional_id} producerId={self.producer_id} "
+                f"epoch={self.producer_epoch}; the broker says: {message}"
+            )
         super()._fatal(code, message)
         self.txn.transition_to(T.FATAL_ERROR)
 
@@ -285,16 +335,24 @@ class TransactionalProducer(Producer):
     def _end(self, *, committed: bool, timeout: float | None) -> None:
         touched = self._txn_has_data or self._txn_offsets_sent or bool(self.added)
         if touched:
-            resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id,
-                                          lambda: EndTxnRequest(self.transactional_id, self.producer_id,
-                                                                self.producer_epoch, committed),
-                                          timeout, "commit_transaction" if committed else "abort_transaction")
+            resp = self._coordinator_call(
+                KEY_TYPE_TRANSACTION,
+                self.transactional_id,
+                lambda: EndTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, committed),
+                timeout,
+                "commit_transaction" if committed else "abort_transaction",
+            )
             if resp.error is not ErrorCode.NONE:
                 self._fail_call(resp.error, resp.error_message, abortable=committed)
             if self.transaction_version >= 2 and resp.producer_epoch >= 0:
                 self._set_epoch(resp.producer_id, resp.producer_epoch)
-        self.world.trace.emit(self.name, "state", "txn.commit" if committed else "txn.abort",
-                              ("txn_id", self.transactional_id), ("epoch", self.producer_epoch))
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "txn.commit" if committed else "txn.abort",
+            ("txn_id", self.transactional_id),
+            ("epoch", self.producer_epoch),
+        )
         self.txn.transition_to(T.READY)
         self.added = set()
 
@@ -330,13 +388,21 @@ class TransactionalProducer(Producer):
             req = AddPartitionsToTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, tps)
             self.request(f"broker-{coordinator}", req, answered, timeout_ms=self.config.request_timeout_ms)
 
-        self._with_coordinator(KEY_TYPE_TRANSACTION, self.transactional_id, send,
-                               lambda: (setattr(self, "_add_in_flight", False),
-                                        self.set_timer(self.config.retry_backoff_ms, self._send_add_partitions)))
+        self._with_coordinator(
+            KEY_TYPE_TRANSACTION,
+            self.transactional_id,
+            send,
+            lambda: (
+                setattr(self, "_add_in_flight", False),
+                self.set_timer(self.config.retry_backoff_ms, self._send_add_partitions),
+            ),
+        )
 
     # -- coordinator calls --------------------------------------------------------------------
 
-    def _with_coordinator(self, key_type: int, key: str, then: Callable[[int], None], failed: Callable[[], Any]) -> None:
+    def _with_coordinator(
+        self, key_type: int, key: str, then: Callable[[int], None], failed: Callable[[], Any]
+    ) -> None:
         known = self.coordinators.get((key_type, key))
         if known is not None:
             then(known)
@@ -349,11 +415,16 @@ class TransactionalProducer(Producer):
             self.coordinators[(key_type, key)] = resp.node_id
             then(resp.node_id)
 
-        self.request(self._pick_broker(), FindCoordinatorRequest(key, key_type), found,
-                     timeout_ms=self.config.request_timeout_ms)
+        self.request(
+            self._pick_broker(),
+            FindCoordinatorRequest(key, key_type),
+            found,
+            timeout_ms=self.config.request_timeout_ms,
+        )
 
-    def _coordinator_call(self, key_type: int, key: str, make: Callable[[], Any], timeout: float | None,
-                          action: str) -> Any:
+    def _coordinator_call(
+        self, key_type: int, key: str, make: Callable[[], Any], timeout: float | None, action: str
+    ) -> Any:
         """Send a coordinator request, retrying retriable errors; wait for a final answer."""
         box: list[Any] = []
         end = self._deadline(timeout)
@@ -389,8 +460,12 @@ def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
     if isinstance(group_metadata, str):
         return group_metadata, -1, "", None
     try:
-        return (group_metadata.group_id, group_metadata.generation_id, group_metadata.member_id,
-                getattr(group_metadata, "group_instance_id", None))
+        return (
+            group_metadata.group_id,
+            group_metadata.generation_id,
+            group_metadata.member_id,
+            getattr(group_metadata, "group_instance_id", None),
+        )
     except AttributeError:
         msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
         raise IllegalStateError(msg) from None

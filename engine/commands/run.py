@@ -10,8 +10,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("name", help="scenario name (see 'eos scenarios')")
     parser.add_argument("--seed", type=int, default=7, help="the run's seed (default 7)")
-    parser.add_argument("--log", choices=("short", "none", "faults"), default="short",
-                        help="print the short log (default), only faults and state changes, or nothing")
+    parser.add_argument(
+        "--log",
+        choices=("short", "none", "faults"),
+        default="short",
+        help="print the short log (default), only faults and state changes, or nothing",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,6 +38,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"{k}: {v}")
     print(result.verdict())
     print(f"fingerprint: {result.fingerprint}")
-    print(f"replay: eos run {args.name!r} --seed {args.seed}" if " " in args.name else f"replay: eos run {args.name} --seed {args.seed}")
+    print(
+        f"replay: eos run {args.name!r} --seed {args.seed}"
+        if " " in args.name
+        else f"replay: eos run {args.name} --seed {args.seed}"
+    )
     sys.stdout.flush()
     return 0 if result.ok else 1

@@ -45,17 +45,29 @@ class MarkerWriter:
         if r is None:
             broker.respond(m, WriteTxnMarkersResponse(code, req.topic, req.partition))
             return
-        batch = RecordBatch.control(COMMIT if req.committed else ABORT, producer_id=req.producer_id,
-                                    producer_epoch=req.producer_epoch, coordinator_epoch=req.coordinator_epoch,
-                                    create_time=broker.world.now_ms)
+        batch = RecordBatch.control(
+            COMMIT if req.committed else ABORT,
+            producer_id=req.producer_id,
+            producer_epoch=req.producer_epoch,
+            coordinator_epoch=req.coordinator_epoch,
+            create_time=broker.world.now_ms,
+        )
         try:
             offset, _dup, _done = r.append_as_leader(batch, AppendOrigin.COORDINATOR)
         except LogValidationError as exc:
             broker.world.trace.emit(broker.name, "state", "marker.rejected", ("tp", r.tp), ("error", exc.code.name))
             broker.respond(m, WriteTxnMarkersResponse(exc.code, req.topic, req.partition, exc.message))
             return
-        broker.world.trace.emit(broker.name, "state", "marker.append", ("tp", r.tp), ("offset", offset),
-                                ("marker", batch.control_type), ("pid", req.producer_id), ("epoch", req.producer_epoch))
+        broker.world.trace.emit(
+            broker.name,
+            "state",
+            "marker.append",
+            ("tp", r.tp),
+            ("offset", offset),
+            ("marker", batch.control_type),
+            ("pid", req.producer_id),
+            ("epoch", req.producer_epoch),
+        )
         appended = r.log.batch_at(offset)
         for ext in broker.extensions:
             ext.on_txn_marker(r, appended)

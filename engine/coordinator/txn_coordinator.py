@@ -174,17 +174,30 @@ class TransactionCoordinator(BrokerExtension):
         if not batch.is_transactional or self.version < 2 or req.transactional_id is None:
             return False
         entry = r.producers.producers.get(batch.producer_id)
-        if entry is not None and entry.current_txn_first_offset is not None and entry.producer_epoch == batch.producer_epoch:
+        if (
+            entry is not None
+            and entry.current_txn_first_offset is not None
+            and entry.producer_epoch == batch.producer_epoch
+        ):
             return False
         broker = self.broker
         coordinator, code = broker.coordinator_for(req.transactional_id, KEY_TYPE_TRANSACTION)
         if code is not ErrorCode.NONE:
             broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "transaction coordinator not available")
             return True
-        verify = AddPartitionsToTxnRequest(req.transactional_id, batch.producer_id, batch.producer_epoch,
-                                           ((req.topic, req.partition),), from_broker=True)
-        broker.request(f"broker-{coordinator}", verify, lambda resp: self._verified(m, resp),
-                       timeout_ms=MARKER_REQUEST_TIMEOUT_MS)
+        verify = AddPartitionsToTxnRequest(
+            req.transactional_id,
+            batch.producer_id,
+            batch.producer_epoch,
+            ((req.topic, req.partition),),
+            from_broker=True,
+        )
+        broker.request(
+            f"broker-{coordinator}",
+            verify,
+            lambda resp: self._verified(m, resp),
+            timeout_ms=MARKER_REQUEST_TIMEOUT_MS,
+        )
         return True
 
     def _verified(self, m: Message, resp: AddPartitionsToTxnResponse | None) -> None:
@@ -196,7 +209,9 @@ class TransactionCoordinator(BrokerExtension):
         if resp is None or resp.error.retriable:
             broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "could not verify the transaction; retry")
             return
-        code = ErrorCode.INVALID_PRODUCER_EPOCH if resp.error is ErrorCode.PRODUCER_FENCED else ErrorCode.INVALID_TXN_STATE
+        code = (
+            ErrorCode.INVALID_PRODUCER_EPOCH if resp.error is ErrorCode.PRODUCER_FENCED else ErrorCode.INVALID_TXN_STATE
+        )
         broker.world.trace.mark(broker.name, "partition: transactional produce rejected by verification")
         broker.produce_error(m, code, resp.error_message or resp.error.name)
 
@@ -226,13 +241,24 @@ class TransactionCoordinator(BrokerExtension):
                 continue
             md = txns.get(txn_id)
             if md is None:
-                md = txns[txn_id] = TransactionMetadata(txn_id, value.producer_id, value.txn_timeout_ms,
-                                                        value.txn_last_update_ms, value.client_transaction_version)
+                md = txns[txn_id] = TransactionMetadata(
+                    txn_id,
+                    value.producer_id,
+                    value.txn_timeout_ms,
+                    value.txn_last_update_ms,
+                    value.client_transaction_version,
+                )
             md.apply(value, offset)
         self.txns[p] = txns
         self.loading.discard(p)
-        self.broker.world.trace.emit(self.broker.name, "state", "coordinator.loaded", ("partition", p),
-                                     ("epoch", leader_epoch), ("ids", len(txns)))
+        self.broker.world.trace.emit(
+            self.broker.name,
+            "state",
+            "coordinator.loaded",
+            ("partition", p),
+            ("epoch", leader_epoch),
+            ("ids", len(txns)),
+        )
         for txn_id in sorted(txns):
             md = txns[txn_id]
             if md.state.is_prepare:
@@ -253,11 +279,19 @@ class TransactionCoordinator(BrokerExtension):
             md.abort_pending()
             done(False, -1)
             return
-        offset, _dup, _ = r.append_as_leader(RecordBatch(keys=(md.transactional_id,), values=(value,),
-                                                         create_time=broker.world.now_ms), None)  # type: ignore[arg-type]
-        broker.world.trace.emit(broker.name, "state", "txn_state.write", ("txn_id", md.transactional_id),
-                                ("state", value.state.name), ("pid", value.producer_id), ("epoch", value.producer_epoch),
-                                ("offset", offset))
+        offset, _dup, _ = r.append_as_leader(
+            RecordBatch(keys=(md.transactional_id,), values=(value,), create_time=broker.world.now_ms), None
+        )  # type: ignore[arg-type]
+        broker.world.trace.emit(
+            broker.name,
+            "state",
+            "txn_state.write",
+            ("txn_id", md.transactional_id),
+            ("state", value.state.name),
+            ("pid", value.producer_id),
+            ("epoch", value.producer_epoch),
+            ("offset", offset),
+        )
 
         def replicated(ok: bool, at: int) -> None:
             if not ok:
@@ -293,16 +327,24 @@ class TransactionCoordinator(BrokerExtension):
             broker.respond(m, InitProducerIdResponse(code))
             return
         if req.transaction_timeout_ms > broker.config.transaction_max_timeout_ms:
-            broker.respond(m, InitProducerIdResponse(ErrorCode.INVALID_TRANSACTION_TIMEOUT, error_message=(
-                f"transaction.timeout.ms {req.transaction_timeout_ms} is above transaction.max.timeout.ms "
-                f"{broker.config.transaction_max_timeout_ms}")))
+            broker.respond(
+                m,
+                InitProducerIdResponse(
+                    ErrorCode.INVALID_TRANSACTION_TIMEOUT,
+                    error_message=(
+                        f"transaction.timeout.ms {req.transaction_timeout_ms} is above transaction.max.timeout.ms "
+                        f"{broker.config.transaction_max_timeout_ms}"
+                    ),
+                ),
+            )
             return
         txns = self.txns[self.partition_of(txn_id)]
         md = txns.get(txn_id)
         now = broker.world.now_ms
         if md is None:
-            md = txns[txn_id] = TransactionMetadata(txn_id, broker.allocate_producer_id(), req.transaction_timeout_ms,
-                                                    now, self.version)
+            md = txns[txn_id] = TransactionMetadata(
+                txn_id, broker.allocate_producer_id(), req.transaction_timeout_ms, now, self.version
+            )
         if md.pending_state is not None or md.state.is_prepare:
             broker.respond(m, InitProducerIdResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
@@ -318,7 +360,9 @@ class TransactionCoordinator(BrokerExtension):
             broker.world.trace.mark(broker.name, "coordinator: epoch exhausted, new producer id")
         else:
             pid, epoch = md.producer_id, md.producer_epoch + 1
-        value = md.prepare(S.EMPTY, now, producer_id=pid, producer_epoch=epoch, txn_timeout_ms=req.transaction_timeout_ms)
+        value = md.prepare(
+            S.EMPTY, now, producer_id=pid, producer_epoch=epoch, txn_timeout_ms=req.transaction_timeout_ms
+        )
 
         def written(ok: bool, _offset: int) -> None:
             if ok:
@@ -330,27 +374,42 @@ class TransactionCoordinator(BrokerExtension):
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn --------------------------------------------------
 
-    def _check_producer(self, txn_id: str, producer_id: int, producer_epoch: int) -> tuple[TransactionMetadata | None, ErrorCode, str | None]:
+    def _check_producer(
+        self, txn_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[TransactionMetadata | None, ErrorCode, str | None]:
         code = self._owner_error(txn_id)
         if code is not ErrorCode.NONE:
             return None, code, None
         md = self.txns[self.partition_of(txn_id)].get(txn_id)
         if md is None or md.producer_id != producer_id:
-            return None, ErrorCode.INVALID_PRODUCER_ID_MAPPING, f"transactional.id {txn_id} has no producer id {producer_id}"
+            return (
+                None,
+                ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                f"transactional.id {txn_id} has no producer id {producer_id}",
+            )
         if producer_epoch != md.producer_epoch:
-            text = (f"There is a newer producer with the same transactionalId which fences the current one: "
-                    f"transactional.id={txn_id} producerId={producer_id} epoch={producer_epoch} "
-                    f"(current epoch {md.producer_epoch})")
+            text = (
+                f"There is a newer producer with the same transactionalId which fences the current one: "
+                f"transactional.id={txn_id} producerId={producer_id} epoch={producer_epoch} "
+                f"(current epoch {md.producer_epoch})"
+            )
             return md, ErrorCode.PRODUCER_FENCED, text
         return md, ErrorCode.NONE, None
 
-    def _add_partitions(self, m: Message, txn_id: str, pid: int, epoch: int, tps: tuple[tuple[str, int], ...],
-                        reply: Callable[[ErrorCode, str | None], Any]) -> None:
+    def _add_partitions(
+        self,
+        m: Message,
+        txn_id: str,
+        pid: int,
+        epoch: int,
+        tps: tuple[tuple[str, int], ...],
+        reply: Callable[[ErrorCode, str | None], Any],
+    ) -> None:
         md, code, text = self._check_producer(txn_id, pid, epoch)
         if code is not ErrorCode.NONE:
             reply(code, text)
             return
-        assert md is not None  # noqa: S101 - checked above
+        assert md is not None
         if md.pending_state is not None or md.state.is_prepare:
             reply(ErrorCode.CONCURRENT_TRANSACTIONS, None)
             return
@@ -362,19 +421,35 @@ class TransactionCoordinator(BrokerExtension):
             return
         merged = tuple(sorted(set(md.partitions if md.state is S.ONGOING else ()) | set(tps)))
         value = md.prepare(S.ONGOING, self.broker.world.now_ms, partitions=merged)
-        self._write(md, value, lambda ok, _o: reply(ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE, None))
+        self._write(
+            md,
+            value,
+            lambda ok, _o: reply(ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE, None),
+        )
 
     def _on_add_partitions(self, m: Message) -> None:
         req: AddPartitionsToTxnRequest = m.body
-        self._add_partitions(m, req.transactional_id, req.producer_id, req.producer_epoch, req.partitions,
-                             lambda code, text: self.broker.respond(m, AddPartitionsToTxnResponse(code, text)))
+        self._add_partitions(
+            m,
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            req.partitions,
+            lambda code, text: self.broker.respond(m, AddPartitionsToTxnResponse(code, text)),
+        )
 
     def _on_add_offsets(self, m: Message) -> None:
         req: AddOffsetsToTxnRequest = m.body
         n = self.broker.config.offsets_topic_num_partitions
         tp = (CONSUMER_OFFSETS_TOPIC, partition_for(req.group_id, n))
-        self._add_partitions(m, req.transactional_id, req.producer_id, req.producer_epoch, (tp,),
-                             lambda code, text: self.broker.respond(m, AddOffsetsToTxnResponse(code, text)))
+        self._add_partitions(
+            m,
+            req.transactional_id,
+            req.producer_id,
+            req.producer_epoch,
+            (tp,),
+            lambda code, text: self.broker.respond(m, AddOffsetsToTxnResponse(code, text)),
+        )
 
     # -- EndTxn --------------------------------------------------------------------------------
 
@@ -396,7 +471,7 @@ class TransactionCoordinator(BrokerExtension):
         if code is not ErrorCode.NONE:
             broker.respond(m, EndTxnResponse(code, error_message=text))
             return
-        assert md is not None  # noqa: S101
+        assert md is not None
         if md.pending_state is not None:
             broker.respond(m, EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
@@ -414,16 +489,35 @@ class TransactionCoordinator(BrokerExtension):
             # v2 lets a client abort when it is unsure whether anything was added: nothing to mark.
             self._begin_end(md, committed=False, epoch=md.producer_epoch + 1, respond=m, partitions=())
         else:
-            broker.respond(m, EndTxnResponse(ErrorCode.INVALID_TXN_STATE, error_message=(
-                f"cannot {'commit' if req.committed else 'abort'} {req.transactional_id}: it is {state.display_name}")))
+            broker.respond(
+                m,
+                EndTxnResponse(
+                    ErrorCode.INVALID_TXN_STATE,
+                    error_message=(
+                        f"cannot {'commit' if req.committed else 'abort'} {req.transactional_id}: "
+                        f"it is {state.display_name}"
+                    ),
+                ),
+            )
 
-    def _begin_end(self, md: TransactionMetadata, *, committed: bool, epoch: int, respond: Message | None,
-                   partitions: tuple[tuple[str, int], ...] | None = None) -> None:
+    def _begin_end(
+        self,
+        md: TransactionMetadata,
+        *,
+        committed: bool,
+        epoch: int,
+        respond: Message | None,
+        partitions: tuple[tuple[str, int], ...] | None = None,
+    ) -> None:
         broker = self.broker
         if epoch > MAX_PRODUCER_EPOCH:
             epoch = md.producer_epoch
-        value = md.prepare(S.PREPARE_COMMIT if committed else S.PREPARE_ABORT, broker.world.now_ms, producer_epoch=epoch,
-                           partitions=partitions)
+        value = md.prepare(
+            S.PREPARE_COMMIT if committed else S.PREPARE_ABORT,
+            broker.world.now_ms,
+            producer_epoch=epoch,
+            partitions=partitions,
+        )
 
         def written(ok: bool, _offset: int) -> None:
             if respond is not None:
@@ -462,13 +556,29 @@ class TransactionCoordinator(BrokerExtension):
             broker.set_timer(MARKER_RETRY_BACKOFF_MS, self._send_marker, md, value, tp)
             return
         p = self.partition_of(txn_id)
-        req = WriteTxnMarkersRequest(txn_id, value.producer_id, value.producer_epoch, self.coordinator_epoch.get(p, 0),
-                                     value.state is S.PREPARE_COMMIT, tp[0], tp[1])
-        broker.request(f"broker-{state.leader}", req, lambda resp: self._marker_answer(md, value, tp, resp),
-                       timeout_ms=MARKER_REQUEST_TIMEOUT_MS)
+        req = WriteTxnMarkersRequest(
+            txn_id,
+            value.producer_id,
+            value.producer_epoch,
+            self.coordinator_epoch.get(p, 0),
+            value.state is S.PREPARE_COMMIT,
+            tp[0],
+            tp[1],
+        )
+        broker.request(
+            f"broker-{state.leader}",
+            req,
+            lambda resp: self._marker_answer(md, value, tp, resp),
+            timeout_ms=MARKER_REQUEST_TIMEOUT_MS,
+        )
 
-    def _marker_answer(self, md: TransactionMetadata, value: TxnLogValue, tp: tuple[str, int],
-                       resp: WriteTxnMarkersResponse | None) -> None:
+    def _marker_answer(
+        self,
+        md: TransactionMetadata,
+        value: TxnLogValue,
+        tp: tuple[str, int],
+        resp: WriteTxnMarkersResponse | None,
+    ) -> None:
         pending = self._markers_pending.get(md.transactional_id)
         if pending is None or tp not in pending:
             return
@@ -491,8 +601,14 @@ class TransactionCoordinator(BrokerExtension):
             if not ok:
                 # Leadership moved or the write failed: the next coordinator completes it on load.
                 return
-            self.broker.world.trace.emit(self.broker.name, "state", "txn.complete", ("txn_id", md.transactional_id),
-                                         ("result", target.display_name), ("epoch", done.producer_epoch))
+            self.broker.world.trace.emit(
+                self.broker.name,
+                "state",
+                "txn.complete",
+                ("txn_id", md.transactional_id),
+                ("result", target.display_name),
+                ("epoch", done.producer_epoch),
+            )
 
         self._write(md, done, written)
 

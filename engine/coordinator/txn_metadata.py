@@ -23,8 +23,14 @@ from engine.errors import IllegalStateError
 class TransactionMetadata:
     """The coordinator's view of one transactional id."""
 
-    def __init__(self, transactional_id: str, producer_id: int, txn_timeout_ms: int, now_ms: int,
-                 client_transaction_version: int) -> None:
+    def __init__(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        txn_timeout_ms: int,
+        now_ms: int,
+        client_transaction_version: int,
+    ) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.prev_producer_id = -1
@@ -42,9 +48,19 @@ class TransactionMetadata:
 
     def current(self) -> TxnLogValue:
         """Return the applied state as a value."""
-        return TxnLogValue(self.producer_id, self.prev_producer_id, self.next_producer_id, self.producer_epoch,
-                           self.last_producer_epoch, self.txn_timeout_ms, self.state, self.partitions,
-                           self.txn_start_ms, self.txn_last_update_ms, self.client_transaction_version)
+        return TxnLogValue(
+            self.producer_id,
+            self.prev_producer_id,
+            self.next_producer_id,
+            self.producer_epoch,
+            self.last_producer_epoch,
+            self.txn_timeout_ms,
+            self.state,
+            self.partitions,
+            self.txn_start_ms,
+            self.txn_last_update_ms,
+            self.client_transaction_version,
+        )
 
     def prepare(
         self,

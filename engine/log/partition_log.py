@@ -20,6 +20,7 @@ bytes on disk (sizes are estimates).
 from __future__ import annotations
 
 import bisect
+
 from engine.log.records import RecordBatch
 
 #: Default segment size; Kafka's ``log.segment.bytes`` is 1 GiB, far beyond simulated runs, so
@@ -64,7 +65,10 @@ class PartitionLog:
         snapshot *after* it has applied this batch's producer state (so the snapshot covers it).
         """
         if batch.base_offset != self.log_end_offset:
-            msg = f"{self.topic_partition}: batch at {batch.base_offset} does not follow the log end {self.log_end_offset}"
+            msg = (
+                f"{self.topic_partition}: batch at {batch.base_offset} does not follow "
+                f"the log end {self.log_end_offset}"
+            )
             raise ValueError(msg)
         epoch = batch.partition_leader_epoch
         cache = self.epoch_cache

@@ -88,7 +88,14 @@ class CompletedTxn(NamedTuple):
 class ProducerStateEntry:
     """One producer's state in one partition."""
 
-    __slots__ = ("batches", "coordinator_epoch", "current_txn_first_offset", "last_timestamp", "producer_epoch", "producer_id")
+    __slots__ = (
+        "batches",
+        "coordinator_epoch",
+        "current_txn_first_offset",
+        "last_timestamp",
+        "producer_epoch",
+        "producer_id",
+    )
 
     def __init__(
         self,
@@ -158,9 +165,19 @@ class ProducerStateEntry:
 class ProducerAppendInfo:
     """A staged update for one producer: validated on a copy, applied by ``update``."""
 
-    __slots__ = ("completed_txns", "current", "origin", "producer_id", "started_txn_offsets", "topic_partition", "updated")
+    __slots__ = (
+        "completed_txns",
+        "current",
+        "origin",
+        "producer_id",
+        "started_txn_offsets",
+        "topic_partition",
+        "updated",
+    )
 
-    def __init__(self, topic_partition: str, producer_id: int, current: ProducerStateEntry | None, origin: AppendOrigin) -> None:
+    def __init__(
+        self, topic_partition: str, producer_id: int, current: ProducerStateEntry | None, origin: AppendOrigin
+    ) -> None:
         self.topic_partition = topic_partition
         self.producer_id = producer_id
         self.current = current
@@ -336,9 +353,18 @@ class ProducerStateManager:
         self.ongoing_txns = {}
         self.unreplicated_txns = {}
         for s in snap.entries:
-            batches = [BatchMetadata(s.first_sequence, s.last_sequence, s.last_offset, s.timestamp)] if s.last_offset >= 0 else []
+            batches = (
+                [BatchMetadata(s.first_sequence, s.last_sequence, s.last_offset, s.timestamp)]
+                if s.last_offset >= 0
+                else []
+            )
             self.producers[s.producer_id] = ProducerStateEntry(
-                s.producer_id, s.producer_epoch, batches, s.coordinator_epoch, s.last_timestamp, s.current_txn_first_offset
+                s.producer_id,
+                s.producer_epoch,
+                batches,
+                s.coordinator_epoch,
+                s.last_timestamp,
+                s.current_txn_first_offset,
             )
             if s.current_txn_first_offset is not None:
                 self.ongoing_txns[s.current_txn_first_offset] = s.producer_id

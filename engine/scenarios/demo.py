@@ -27,11 +27,23 @@ def demo(seed: int = 7, *, idempotence: bool = True) -> ScenarioResult:
     """Run the demo scenario."""
     from engine.sim.network import NetworkOptions
 
-    c = Cluster(seed=seed, brokers=3, config={"min.insync.replicas": 2},
-                network=NetworkOptions(latency_ms_min=1, latency_ms_max=4))
+    c = Cluster(
+        seed=seed,
+        brokers=3,
+        config={"min.insync.replicas": 2},
+        network=NetworkOptions(latency_ms_min=1, latency_ms_max=4),
+    )
     c.create_topic("demo", partitions=1, replication_factor=3)
-    p = c.producer({"enable.idempotence": idempotence, "acks": "all", "linger.ms": 2, "batch.size": 400,
-                    "request.timeout.ms": 3_000, "retry.backoff.ms": 50})
+    p = c.producer(
+        {
+            "enable.idempotence": idempotence,
+            "acks": "all",
+            "linger.ms": 2,
+            "batch.size": 400,
+            "request.timeout.ms": 3_000,
+            "retry.backoff.ms": 50,
+        }
+    )
     c.add_rule("drop", kind="response", body_type="ProduceResponse", skip=3, count=1)
     acked: dict[bytes, int] = {}
 
@@ -66,5 +78,10 @@ def demo(seed: int = 7, *, idempotence: bool = True) -> ScenarioResult:
     order = [v for v in seen if v in acked]
     if order != sorted(order):
         findings.append("order: records are not in send order")
-    summary = {"acked": len(acked), "read": len(seen), "leader_before": leader, "leader_after": c.leader("demo")}
+    summary = {
+        "acked": len(acked),
+        "read": len(seen),
+        "leader_before": leader,
+        "leader_after": c.leader("demo"),
+    }
     return ScenarioResult("demo", seed, not findings, findings, c, summary)

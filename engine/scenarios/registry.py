@@ -65,4 +65,4 @@ def get_scenario(name: str) -> Callable[..., ScenarioResult]:
 
 def _load_all() -> None:
     # Importing the modules registers their scenarios.
-    from engine.scenarios import demo  # noqa: F401, PLC0415
+    from engine.scenarios import demo  # noqa: F401

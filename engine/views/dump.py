@@ -54,10 +54,11 @@ def batch_line(b: RecordBatch, position: int) -> str:
 def record_lines(b: RecordBatch, *, print_data: bool = True) -> list[str]:
     """Return the ``| offset: …`` lines of a batch."""
     if b.is_control:
-        return [
+        line = (
             f"| offset: {b.base_offset} CreateTime: {b.create_time} keySize: 4 valueSize: 6 sequence: -1 "
             f"headerKeys: [] endTxnMarker: {b.control_type} coordinatorEpoch: {b.coordinator_epoch}"
-        ]
+        )
+        return [line]
     out = []
     for i, v in enumerate(b.values):
         k = b.keys[i]
@@ -89,7 +90,9 @@ def dump_batches(batches: list[RecordBatch], file_name: str, *, print_data: bool
     return "\n".join(lines)
 
 
-def dump_log(cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None, *, print_data: bool = True) -> str:
+def dump_log(
+    cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None, *, print_data: bool = True
+) -> str:
     """Dump one replica's log (the leader's by default) like ``kafka-dump-log.sh --print-data-log``."""
     b = broker if broker is not None else cluster.leader(topic, partition)
     node = cluster.brokers.get(b)
@@ -98,19 +101,27 @@ def dump_log(cluster: Cluster, topic: str, partition: int = 0, broker: int | Non
         raise KeyError(msg)
     log = node.disk.get(f"log:{topic}-{partition}")
     batches = list(log.batches) if log is not None else []
-    return dump_batches(batches, f"/var/lib/kafka/data-{b}/{topic}-{partition}/00000000000000000000.log",
-                        print_data=print_data)
+    return dump_batches(
+        batches,
+        f"/var/lib/kafka/data-{b}/{topic}-{partition}/00000000000000000000.log",
+        print_data=print_data,
+    )
 
 
 def dump_snapshot(snapshot: ProducerSnapshot) -> str:
     """Dump a producer-state snapshot like ``kafka-dump-log.sh`` on a ``.snapshot`` file."""
     lines = [f"Dumping {snapshot.offset:020d}.snapshot"]
     for e in snapshot.entries:
-        txn = f"OptionalLong[{e.current_txn_first_offset}]" if e.current_txn_first_offset is not None else "OptionalLong.empty"
+        txn = (
+            f"OptionalLong[{e.current_txn_first_offset}]"
+            if e.current_txn_first_offset is not None
+            else "OptionalLong.empty"
+        )
         lines.append(
             f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: {e.coordinator_epoch} "
             f"currentTxnFirstOffset: {txn} lastTimestamp: {e.last_timestamp} firstSequence: {e.first_sequence} "
-            f"lastSequence: {e.last_sequence} lastOffset: {e.last_offset} offsetDelta: {e.last_sequence - e.first_sequence} "
+            f"lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+            f"offsetDelta: {e.last_sequence - e.first_sequence} "
             f"timestamp: {e.timestamp}"
         )
     return "\n".join(lines)

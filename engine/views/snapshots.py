@@ -167,8 +167,16 @@ def broker_views(cluster: Cluster) -> list[BrokerView]:
         broker = cluster.brokers[b]
         leads = tuple(sorted(r.tp for r in broker.replicas.values() if r.is_leader))
         follows = tuple(sorted(r.tp for r in broker.replicas.values() if not r.is_leader))
-        out.append(BrokerView(b, broker.status.value, b in cluster.controller.fenced, leads, follows,
-                              tuple(sorted(broker.error_counts.items()))))
+        out.append(
+            BrokerView(
+                b,
+                broker.status.value,
+                b in cluster.controller.fenced,
+                leads,
+                follows,
+                tuple(sorted(broker.error_counts.items())),
+            )
+        )
     return out
 
 
@@ -183,8 +191,17 @@ def producer_state_view(cluster: Cluster, topic: str, partition: int, broker: in
     if r is not None:
         for pid in sorted(r.producers.producers):
             e = r.producers.producers[pid]
-            window = tuple(BatchWindowEntry(m.first_seq, m.last_seq, m.first_offset, m.last_offset, m.timestamp)
-                           for m in e.batches)
-            entries.append(ProducerEntryView(pid, e.producer_epoch, e.coordinator_epoch, e.current_txn_first_offset,
-                                             e.last_timestamp, window))
+            window = tuple(
+                BatchWindowEntry(m.first_seq, m.last_seq, m.first_offset, m.last_offset, m.timestamp) for m in e.batches
+            )
+            entries.append(
+                ProducerEntryView(
+                    pid,
+                    e.producer_epoch,
+                    e.coordinator_epoch,
+                    e.current_txn_first_offset,
+                    e.last_timestamp,
+                    window,
+                )
+            )
     return ProducerStateView(topic, partition, b, cluster.now_ms, NUM_BATCHES_TO_RETAIN, tuple(entries))

@@ -32,8 +32,14 @@ class RawClient(RpcNode):
 
 def data_batch(pid: int, epoch: int, seq: int, values: list[bytes], *, transactional: bool = False) -> RecordBatch:
     """Build a producer batch as an idempotent producer would send it."""
-    return RecordBatch(producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=transactional,
-                       keys=tuple(None for _ in values), values=tuple(values))
+    return RecordBatch(
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=transactional,
+        keys=tuple(None for _ in values),
+        values=tuple(values),
+    )
 
 
 def produce_request(topic: str, partition: int, batch: RecordBatch) -> ProduceRequest:

@@ -36,7 +36,9 @@ def test_inflight_reorder_is_rejected_out_of_order_then_retried_in_send_order() 
     for i in range(3, 6):
         p.produce_batch("t", [f"r{i}".encode()], partition=0)
     assert p.flush() == 0
-    arrivals = [e.get("seq") for e in c.world.trace.select(kind="send", name="request") if e.get("msg") == "ProduceRequest"]
+    arrivals = [
+        e.get("seq") for e in c.world.trace.select(kind="send", name="request") if e.get("msg") == "ProduceRequest"
+    ]
     assert arrivals[:3] == [0, 1, 2]
     errors = c.world.trace.select(name="produce.error")
     assert [e.get("error") for e in errors] == ["OUT_OF_ORDER_SEQUENCE_NUMBER"]
@@ -48,8 +50,15 @@ def test_inflight_reorder_is_rejected_out_of_order_then_retried_in_send_order() 
 
 def _lost_ack_run(idempotence: bool) -> tuple[Cluster, list[tuple[Any, Any]]]:
     c = _cluster()
-    p = c.producer({"enable.idempotence": idempotence, "acks": "all", "linger.ms": 0,
-                    "max.in.flight.requests.per.connection": 1, "request.timeout.ms": 1_000})
+    p = c.producer(
+        {
+            "enable.idempotence": idempotence,
+            "acks": "all",
+            "linger.ms": 0,
+            "max.in.flight.requests.per.connection": 1,
+            "request.timeout.ms": 1_000,
+        }
+    )
     p.produce("t", value=b"a")
     p.flush()
     # The leader appends "b"; its answer is dropped after the handler ran (a lost ack).
@@ -104,11 +113,24 @@ def test_leader_crash_after_replicating_before_acking_new_leader_deduplicates_th
 
 
 def _unclean_run(unclean: bool) -> tuple[Cluster, dict[bytes, Any], list[tuple[Any, Any]]]:
-    c = Cluster(seed=3, brokers=3, config={"min.insync.replicas": 1, "unclean.leader.election.enable": unclean,
-                                           "replica.lag.time.max.ms": 1_000})
+    c = Cluster(
+        seed=3,
+        brokers=3,
+        config={
+            "min.insync.replicas": 1,
+            "unclean.leader.election.enable": unclean,
+            "replica.lag.time.max.ms": 1_000,
+        },
+    )
     c.create_topic("t", partitions=1, assignments=[(1, 2)])
-    p = c.producer({"linger.ms": 0, "request.timeout.ms": 1_000, "delivery.timeout.ms": 30_000,
-                    "max.in.flight.requests.per.connection": 1})
+    p = c.producer(
+        {
+            "linger.ms": 0,
+            "request.timeout.ms": 1_000,
+            "delivery.timeout.ms": 30_000,
+            "max.in.flight.requests.per.connection": 1,
+        }
+    )
     acked: dict[bytes, Any] = {}
 
     def report(err: Any, msg: Any) -> None:
@@ -148,7 +170,7 @@ def test_unclean_election_loses_acknowledged_records_and_the_next_batch_gets_out
 
 
 def test_clean_election_only_keeps_the_partition_unavailable_and_loses_nothing_acknowledged() -> None:
-    c, acked, last = _unclean_run(unclean=False)
+    c, _acked, last = _unclean_run(unclean=False)
     assert c.leader("t") == -1  # no ISR member is alive: no leader rather than a lossy one
     assert last == []  # r27 is neither acknowledged nor failed yet: the partition is unavailable
     c.restart(1)

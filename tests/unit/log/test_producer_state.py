@@ -11,17 +11,30 @@ import copy
 import pytest
 
 from engine.errors import ErrorCode
-from engine.log.producer_state import NUM_BATCHES_TO_RETAIN, AppendOrigin, LogValidationError, ProducerStateManager
+from engine.log.producer_state import (
+    NUM_BATCHES_TO_RETAIN,
+    AppendOrigin,
+    LogValidationError,
+    ProducerStateManager,
+)
 from engine.log.records import RecordBatch
 
 
 def _batch(seq: int, n: int = 1, epoch: int = 0, pid: int = 7, txn: bool = False) -> RecordBatch:
-    return RecordBatch(producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=txn,
-                       keys=(None,) * n, values=(b"x",) * n)
+    return RecordBatch(
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        is_transactional=txn,
+        keys=(None,) * n,
+        values=(b"x",) * n,
+    )
 
 
 def _state(m: ProducerStateManager) -> tuple:
-    return tuple((pid, e.producer_epoch, tuple(e.batches), e.current_txn_first_offset) for pid, e in sorted(m.producers.items()))
+    return tuple(
+        (pid, e.producer_epoch, tuple(e.batches), e.current_txn_first_offset) for pid, e in sorted(m.producers.items())
+    )
 
 
 def test_prepare_update_and_validation_mutate_nothing_until_update() -> None:
