@@ -25,11 +25,13 @@ from engine.client.transactional_producer import TransactionalProducer
 from engine.config import BrokerConfig, TopicConfig, parse_config
 from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.errors import ConfigError
+from engine.group import GroupCoordinator
 from engine.sim.faults import FaultPlan
 from engine.sim.network import MessageRule, NetworkOptions
 from engine.sim.sites import SiteOptions
 from engine.sim.world import World
 from engine.views import snapshots
+from engine.weakenings import CORRECT, Weakenings
 
 #: Time given to a new cluster for brokers to register and leaders to be elected.
 STARTUP_MS = 100
@@ -63,6 +65,7 @@ class Cluster:
         network: NetworkOptions | None = None,
         sites: SiteOptions | None = None,
         keep_trace: bool = True,
+        weakenings: Weakenings = CORRECT,
     ) -> None:
         if brokers < 1:
             raise ConfigError("brokers", brokers, "a cluster needs at least one broker")
@@ -70,12 +73,14 @@ class Cluster:
         self.config: BrokerConfig = parse_config(BrokerConfig, config, what="broker")
         self.topic_configs: dict[str, TopicConfig] = {}
         self.topics: dict[str, int] = {}
+        self.weakenings = weakenings
         self.controller = Controller(self.world, self.config, self.topic_configs)
         self.brokers: dict[int, Broker] = {
-            b: Broker(self.world, b, self.config, self.topic_configs) for b in range(1, brokers + 1)
+            b: Broker(self.world, b, self.config, self.topic_configs, weakenings) for b in range(1, brokers + 1)
         }
         for broker in self.brokers.values():
-            broker.add_extension(TransactionCoordinator())
+            broker.add_extension(TransactionCoordinator(weakenings))
+            broker.add_extension(GroupCoordinator())
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
         self.world.run_for(STARTUP_MS)

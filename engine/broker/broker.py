@@ -56,6 +56,7 @@ from engine.protocol import (
     ProduceResponse,
 )
 from engine.rpc import RpcNode
+from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from engine.config import BrokerConfig, TopicConfig
@@ -89,8 +90,14 @@ class Broker(RpcNode):
     """One broker of the simulated cluster."""
 
     def __init__(
-        self, world: World, broker_id: int, config: BrokerConfig, topic_configs: dict[str, TopicConfig]
+        self,
+        world: World,
+        broker_id: int,
+        config: BrokerConfig,
+        topic_configs: dict[str, TopicConfig],
+        weak: Weakenings = CORRECT,
     ) -> None:
+        self.weak = weak
         super().__init__(world, broker_name(broker_id))
         self.broker_id = broker_id
         self.config = config
@@ -178,7 +185,7 @@ class Broker(RpcNode):
             segment_bytes = (
                 seg.segment_bytes if seg is not None and seg.segment_bytes else self.config.log_segment_bytes
             )
-            r = Replica(topic, partition, self.broker_id, self.disk, segment_bytes=segment_bytes)
+            r = Replica(topic, partition, self.broker_id, self.disk, segment_bytes=segment_bytes, weak=self.weak)
             self.replicas[key] = r
             self.purgatory[key] = Purgatory()
         return r
@@ -462,7 +469,10 @@ class Broker(RpcNode):
         if req.replica_id >= 0:
             return r.log_end_offset
         if req.isolation_level == "read_committed":
-            return r.last_stable_offset
+            lso = r.last_stable_offset
+            if self.weak.lso_inclusive and lso < r.high_watermark:
+                return lso + 1  # mutant M10: the LSO read as an inclusive bound (Redpanda #3036)
+            return lso
         return r.high_watermark
 
     def _has_data_for(self, req: FetchRequest, r: Replica) -> bool:
@@ -473,7 +483,12 @@ class Broker(RpcNode):
         upper = self.fetch_upper_bound(req, r)
         batches = tuple(r.log.read(req.fetch_offset, req.max_bytes, upper)) if upper > req.fetch_offset else ()
         aborted = None
-        if req.replica_id < 0 and req.isolation_level == "read_committed" and batches:
+        if (
+            req.replica_id < 0
+            and req.isolation_level == "read_committed"
+            and batches
+            and self.weak.send_aborted_transactions
+        ):
             aborted = tuple(r.txn_index.collect(req.fetch_offset, upper))
         self.respond(
             m,

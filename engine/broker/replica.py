@@ -35,6 +35,7 @@ from engine.log.producer_state import (
 from engine.log.records import RecordBatch
 from engine.log.txn_index import AbortedTxn, TransactionIndex
 from engine.sim.disk import DurableList
+from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from engine.protocol import PartitionState
@@ -53,7 +54,10 @@ class HighWatermarkCheckpoint:
 class Replica:
     """A partition replica hosted on one broker."""
 
-    def __init__(self, topic: str, partition: int, broker_id: int, disk: Disk, *, segment_bytes: int) -> None:
+    def __init__(
+        self, topic: str, partition: int, broker_id: int, disk: Disk, *, segment_bytes: int, weak: Weakenings = CORRECT
+    ) -> None:
+        self.weak = weak
         self.topic = topic
         self.partition = partition
         self.tp = f"{topic}-{partition}"
@@ -63,7 +67,7 @@ class Replica:
         self.snapshots: DurableList = disk.open(f"snapshots:{self.tp}", DurableList)
         self._checkpoint: HighWatermarkCheckpoint = disk.open("hw-checkpoint", HighWatermarkCheckpoint)
         self.high_watermark = min(self._checkpoint.values.get(self.tp, 0), self.log.log_end_offset)
-        self.producers = ProducerStateManager(self.tp)
+        self.producers = self._new_producer_state()
         self.state: PartitionState | None = None
         self.is_leader = False
         self.follower_leo: dict[int, int] = {}
@@ -73,6 +77,9 @@ class Replica:
 
     # -- producer state --------------------------------------------------------------------
 
+    def _new_producer_state(self) -> ProducerStateManager:
+        return ProducerStateManager(self.tp, window=self.weak.dedup_window, fence_epochs=self.weak.fence_epochs)
+
     def take_snapshot(self, offset: int | None = None) -> ProducerSnapshot:
         """Write a producer-state snapshot at ``offset`` (the log end by default)."""
         snap = self.producers.snapshot(self.log.log_end_offset if offset is None else offset)
@@ -81,7 +88,7 @@ class Replica:
 
     def rebuild_producer_state(self) -> None:
         """Rebuild the producer table from the latest usable snapshot plus the log after it."""
-        self.producers = ProducerStateManager(self.tp)
+        self.producers = self._new_producer_state()
         leo = self.log.log_end_offset
         usable = [s for s in self.snapshots.items if s.offset <= leo]
         start = 0
@@ -187,6 +194,8 @@ class Replica:
             if b.base_offset < log.log_end_offset:
                 continue
             rolled = log.append(b)
+            if not self.weak.followers_track_producer_state:
+                continue  # mutant M16: a new leader will not know the batches it copied
             done = self.producers.apply_replicated(b, self.high_watermark)
             if done is not None and done.is_aborted:
                 self.txn_index.append(

@@ -60,6 +60,7 @@ from engine.protocol import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
+from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,11 +82,12 @@ MARKER_REQUEST_TIMEOUT_MS = 10_000
 class TransactionCoordinator(BrokerExtension):
     """The transaction coordinator extension of one broker."""
 
-    def __init__(self, *, skip_replication_wait: bool = False, bump_epoch_on_timeout: bool = True) -> None:
-        # The two flags exist to build weakened configurations (mutants) on purpose; the
-        # defaults are Kafka's behaviour.
-        self.skip_replication_wait = skip_replication_wait
-        self.bump_epoch_on_timeout = bump_epoch_on_timeout
+    def __init__(self, weak: Weakenings = CORRECT) -> None:
+        # ``weak`` exists to build weakened configurations (mutants) on purpose; the default is
+        # Kafka's behaviour.
+        self.weak = weak
+        self.skip_replication_wait = not weak.replicate_transaction_state
+        self.bump_epoch_on_timeout = weak.bump_epoch_on_timeout
         self.txns: dict[int, dict[str, TransactionMetadata]] = {}
         self.loading: set[int] = set()
         self.coordinator_epoch: dict[int, int] = {}
@@ -173,6 +175,8 @@ class TransactionCoordinator(BrokerExtension):
         batch = req.batch
         if not batch.is_transactional or self.version < 2 or req.transactional_id is None:
             return False
+        if not self.weak.verify_transactional_produce:
+            return False  # mutant M8
         entry = r.producers.producers.get(batch.producer_id)
         if (
             entry is not None
@@ -387,7 +391,7 @@ class TransactionCoordinator(BrokerExtension):
                 ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                 f"transactional.id {txn_id} has no producer id {producer_id}",
             )
-        if producer_epoch != md.producer_epoch:
+        if producer_epoch != md.producer_epoch and (self.weak.fence_epochs or producer_epoch > md.producer_epoch):
             text = (
                 f"There is a newer producer with the same transactionalId which fences the current one: "
                 f"transactional.id={txn_id} producerId={producer_id} epoch={producer_epoch} "

@@ -36,7 +36,7 @@ from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 from engine.errors import ErrorCode
 from engine.group.membership import Membership
 from engine.group.metadata import GroupMetadata, MemberMetadata
-from engine.group.records import complete_txn, offsets_batch, replay
+from engine.group.records import StoredOffset, complete_txn, offsets_batch, replay
 from engine.group.state import GroupState
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import (
@@ -213,32 +213,38 @@ class GroupCoordinator(BrokerExtension):
 
     # -- writing to __consumer_offsets ------------------------------------------------------
 
-    def append(self, group: GroupMetadata, batch: RecordBatch, done: Done) -> int:
-        """Append ``batch`` to the group's partition; ``done(error)`` runs once it is replicated or failed.
+    def append(self, group: GroupMetadata, batch: RecordBatch) -> tuple[int, ErrorCode]:
+        """Append ``batch`` to the group's partition as its leader; return ``(base_offset, error)``.
 
-        Returns the base offset, or -1 when nothing was appended (``done`` has then run already).
+        The caller then waits for replication with :meth:`await_replication`.
         """
         r, code = self.broker.leader_replica(CONSUMER_OFFSETS_TOPIC, group.partition)
         if r is None:
-            done(_APPEND_ERRORS.get(code, code))
-            return -1
+            return -1, _APPEND_ERRORS.get(code, code)
         err = r.check_min_isr(self.broker.min_insync_replicas(CONSUMER_OFFSETS_TOPIC))
         try:
             if err is not None:
                 raise err
-            base = _append_transactional(r, batch) if batch.producer_id >= 0 else \
-                r.append_as_leader(batch, AppendOrigin.COORDINATOR)[0]
+            if batch.producer_id >= 0:
+                base = _append_transactional(r, batch)
+            else:
+                base = r.append_as_leader(batch, AppendOrigin.COORDINATOR)[0]
         except LogValidationError as exc:
-            done(_APPEND_ERRORS.get(exc.code, exc.code))
-            return -1
+            return -1, _APPEND_ERRORS.get(exc.code, exc.code)
         self.broker.after_append(r)
-        end = base + batch.count
+        return base, ErrorCode.NONE
+
+    def await_replication(self, p: int, end: int, done: Done) -> None:
+        """Run ``done(NONE)`` once the HW of partition ``p`` reaches ``end``; an error if it cannot."""
+        r = self.broker.replicas.get((CONSUMER_OFFSETS_TOPIC, p))
+        if r is None or not r.is_leader or p not in self.owned:
+            done(ErrorCode.NOT_COORDINATOR)
+            return
         if end <= r.high_watermark:
             done(ErrorCode.NONE)
-            return base
-        timer = self.broker.set_timer(OFFSETS_COMMIT_TIMEOUT_MS, self._append_timed_out, group.partition, end, done)
-        self._waiters.setdefault(group.partition, []).append(_HwWaiter(end, done, timer))
-        return base
+            return
+        timer = self.broker.set_timer(OFFSETS_COMMIT_TIMEOUT_MS, self._append_timed_out, p, end, done)
+        self._waiters.setdefault(p, []).append(_HwWaiter(end, done, timer))
 
     def _append_timed_out(self, p: int, end: int, done: Done) -> None:
         waiters = self._waiters.get(p, [])
@@ -296,33 +302,35 @@ class GroupCoordinator(BrokerExtension):
         member = g.members.get(req.member_id)
         if member is not None:
             self.membership.schedule_expiry(g, member)
+        batch = offsets_batch(req.group_id, req.offsets, self.now_ms)
+        base, code = self.append(g, batch)
+        if code is not ErrorCode.NONE:
+            self._count_and_trace("offset_commit.error", req.group_id, code)
+            self.broker.respond(m, OffsetCommitResponse(code))
+            return
         tps = [(t, p) for t, p, _ in req.offsets]
         for tp in tps:
             g.pending_commits[tp] = g.pending_commits.get(tp, 0) + 1
-        batch = offsets_batch(req.group_id, req.offsets, self.now_ms)
-        holder: list[int] = []
 
-        def done(code: ErrorCode) -> None:
+        def replicated(code: ErrorCode) -> None:
             for tp in tps:
                 n = g.pending_commits.get(tp, 0) - 1
                 if n > 0:
                     g.pending_commits[tp] = n
                 else:
                     g.pending_commits.pop(tp, None)
-            if code is ErrorCode.NONE and holder:
+            if code is ErrorCode.NONE:
                 for i, (t, p, o) in enumerate(req.offsets):
-                    g.committed[(t, p)] = _stored(o, holder[0] + i, batch.create_time)
+                    current = g.committed.get((t, p))
+                    if current is None or current.record_offset < base + i:
+                        g.committed[(t, p)] = StoredOffset(o, base + i, batch.create_time)
                 self.trace("offset_commit.done", ("group", req.group_id),
                            ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]))
+            else:
+                self._count_and_trace("offset_commit.error", req.group_id, code)
             self.broker.respond(m, OffsetCommitResponse(code))
 
-        base = self.append(g, batch, lambda code: holder and done(code))
-        if base >= 0:
-            holder.append(base)
-            if g.pending_commits and not self._waiters.get(g.partition):
-                pass
-        else:
-            done(ErrorCode.COORDINATOR_NOT_AVAILABLE if not holder else ErrorCode.NONE)
+        self.await_replication(g.partition, base + batch.count, replicated)
 
     # -- TxnOffsetCommit (KIP-98, KIP-447) --------------------------------------------------
 
@@ -340,24 +348,19 @@ class GroupCoordinator(BrokerExtension):
             return
         batch = offsets_batch(req.group_id, req.offsets, self.now_ms, producer_id=req.producer_id,
                               producer_epoch=req.producer_epoch)
-        answered: list[ErrorCode] = []
-        base = self.append(g, batch, answered.append)
-        if base >= 0:
-            pending = g.pending_txn.setdefault(req.producer_id, {})
-            for i, (t, p, o) in enumerate(req.offsets):
-                pending[(t, p)] = _stored(o, base + i, batch.create_time)
-            self.trace("txn_offset_commit.pending", ("group", req.group_id), ("pid", req.producer_id),
-                       ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]))
-        if answered:
-            self.broker.respond(m, TxnOffsetCommitResponse(answered[0]))
+        base, code = self.append(g, batch)
+        if code is not ErrorCode.NONE:
+            self._count_and_trace("txn_offset_commit.error", req.group_id, code)
+            self.broker.respond(m, TxnOffsetCommitResponse(code))
             return
-        # Not replicated yet: answer when it is (the waiter was parked with answered.append).
-        self._rewire_last_waiter(g.partition, lambda code: self.broker.respond(m, TxnOffsetCommitResponse(code)))
-
-    def _rewire_last_waiter(self, p: int, done: Done) -> None:
-        waiters = self._waiters.get(p)
-        if waiters:
-            waiters[-1].done = done
+        # Pending from the append on: the cache mirrors the leader's log, which keeps the record.
+        pending = g.pending_txn.setdefault(req.producer_id, {})
+        for i, (t, p, o) in enumerate(req.offsets):
+            pending[(t, p)] = StoredOffset(o, base + i, batch.create_time)
+        self.trace("txn_offset_commit.pending", ("group", req.group_id), ("pid", req.producer_id),
+                   ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]))
+        self.await_replication(g.partition, base + batch.count,
+                               lambda code: self.broker.respond(m, TxnOffsetCommitResponse(code)))
 
     def _check_producer_epoch(self, p: int, producer_id: int, producer_epoch: int) -> ErrorCode:
         r = self.broker.replicas.get((CONSUMER_OFFSETS_TOPIC, p))
@@ -409,12 +412,6 @@ class GroupCoordinator(BrokerExtension):
     def _count_and_trace(self, name: str, group_id: str, code: ErrorCode) -> None:
         self.broker.error_counts[code.name] = self.broker.error_counts.get(code.name, 0) + 1
         self.trace(name, ("group", group_id), ("error", code.name))
-
-
-def _stored(offset: int, record_offset: int, ts: int) -> Any:
-    from engine.group.records import StoredOffset
-
-    return StoredOffset(offset, record_offset, ts)
 
 
 def _append_transactional(r: Replica, batch: RecordBatch) -> int:

@@ -8,6 +8,7 @@ a SyncGroup waiting for the leader's assignment) are network messages answered l
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from engine.group.records import GroupMetadataValue, MemberRecord, StoredOffset
@@ -117,7 +118,6 @@ class GroupMetadata:
         self.members[member.member_id] = member
         if self.leader is None:
             self.leader = member.member_id
-        self.new_member_added = True
 
     def remove(self, member_id: str) -> MemberMetadata | None:
         """Remove a member; if it led, the next member in join order leads."""
@@ -156,7 +156,13 @@ class GroupMetadata:
             return True
         return any(tp in offsets for offsets in self.pending_txn.values())
 
-    def to_record(self, now_ms: int) -> GroupMetadataValue:
-        """Return the group's membership as stored in ``__consumer_offsets``."""
+    def to_record(self, now_ms: int, assignments: dict[str, tuple[tuple[str, int], ...]] | None = None) -> GroupMetadataValue:
+        """Return the group's membership as stored in ``__consumer_offsets`` (with ``assignments`` if given)."""
+        members = []
+        for m in self.members.values():
+            rec = m.to_record()
+            if assignments is not None:
+                rec = dataclasses.replace(rec, assignment=assignments.get(m.member_id, ()))
+            members.append(rec)
         return GroupMetadataValue(self.protocol_type or CONSUMER_PROTOCOL_TYPE, self.generation, self.protocol,
-                                  self.leader, now_ms, tuple(m.to_record() for m in self.members.values()))
+                                  self.leader, now_ms, tuple(members))

@@ -144,13 +144,21 @@ class ProducerStateEntry:
                 return meta
         return None
 
-    def add_batch(self, epoch: int, first_seq: int, last_seq: int, last_offset: int, timestamp: int) -> None:
+    def add_batch(
+        self,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        last_offset: int,
+        timestamp: int,
+        window: int = NUM_BATCHES_TO_RETAIN,
+    ) -> None:
         """Record an accepted batch; a new epoch clears the window first."""
         if epoch != self.producer_epoch:
             self.batches = []
             self.producer_epoch = epoch
         self.batches.append(BatchMetadata(first_seq, last_seq, last_offset, timestamp))
-        if len(self.batches) > NUM_BATCHES_TO_RETAIN:
+        while len(self.batches) > window:
             del self.batches[0]
         self.last_timestamp = timestamp
 
@@ -168,11 +176,13 @@ class ProducerAppendInfo:
     __slots__ = (
         "completed_txns",
         "current",
+        "fence_epochs",
         "origin",
         "producer_id",
         "started_txn_offsets",
         "topic_partition",
         "updated",
+        "window",
     )
 
     def __init__(
@@ -185,11 +195,13 @@ class ProducerAppendInfo:
         self.updated = current.copy() if current is not None else ProducerStateEntry(producer_id)
         self.started_txn_offsets: list[int] = []
         self.completed_txns: list[CompletedTxn] = []
+        self.window = NUM_BATCHES_TO_RETAIN
+        self.fence_epochs = True
 
     # -- checks -----------------------------------------------------------------------------
 
     def _check_epoch(self, epoch: int, offset: int) -> None:
-        if epoch < self.updated.producer_epoch and self.origin is not AppendOrigin.REPLICATION:
+        if epoch < self.updated.producer_epoch and self.origin is not AppendOrigin.REPLICATION and self.fence_epochs:
             raise LogValidationError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch of producer {self.producer_id} at offset {offset} in {self.topic_partition} is {epoch}, "
@@ -240,7 +252,9 @@ class ProducerAppendInfo:
                 f"Expected a transactional batch from producer {self.producer_id} in {self.topic_partition}: "
                 f"it has a transaction open since offset {entry.current_txn_first_offset}",
             )
-        entry.add_batch(epoch, batch.base_sequence, batch.last_sequence, last_offset, batch.create_time)
+        if epoch < entry.producer_epoch:
+            epoch = entry.producer_epoch  # only reachable with epoch fencing weakened (mutant M6)
+        entry.add_batch(epoch, batch.base_sequence, batch.last_sequence, last_offset, batch.create_time, self.window)
         if batch.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
             self.started_txn_offsets.append(first_offset)
@@ -273,7 +287,9 @@ class ProducerAppendInfo:
 class ProducerStateManager:
     """All producers' state in one partition replica (volatile; rebuilt from snapshot + log)."""
 
-    def __init__(self, topic_partition: str) -> None:
+    def __init__(self, topic_partition: str, *, window: int = NUM_BATCHES_TO_RETAIN, fence_epochs: bool = True) -> None:
+        self.window = window
+        self.fence_epochs = fence_epochs
         self.topic_partition = topic_partition
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing_txns: dict[int, int] = {}
@@ -282,7 +298,10 @@ class ProducerStateManager:
 
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
         """Return a staged update for one producer; nothing here changes until ``update``."""
-        return ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
+        info = ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
+        info.window = self.window
+        info.fence_epochs = self.fence_epochs
+        return info
 
     def find_duplicate(self, batch: RecordBatch) -> BatchMetadata | None:
         """Return the cached metadata of an identical earlier batch, if the window holds one."""

@@ -1,0 +1,370 @@
+"""Group membership on the coordinator: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, session expiry.
+
+This follows Kafka's classic ``GroupCoordinator`` (``handleJoinGroup`` … ``onCompleteJoin``):
+
+- A member joining without an id gets one back with MEMBER_ID_REQUIRED (KIP-394) and joins again
+  with it; until then the id is *pending* and expires after the session timeout.
+- A new member, a leaving or expired member, the leader rejoining or a changed subscription
+  moves the group to PreparingRebalance. Members learn it from their next heartbeat
+  (REBALANCE_IN_PROGRESS) and rejoin; their JoinGroup is parked. The join completes when every
+  member has rejoined, or at the rebalance timeout (the largest ``max.poll.interval.ms``), when
+  the members that did not rejoin are dropped. An Empty group waits
+  ``group.initial.rebalance.delay.ms`` first, extended while new members keep arriving.
+- Completing the join bumps the generation; the leader gets every member's subscription,
+  computes the assignment (range assignor, client side) and sends it in its SyncGroup. The
+  coordinator writes the group to ``__consumer_offsets`` and, once replicated, answers every
+  parked SyncGroup: the group is Stable.
+- A member whose session expires (no heartbeat, commit or join for ``session.timeout.ms``) is
+  removed and the group rebalances. A paused consumer is exactly such a member.
+
+Not modelled: static membership (``group.instance.id`` is carried but never fences), the
+pending-sync timeout of recent Kafka versions, ``group.max.size``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.errors import ErrorCode
+from engine.group.metadata import GroupMetadata, MemberMetadata
+from engine.group.records import group_batch
+from engine.group.state import GroupState
+from engine.protocol import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+if TYPE_CHECKING:
+    from engine.broker.broker import Broker
+    from engine.group.coordinator import GroupCoordinator
+    from engine.sim.network import Message
+
+#: Kafka's ``group.min.session.timeout.ms`` and ``group.max.session.timeout.ms``.
+GROUP_MIN_SESSION_TIMEOUT_MS = 6_000
+GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000
+
+Assignment = tuple[tuple[str, int], ...]
+
+
+class Membership:
+    """The membership half of a :class:`~engine.group.coordinator.GroupCoordinator`."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.c = coordinator
+
+    def install(self, broker: Broker) -> None:
+        """Register the membership handlers."""
+        broker.handlers[JoinGroupRequest] = self._on_join
+        broker.handlers[SyncGroupRequest] = self._on_sync
+        broker.handlers[HeartbeatRequest] = self._on_heartbeat
+        broker.handlers[LeaveGroupRequest] = self._on_leave
+
+    @property
+    def broker(self) -> Broker:
+        """Return the broker hosting the coordinator."""
+        return self.c.broker
+
+    def _current(self, g: GroupMetadata) -> bool:
+        return self.c.groups.get(g.group_id) is g
+
+    def _new_member_id(self, client_id: str) -> str:
+        h = f"{self.broker.world.rng.stream(f'group-coordinator:{self.broker.name}').getrandbits(128):032x}"
+        return f"{client_id}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    # -- JoinGroup --------------------------------------------------------------------------
+
+    def _on_join(self, m: Message) -> None:
+        req: JoinGroupRequest = m.body
+        code = self.c.check_coordinator(req.group_id)
+        g = None
+        if code is ErrorCode.NONE:
+            if not req.protocol_type or not req.protocols:
+                code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            elif not GROUP_MIN_SESSION_TIMEOUT_MS <= req.session_timeout_ms <= GROUP_MAX_SESSION_TIMEOUT_MS:
+                code = ErrorCode.INVALID_SESSION_TIMEOUT
+            else:
+                g = self.c.group(req.group_id, create=req.member_id == "")
+                code = self._join_error(g, req)
+        if g is None or code is not ErrorCode.NONE:
+            self.c.trace("group.join.error", ("group", req.group_id), ("error", code.name))
+            self.broker.respond(m, JoinGroupResponse(code, member_id=req.member_id))
+            return
+        if g.is_(GroupState.EMPTY) and not g.members:
+            g.protocol_type = req.protocol_type
+        if req.member_id == "":
+            member_id = self._new_member_id(req.client_id or m.src)
+            g.pending_members[member_id] = self.broker.set_timer(req.session_timeout_ms, self._expire_pending, g, member_id)
+            self.broker.respond(m, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
+            return
+        if req.member_id in g.pending_members:
+            g.pending_members.pop(req.member_id).cancel()
+            member = MemberMetadata(req.member_id, req.group_instance_id, req.client_id or m.src, f"/{m.src}",
+                                    req.rebalance_timeout_ms, req.session_timeout_ms, req.protocols)
+            if g.is_(GroupState.PREPARING_REBALANCE) and g.initial_join:
+                g.new_member_added = True
+            g.add(member)
+            self._park_join(g, member, m)
+            self.c.trace("group.member.added", ("group", g.group_id), ("member", member.member_id))
+            self._maybe_prepare_rebalance(g, f"new member {member.member_id} joined")
+            self._maybe_complete_join(g)
+            return
+        self._join_known(g, g.members[req.member_id], m)
+
+    def _join_error(self, g: GroupMetadata | None, req: JoinGroupRequest) -> ErrorCode:
+        if g is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if g.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if g.members and (req.protocol_type != g.protocol_type or not g.supports(req.protocols)):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if req.member_id and req.member_id not in g.members and req.member_id not in g.pending_members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def _join_known(self, g: GroupMetadata, member: MemberMetadata, m: Message) -> None:
+        req: JoinGroupRequest = m.body
+        changed = req.protocols != member.protocols
+        member.protocols = req.protocols
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.session_timeout_ms = req.session_timeout_ms
+        if g.is_(GroupState.PREPARING_REBALANCE):
+            self._park_join(g, member, m)
+            self._maybe_complete_join(g)
+        elif g.is_(GroupState.COMPLETING_REBALANCE) and not changed:
+            # The member missed the JoinGroup response: give it the current generation again.
+            self.schedule_expiry(g, member)
+            self.broker.respond(m, self._join_response(g, member))
+        elif g.is_(GroupState.STABLE) and not changed and member.member_id != g.leader:
+            self.schedule_expiry(g, member)
+            self.broker.respond(m, self._join_response(g, member))
+        else:
+            self._park_join(g, member, m)
+            reason = "leader rejoined" if member.member_id == g.leader and not changed else "subscription changed"
+            self._maybe_prepare_rebalance(g, f"{member.member_id}: {reason}")
+
+    def _park_join(self, g: GroupMetadata, member: MemberMetadata, m: Message) -> None:
+        member.awaiting_join = m
+        self.schedule_expiry(g, member)
+
+    def _join_response(self, g: GroupMetadata, member: MemberMetadata) -> JoinGroupResponse:
+        members: tuple[JoinGroupMember, ...] = ()
+        if member.member_id == g.leader:
+            members = tuple(JoinGroupMember(x.member_id, x.group_instance_id, x.subscription) for x in g.members.values())
+        return JoinGroupResponse(ErrorCode.NONE, g.generation, g.protocol, g.leader or "", member.member_id, members)
+
+    # -- rebalancing ------------------------------------------------------------------------
+
+    def _maybe_prepare_rebalance(self, g: GroupMetadata, reason: str) -> None:
+        if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
+            self._prepare_rebalance(g, reason)
+
+    def _prepare_rebalance(self, g: GroupMetadata, reason: str) -> None:
+        if g.is_(GroupState.COMPLETING_REBALANCE):
+            self._fail_syncs(g, ErrorCode.REBALANCE_IN_PROGRESS)
+        initial = g.is_(GroupState.EMPTY)
+        g.transition_to(GroupState.PREPARING_REBALANCE, self.c.now_ms)
+        g.initial_join = initial
+        g.new_member_added = False
+        if g.join_timer is not None:
+            g.join_timer.cancel()
+        if initial:
+            delay = self.broker.config.group_initial_rebalance_delay_ms
+            g.rebalance_deadline_ms = self.c.now_ms + g.rebalance_timeout_ms()
+        else:
+            delay = g.rebalance_timeout_ms()
+        g.join_timer = self.broker.set_timer(delay, self._join_deadline, g)
+        self.c.trace("group.rebalance", ("group", g.group_id), ("generation", g.generation), ("reason", reason))
+
+    def _maybe_complete_join(self, g: GroupMetadata) -> None:
+        if g.is_(GroupState.PREPARING_REBALANCE) and not g.initial_join and g.all_members_joined():
+            self._complete_join(g)
+
+    def _join_deadline(self, g: GroupMetadata) -> None:
+        if not self._current(g) or not g.is_(GroupState.PREPARING_REBALANCE):
+            return
+        remaining = g.rebalance_deadline_ms - self.c.now_ms
+        if g.initial_join and g.new_member_added and remaining > 0:
+            g.new_member_added = False
+            delay = min(self.broker.config.group_initial_rebalance_delay_ms, remaining)
+            g.join_timer = self.broker.set_timer(delay, self._join_deadline, g)
+            return
+        self._complete_join(g)
+
+    def _complete_join(self, g: GroupMetadata) -> None:
+        if g.join_timer is not None:
+            g.join_timer.cancel()
+            g.join_timer = None
+        g.initial_join = False
+        for mid in [mid for mid, x in g.members.items() if x.awaiting_join is None]:
+            self.c.trace("group.member.removed", ("group", g.group_id), ("member", mid), ("reason", "did not rejoin"))
+            g.remove(mid)
+        g.generation += 1
+        if not g.members:
+            g.protocol = None
+            g.transition_to(GroupState.EMPTY, self.c.now_ms)
+            self.c.trace("group.empty", ("group", g.group_id), ("generation", g.generation))
+            base, code = self.c.append(g, group_batch(g.group_id, g.to_record(self.c.now_ms), self.c.now_ms))
+            if code is ErrorCode.NONE:
+                self.c.await_replication(g.partition, base + 1, lambda _code: None)
+            return
+        g.protocol = g.select_protocol()
+        g.transition_to(GroupState.COMPLETING_REBALANCE, self.c.now_ms)
+        self.c.trace("group.generation", ("group", g.group_id), ("generation", g.generation), ("leader", g.leader),
+                     ("members", list(g.members)))
+        for member in list(g.members.values()):
+            parked, member.awaiting_join = member.awaiting_join, None
+            if parked is not None:
+                self.broker.respond(parked, self._join_response(g, member))
+            self.schedule_expiry(g, member)
+
+    def _fail_syncs(self, g: GroupMetadata, code: ErrorCode) -> None:
+        for member in g.members.values():
+            parked, member.awaiting_sync = member.awaiting_sync, None
+            if parked is not None:
+                self.broker.respond(parked, SyncGroupResponse(code))
+
+    # -- SyncGroup --------------------------------------------------------------------------
+
+    def _on_sync(self, m: Message) -> None:
+        req: SyncGroupRequest = m.body
+        code = self.c.check_coordinator(req.group_id)
+        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
+        member = g.members.get(req.member_id) if g is not None else None
+        if code is ErrorCode.NONE:
+            code = self._member_error(g, member, req.generation_id)
+        if code is ErrorCode.NONE and g is not None and g.is_(GroupState.PREPARING_REBALANCE):
+            code = ErrorCode.REBALANCE_IN_PROGRESS
+        if g is None or member is None or code is not ErrorCode.NONE:
+            self.c.trace("group.sync.error", ("group", req.group_id), ("error", code.name))
+            self.broker.respond(m, SyncGroupResponse(code))
+            return
+        self.schedule_expiry(g, member)
+        if g.is_(GroupState.STABLE):
+            self.broker.respond(m, SyncGroupResponse(ErrorCode.NONE, member.assignment))
+            return
+        member.awaiting_sync = m
+        if member.member_id != g.leader:
+            return
+        assignments = {mid: tuple(sorted(tps)) for mid, tps in req.assignments if mid in g.members}
+        gen = g.generation
+        batch = group_batch(g.group_id, g.to_record(self.c.now_ms, assignments), self.c.now_ms)
+        base, code = self.c.append(g, batch)
+        if code is not ErrorCode.NONE:
+            self._group_stored(g, gen, assignments, code)
+            return
+        self.c.await_replication(g.partition, base + 1, lambda code: self._group_stored(g, gen, assignments, code))
+
+    def _group_stored(self, g: GroupMetadata, gen: int, assignments: dict[str, Assignment], code: ErrorCode) -> None:
+        if not self._current(g) or g.generation != gen or not g.is_(GroupState.COMPLETING_REBALANCE):
+            return
+        if code is not ErrorCode.NONE:
+            self._fail_syncs(g, code)
+            self._prepare_rebalance(g, f"storing the assignment failed: {code.name}")
+            return
+        for member in g.members.values():
+            member.assignment = assignments.get(member.member_id, ())
+        g.transition_to(GroupState.STABLE, self.c.now_ms)
+        self.c.trace("group.stable", ("group", g.group_id), ("generation", gen),
+                     ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}))
+        for member in g.members.values():
+            parked, member.awaiting_sync = member.awaiting_sync, None
+            if parked is not None:
+                self.broker.respond(parked, SyncGroupResponse(ErrorCode.NONE, member.assignment))
+
+    def _member_error(self, g: GroupMetadata | None, member: MemberMetadata | None, generation_id: int) -> ErrorCode:
+        if g is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if g.is_(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != g.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
+    # -- Heartbeat and LeaveGroup -----------------------------------------------------------
+
+    def _on_heartbeat(self, m: Message) -> None:
+        req: HeartbeatRequest = m.body
+        code = self.c.check_coordinator(req.group_id)
+        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
+        member = g.members.get(req.member_id) if g is not None else None
+        if code is ErrorCode.NONE:
+            code = self._member_error(g, member, req.generation_id)
+        if g is not None and member is not None and code is ErrorCode.NONE:
+            self.schedule_expiry(g, member)
+            if g.is_(GroupState.PREPARING_REBALANCE):
+                code = ErrorCode.REBALANCE_IN_PROGRESS
+        if code is not ErrorCode.NONE:
+            self.c.trace("group.heartbeat.error", ("group", req.group_id), ("member", req.member_id),
+                         ("error", code.name))
+        self.broker.respond(m, HeartbeatResponse(code))
+
+    def _on_leave(self, m: Message) -> None:
+        req: LeaveGroupRequest = m.body
+        code = self.c.check_coordinator(req.group_id)
+        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
+        member = g.members.get(req.member_id) if g is not None else None
+        if code is ErrorCode.NONE and member is None:
+            code = ErrorCode.UNKNOWN_MEMBER_ID
+        if g is not None and member is not None and code is ErrorCode.NONE:
+            self.c.trace("group.member.left", ("group", g.group_id), ("member", member.member_id))
+            self._remove_member(g, member, req.reason or "member left")
+        self.broker.respond(m, LeaveGroupResponse(code))
+
+    # -- expiry -----------------------------------------------------------------------------
+
+    def schedule_expiry(self, g: GroupMetadata, member: MemberMetadata) -> None:
+        """(Re)start a member's session timer (a heartbeat, commit, join or sync proves it alive)."""
+        if member.expiry_timer is not None:
+            member.expiry_timer.cancel()
+        member.expiry_timer = self.broker.set_timer(member.session_timeout_ms, self._expire, g, member)
+
+    def _expire(self, g: GroupMetadata, member: MemberMetadata) -> None:
+        if not self._current(g) or g.members.get(member.member_id) is not member:
+            return
+        if member.awaiting_join is not None:
+            self.schedule_expiry(g, member)  # kept alive while its JoinGroup is parked
+            return
+        self.c.trace("group.member.expired", ("group", g.group_id), ("member", member.member_id),
+                     ("session_timeout_ms", member.session_timeout_ms))
+        self._remove_member(g, member, f"session of {member.member_id} expired")
+
+    def _expire_pending(self, g: GroupMetadata, member_id: str) -> None:
+        if self._current(g) and g.pending_members.pop(member_id, None) is not None:
+            self._maybe_complete_join(g)
+
+    def _remove_member(self, g: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+        for parked in (member.awaiting_join, member.awaiting_sync):
+            if parked is not None:
+                resp = JoinGroupResponse if parked is member.awaiting_join else SyncGroupResponse
+                self.broker.respond(parked, resp(ErrorCode.UNKNOWN_MEMBER_ID))
+        member.awaiting_join = member.awaiting_sync = None
+        g.remove(member.member_id)
+        if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(g, reason)
+        elif g.is_(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(g)
+
+    def unload(self, g: GroupMetadata, *, answer: bool) -> None:
+        """Forget a group whose partition this broker no longer leads; parked requests get NOT_COORDINATOR."""
+        if g.join_timer is not None:
+            g.join_timer.cancel()
+        for timer in g.pending_members.values():
+            timer.cancel()
+        for member in g.members.values():
+            if member.expiry_timer is not None:
+                member.expiry_timer.cancel()
+            if answer and member.awaiting_join is not None:
+                self.broker.respond(member.awaiting_join, JoinGroupResponse(ErrorCode.NOT_COORDINATOR))
+            if answer and member.awaiting_sync is not None:
+                self.broker.respond(member.awaiting_sync, SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+            member.awaiting_join = member.awaiting_sync = None
+        g.transition_to(GroupState.DEAD, self.c.now_ms)
