@@ -118,8 +118,7 @@ def run_engine(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[s
     c.create_topic(TOPIC, partitions=PARTITIONS, replication_factor=RF)
     producer = c.producer({"acks": "all", "enable.idempotence": idempotent, "linger.ms": 0})
     # Let metadata and InitProducerId finish: the timed span is the produce path only.
-    c.run_until(lambda: bool(producer.partition_counts.get(TOPIC))
-                and (not idempotent or producer.producer_id >= 0))
+    c.run_until(lambda: bool(producer.partition_counts.get(TOPIC)) and (not idempotent or producer.producer_id >= 0))
     sched = c.world.scheduler
     events0, sim0 = sched.events_run, c.now_ms
     records = sum(len(ch) for ch in chunks)
@@ -368,8 +367,19 @@ def variants(records: int, batch1_records: int) -> list[tuple[str, int, int, boo
 
 def run_child(kind: str, records: int, batch: int, idem: bool, args: argparse.Namespace) -> dict[str, Any]:
     """Run one variant in a fresh interpreter; raise BenchError with its stderr if it fails."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--records", str(records),
-           "--batch", str(batch), "--seed", str(args.seed), "--json"]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        kind,
+        "--records",
+        str(records),
+        "--batch",
+        str(batch),
+        "--seed",
+        str(args.seed),
+        "--json",
+    ]
     if not idem:
         cmd.append("--no-idempotence")
     if args.model_coalesce:
@@ -389,8 +399,10 @@ def label(kind: str, batch: int, idem: bool) -> str:
 def print_table(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
     """Print the table (ratios pair each engine row with the model row of the same shape)."""
     mb = 1 / (1 << 20)
-    head = (f"{'variant':<20} {'records':>9} {'seconds':>8} {'records/s':>11} {'ratio e/m':>9} "
-            f"{'µs/batch':>9} {'ev/batch':>8} {'peak RSS MB':>11} {'RSS growth MB':>13} {'growth e/m':>10}")
+    head = (
+        f"{'variant':<20} {'records':>9} {'seconds':>8} {'records/s':>11} {'ratio e/m':>9} "
+        f"{'µs/batch':>9} {'ev/batch':>8} {'peak RSS MB':>11} {'RSS growth MB':>13} {'growth e/m':>10}"
+    )
     print(head)
     print("-" * len(head))
     for (kind, batch, idem), r in results.items():
@@ -403,9 +415,11 @@ def print_table(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
                 growth_ratio = f"{r['rss_growth'] / other['rss_growth']:.2f}"
         us = r["seconds"] / r["batches"] * 1e6
         ev = r["events"] / r["batches"]
-        print(f"{label(kind, batch, idem):<20} {r['records']:>9,} {r['seconds']:>8.3f} {rate:>11,.0f} "
-              f"{ratio:>9} {us:>9.1f} {ev:>8.2f} {r['peak_rss'] * mb:>11.1f} {r['rss_growth'] * mb:>13.1f} "
-              f"{growth_ratio:>10}")
+        print(
+            f"{label(kind, batch, idem):<20} {r['records']:>9,} {r['seconds']:>8.3f} {rate:>11,.0f} "
+            f"{ratio:>9} {us:>9.1f} {ev:>8.2f} {r['peak_rss'] * mb:>11.1f} {r['rss_growth'] * mb:>13.1f} "
+            f"{growth_ratio:>10}"
+        )
 
 
 def print_notes(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
@@ -415,12 +429,17 @@ def print_notes(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
         if kind != "engine":
             continue
         share = r["queue_seconds"] / r["seconds"] if r["seconds"] else 0.0
-        notes = [f"produce_batch calls {r['queue_seconds']:.3f} s ({share:.0%})",
-                 f"simulated {r['sim_ms']:,} ms", f"{r['events']:,} events",
-                 f"{r['requests']:,} produce requests"]
+        notes = [
+            f"produce_batch calls {r['queue_seconds']:.3f} s ({share:.0%})",
+            f"simulated {r['sim_ms']:,} ms",
+            f"{r['events']:,} events",
+            f"{r['requests']:,} produce requests",
+        ]
         if r["retried"] or r["failed"] or r["broker_errors"] or r["net_dropped"]:
-            notes.append(f"SUSPICIOUS: retried={r['retried']} failed={r['failed']} "
-                         f"broker errors={r['broker_errors']} dropped={r['net_dropped']}")
+            notes.append(
+                f"SUSPICIOUS: retried={r['retried']} failed={r['failed']} "
+                f"broker errors={r['broker_errors']} dropped={r['net_dropped']}"
+            )
         else:
             notes.append("no retries, no errors")
         print(f"{label(kind, batch, idem)}: " + "; ".join(notes))
@@ -428,12 +447,13 @@ def print_notes(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the options; run every variant (or one, with --child)."""
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=1_000_000,
-                    help="records for the batch-100 rows (default 1M)")
-    ap.add_argument("--batch1-records", type=int, default=None,
-                    help="records for the batch-1 rows (default min(--records, 100k))")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--records", type=int, default=1_000_000, help="records for the batch-100 rows (default 1M)")
+    ap.add_argument(
+        "--batch1-records", type=int, default=None, help="records for the batch-1 rows (default min(--records, 100k))"
+    )
     ap.add_argument("--quick", action="store_true", help="CI smoke size: 20k records everywhere")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per child (default 1800)")
@@ -441,9 +461,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=100, help="with --child: records per batch")
     ap.add_argument("--no-idempotence", action="store_true", help="with --child: enable.idempotence=false")
     ap.add_argument("--json", action="store_true", help="with --child: print the figures as one JSON line")
-    ap.add_argument("--model-coalesce", action="store_true",
-                    help="model: one fetch in flight per follower carrying everything new (fewer events, "
-                         "a higher ceiling) instead of one fetch round trip per batch (§2's 6 events)")
+    ap.add_argument(
+        "--model-coalesce",
+        action="store_true",
+        help="model: one fetch in flight per follower carrying everything new (fewer events, "
+        "a higher ceiling) instead of one fetch round trip per batch (§2's 6 events)",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.records = 20_000
@@ -461,11 +484,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{k:>14}: {v}")
         return 0
 
-    print(f"produce path: {BROKERS} brokers, {PARTITIONS} partitions, RF={RF}, acks=all, linger.ms=0, "
-          f"{VALUE_BYTES}-byte distinct values, ≤{MAX_IN_FLIGHT} in flight per partition; "
-          f"model fetches: {'coalesced' if args.model_coalesce else 'one round trip per batch'}; "
-          f"batch 100: {args.records:,} records; batch 1: {args.batch1_records:,} records; "
-          f"one fresh process per row; GC on")
+    print(
+        f"produce path: {BROKERS} brokers, {PARTITIONS} partitions, RF={RF}, acks=all, linger.ms=0, "
+        f"{VALUE_BYTES}-byte distinct values, ≤{MAX_IN_FLIGHT} in flight per partition; "
+        f"model fetches: {'coalesced' if args.model_coalesce else 'one round trip per batch'}; "
+        f"batch 100: {args.records:,} records; batch 1: {args.batch1_records:,} records; "
+        f"one fresh process per row; GC on"
+    )
     results: dict[tuple[str, int, bool], dict[str, Any]] = {}
     failures: list[str] = []
     for kind, n, batch, idem in variants(args.records, args.batch1_records):
@@ -475,8 +500,10 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(f"{label(kind, batch, idem)}: {exc}")
     print_table(results)
     print_notes(results)
-    print("\ntargets: ratio e/m ≥ 0.33 (T2 batch 100, T3 batch 1); growth e/m ≤ 2 (T5). "
-          "peak RSS includes the pre-generated input.")
+    print(
+        "\ntargets: ratio e/m ≥ 0.33 (T2 batch 100, T3 batch 1); growth e/m ≤ 2 (T5). "
+        "peak RSS includes the pre-generated input."
+    )
     if failures:
         print("\nFAILED:", file=sys.stderr)
         for f in failures:

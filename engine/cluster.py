@@ -221,6 +221,47 @@ class Cluster:
 
         return dump_log(self, topic, partition, broker)
 
+    def describe_group(
+        self, group_id: str, *, members: bool = False, state: bool = False, verbose: bool = False
+    ) -> str:
+        """Return ``kafka-consumer-groups.sh --describe --group <id>`` (plus LSO and LAG-TO-LSO columns)."""
+        from engine.views.consumer_groups import describe_group
+
+        return describe_group(self, group_id, members=members, state=state, verbose=verbose)
+
+    def group_view(self, group_id: str) -> Any:
+        """Return a frozen :class:`~engine.views.consumer_groups.GroupView` of a consumer group, or None."""
+        from engine.views.consumer_groups import group_view
+
+        return group_view(self, group_id)
+
     def fingerprint(self) -> str:
         """Return the run fingerprint."""
         return self.world.fingerprint()
+
+    # -- kafka-transactions.sh (engine/views/transactions.py, engine/admin.py) ----------------
+
+    def transactions(self) -> TransactionsAdmin:  # noqa: F821 - imported on use (engine.admin imports cluster views)
+        """Return ``kafka-transactions.sh`` bound to this cluster (list, describe, ..., abort)."""
+        from engine.admin import TransactionsAdmin
+
+        admin = self.__dict__.get("_transactions_admin")
+        if admin is None:
+            admin = self.__dict__["_transactions_admin"] = TransactionsAdmin(self)
+        return admin
+
+    def admin(self) -> AdminClient:  # noqa: F821 - see transactions()
+        """Return the admin client node (``abort_transaction`` and the rows of every subcommand)."""
+        return self.transactions().client
+
+    def dump_txn_index(self, topic: str, partition: int = 0, broker: int | None = None) -> str:
+        """Return a replica's ``.txnindex`` as ``kafka-dump-log.sh`` prints it."""
+        from engine.views.transactions import dump_txn_index
+
+        return dump_txn_index(self, topic, partition, broker)
+
+    def dump_transaction_state(self, transactional_id: str | None = None) -> str:
+        """Return ``__transaction_state`` as ``kafka-dump-log.sh --transaction-log-decoder`` prints it."""
+        from engine.views.transactions import dump_transaction_state
+
+        return dump_transaction_state(self, transactional_id)

@@ -198,18 +198,24 @@ class Replica:
                 continue  # mutant M16: a new leader will not know the batches it copied
             done = self.producers.apply_replicated(b, self.high_watermark)
             if done is not None and done.is_aborted:
-                self.txn_index.append(
-                    AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset)
-                )
+                self.txn_index.append(self._aborted_entry(done))
             if rolled:
                 self.take_snapshot()
 
     def _complete_txn(self, done: CompletedTxn) -> None:
         self.producers.complete_txn(done, self.high_watermark)
         if done.is_aborted:
-            self.txn_index.append(
-                AbortedTxn(done.producer_id, done.first_offset, done.last_offset, self.last_stable_offset)
-            )
+            self.txn_index.append(self._aborted_entry(done))
+
+    def _aborted_entry(self, done: CompletedTxn) -> AbortedTxn:
+        """Build the index entry; its LSO is Kafka's ``lastStableOffset(completedTxn)``.
+
+        That is the first offset of the earliest *other* open transaction, or the offset just
+        past the marker when none is open (``ProducerStateManager.lastStableOffset``).
+        """
+        others = [first for first, pid in self.producers.ongoing_txns.items() if pid != done.producer_id]
+        lso = min(others) if others else done.last_offset + 1
+        return AbortedTxn(done.producer_id, done.first_offset, done.last_offset, lso)
 
     def truncate_to(self, offset: int) -> int:
         """Cut the log (and the txn index) back to ``offset`` and rebuild producer state."""

@@ -291,6 +291,10 @@ class TransactionalProducer(Producer):
         self.txn_metrics[metric] += (self.world.now_ms - start_ms) * 1_000_000
 
     def _raise_if_fatal(self) -> None:
+        if not self.is_up:
+            # A crashed client process can send nothing more; its transaction is the coordinator's now.
+            msg = f"producer {self.name} is not running ({self.status.value}); create a new producer"
+            raise IllegalStateError(msg)
         if self.fatal_error is not None:
             raise self.fatal_error
 
@@ -448,8 +452,10 @@ class TransactionalProducer(Producer):
                 return
             box.append(resp)
 
+        self._raise_if_fatal()
         attempt()
         self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
+        self._raise_if_fatal()
         if not box:
             msg = f"{action} did not complete within {(end - self.world.now_ms) or timeout} ms of simulated time"
             raise TimeoutException(msg)

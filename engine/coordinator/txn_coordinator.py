@@ -599,7 +599,7 @@ class TransactionCoordinator(BrokerExtension):
         target = S.COMPLETE_COMMIT if value.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         if md.pending_state is not None or md.state is not value.state:
             return
-        done = md.prepare(target, self.broker.world.now_ms)
+        done = md.prepare(target, self.broker.world.now_ms, partitions=())  # Kafka's prepareComplete clears them
 
         def written(ok: bool, _offset: int) -> None:
             if not ok:

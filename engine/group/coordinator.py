@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.broker.extension import BrokerExtension
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
-from engine.errors import ErrorCode
+from engine.errors import ErrorCode, IllegalStateError
 from engine.group.membership import Membership
 from engine.group.metadata import GroupMetadata, MemberMetadata
 from engine.group.records import StoredOffset, complete_txn, offsets_batch, replay
@@ -147,7 +147,6 @@ class GroupCoordinator(BrokerExtension):
             return
         self.owned[p] = state.leader_epoch
         self.loading.add(p)
-        self.trace("group.load.start", ("partition", p), ("epoch", state.leader_epoch))
         self.broker.set_timer(LOAD_DELAY_MS, self._load, p, state.leader_epoch)
 
     def _load(self, p: int, epoch: int) -> None:
@@ -166,15 +165,24 @@ class GroupCoordinator(BrokerExtension):
                 self._restore_members(g, lg.metadata)
             self.groups[gid] = g
         self.loading.discard(p)
-        self.trace("group.load.done", ("partition", p), ("groups", sorted(g for g in loaded if self.partition_of(g) == p)))
+        mine = sorted(g for g in loaded if self.partition_of(g) == p)
+        if mine:  # 50 partitions load at startup; only loads that found something are traced
+            self.trace("group.load.done", ("partition", p), ("epoch", epoch), ("groups", mine))
 
     def _restore_members(self, g: GroupMetadata, md: Any) -> None:
         g.generation = md.generation
         g.protocol_type = md.protocol_type
         g.protocol = md.protocol
         for rec in md.members:
-            m = MemberMetadata(rec.member_id, rec.group_instance_id, rec.client_id, rec.client_host,
-                               rec.rebalance_timeout_ms, rec.session_timeout_ms, ((md.protocol or "", rec.subscription),))
+            m = MemberMetadata(
+                rec.member_id,
+                rec.group_instance_id,
+                rec.client_id,
+                rec.client_host,
+                rec.rebalance_timeout_ms,
+                rec.session_timeout_ms,
+                ((md.protocol or "", rec.subscription),),
+            )
             m.assignment = rec.assignment
             g.members[m.member_id] = m
             self.membership.schedule_expiry(g, m)
@@ -194,9 +202,11 @@ class GroupCoordinator(BrokerExtension):
             w.timer.cancel()
             if answer:
                 w.done(ErrorCode.NOT_COORDINATOR)
-        for gid in sorted(g for g, grp in self.groups.items() if grp.partition == p):
+        gone = sorted(g for g, grp in self.groups.items() if grp.partition == p)
+        for gid in gone:
             self.membership.unload(self.groups.pop(gid), answer=answer)
-        self.trace("group.unload", ("partition", p))
+        if gone:
+            self.trace("group.unload", ("partition", p), ("groups", gone))
 
     def on_crash(self) -> None:
         """Forget every group (volatile)."""
@@ -270,8 +280,9 @@ class GroupCoordinator(BrokerExtension):
 
     # -- OffsetCommit -----------------------------------------------------------------------
 
-    def validate_commit(self, g: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None,
-                        *, transactional: bool) -> ErrorCode:
+    def validate_commit(
+        self, g: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool
+    ) -> ErrorCode:
         """Kafka's ``validateOffsetCommit``: who may commit for this group now."""
         if g.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -324,8 +335,11 @@ class GroupCoordinator(BrokerExtension):
                     current = g.committed.get((t, p))
                     if current is None or current.record_offset < base + i:
                         g.committed[(t, p)] = StoredOffset(o, base + i, batch.create_time)
-                self.trace("offset_commit.done", ("group", req.group_id),
-                           ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]))
+                self.trace(
+                    "offset_commit.done",
+                    ("group", req.group_id),
+                    ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]),
+                )
             else:
                 self._count_and_trace("offset_commit.error", req.group_id, code)
             self.broker.respond(m, OffsetCommitResponse(code))
@@ -346,8 +360,9 @@ class GroupCoordinator(BrokerExtension):
             self._count_and_trace("txn_offset_commit.error", req.group_id, code)
             self.broker.respond(m, TxnOffsetCommitResponse(code))
             return
-        batch = offsets_batch(req.group_id, req.offsets, self.now_ms, producer_id=req.producer_id,
-                              producer_epoch=req.producer_epoch)
+        batch = offsets_batch(
+            req.group_id, req.offsets, self.now_ms, producer_id=req.producer_id, producer_epoch=req.producer_epoch
+        )
         base, code = self.append(g, batch)
         if code is not ErrorCode.NONE:
             self._count_and_trace("txn_offset_commit.error", req.group_id, code)
@@ -357,10 +372,15 @@ class GroupCoordinator(BrokerExtension):
         pending = g.pending_txn.setdefault(req.producer_id, {})
         for i, (t, p, o) in enumerate(req.offsets):
             pending[(t, p)] = StoredOffset(o, base + i, batch.create_time)
-        self.trace("txn_offset_commit.pending", ("group", req.group_id), ("pid", req.producer_id),
-                   ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]))
-        self.await_replication(g.partition, base + batch.count,
-                               lambda code: self.broker.respond(m, TxnOffsetCommitResponse(code)))
+        self.trace(
+            "txn_offset_commit.pending",
+            ("group", req.group_id),
+            ("pid", req.producer_id),
+            ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]),
+        )
+        self.await_replication(
+            g.partition, base + batch.count, lambda code: self.broker.respond(m, TxnOffsetCommitResponse(code))
+        )
 
     def _check_producer_epoch(self, p: int, producer_id: int, producer_epoch: int) -> ErrorCode:
         r = self.broker.replicas.get((CONSUMER_OFFSETS_TOPIC, p))
@@ -384,8 +404,13 @@ class GroupCoordinator(BrokerExtension):
             if g.partition != r.partition or batch.producer_id not in g.pending_txn:
                 continue
             moved = complete_txn(g.committed, g.pending_txn, batch.producer_id, marker_offset, commit=commit)
-            self.trace("txn_offset_commit.completed", ("group", gid), ("pid", batch.producer_id),
-                       ("result", batch.control_type), ("committed", [f"{t}-{p}" for t, p in moved]))
+            self.trace(
+                "txn_offset_commit.completed",
+                ("group", gid),
+                ("pid", batch.producer_id),
+                ("result", batch.control_type),
+                ("committed", [f"{t}-{p}" for t, p in moved]),
+            )
 
     # -- OffsetFetch ------------------------------------------------------------------------
 
@@ -423,7 +448,8 @@ def _append_transactional(r: Replica, batch: RecordBatch) -> int:
     duplicate and dropped. Until ``append_as_leader`` skips the window for COORDINATOR appends,
     this does the same staged steps (prepare, append, update) without it.
     """
-    assert r.state is not None  # noqa: S101 - a leader replica has a state
+    if r.state is None:
+        raise IllegalStateError(f"{r.tp}: a leader replica without a partition state cannot take an append")
     offset = r.log.log_end_offset
     info = r.producers.prepare_update(batch.producer_id, AppendOrigin.COORDINATOR)
     info.append_data_batch(batch, offset)

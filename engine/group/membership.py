@@ -100,13 +100,22 @@ class Membership:
             g.protocol_type = req.protocol_type
         if req.member_id == "":
             member_id = self._new_member_id(req.client_id or m.src)
-            g.pending_members[member_id] = self.broker.set_timer(req.session_timeout_ms, self._expire_pending, g, member_id)
+            g.pending_members[member_id] = self.broker.set_timer(
+                req.session_timeout_ms, self._expire_pending, g, member_id
+            )
             self.broker.respond(m, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
             return
         if req.member_id in g.pending_members:
             g.pending_members.pop(req.member_id).cancel()
-            member = MemberMetadata(req.member_id, req.group_instance_id, req.client_id or m.src, f"/{m.src}",
-                                    req.rebalance_timeout_ms, req.session_timeout_ms, req.protocols)
+            member = MemberMetadata(
+                req.member_id,
+                req.group_instance_id,
+                req.client_id or m.src,
+                f"/{m.src}",
+                req.rebalance_timeout_ms,
+                req.session_timeout_ms,
+                req.protocols,
+            )
             if g.is_(GroupState.PREPARING_REBALANCE) and g.initial_join:
                 g.new_member_added = True
             g.add(member)
@@ -156,7 +165,9 @@ class Membership:
     def _join_response(self, g: GroupMetadata, member: MemberMetadata) -> JoinGroupResponse:
         members: tuple[JoinGroupMember, ...] = ()
         if member.member_id == g.leader:
-            members = tuple(JoinGroupMember(x.member_id, x.group_instance_id, x.subscription) for x in g.members.values())
+            members = tuple(
+                JoinGroupMember(x.member_id, x.group_instance_id, x.subscription) for x in g.members.values()
+            )
         return JoinGroupResponse(ErrorCode.NONE, g.generation, g.protocol, g.leader or "", member.member_id, members)
 
     # -- rebalancing ------------------------------------------------------------------------
@@ -216,8 +227,13 @@ class Membership:
             return
         g.protocol = g.select_protocol()
         g.transition_to(GroupState.COMPLETING_REBALANCE, self.c.now_ms)
-        self.c.trace("group.generation", ("group", g.group_id), ("generation", g.generation), ("leader", g.leader),
-                     ("members", list(g.members)))
+        self.c.trace(
+            "group.generation",
+            ("group", g.group_id),
+            ("generation", g.generation),
+            ("leader", g.leader),
+            ("members", list(g.members)),
+        )
         for member in list(g.members.values()):
             parked, member.awaiting_join = member.awaiting_join, None
             if parked is not None:
@@ -271,8 +287,12 @@ class Membership:
         for member in g.members.values():
             member.assignment = assignments.get(member.member_id, ())
         g.transition_to(GroupState.STABLE, self.c.now_ms)
-        self.c.trace("group.stable", ("group", g.group_id), ("generation", gen),
-                     ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}))
+        self.c.trace(
+            "group.stable",
+            ("group", g.group_id),
+            ("generation", gen),
+            ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}),
+        )
         for member in g.members.values():
             parked, member.awaiting_sync = member.awaiting_sync, None
             if parked is not None:
@@ -303,8 +323,9 @@ class Membership:
             if g.is_(GroupState.PREPARING_REBALANCE):
                 code = ErrorCode.REBALANCE_IN_PROGRESS
         if code is not ErrorCode.NONE:
-            self.c.trace("group.heartbeat.error", ("group", req.group_id), ("member", req.member_id),
-                         ("error", code.name))
+            self.c.trace(
+                "group.heartbeat.error", ("group", req.group_id), ("member", req.member_id), ("error", code.name)
+            )
         self.broker.respond(m, HeartbeatResponse(code))
 
     def _on_leave(self, m: Message) -> None:
@@ -333,8 +354,12 @@ class Membership:
         if member.awaiting_join is not None:
             self.schedule_expiry(g, member)  # kept alive while its JoinGroup is parked
             return
-        self.c.trace("group.member.expired", ("group", g.group_id), ("member", member.member_id),
-                     ("session_timeout_ms", member.session_timeout_ms))
+        self.c.trace(
+            "group.member.expired",
+            ("group", g.group_id),
+            ("member", member.member_id),
+            ("session_timeout_ms", member.session_timeout_ms),
+        )
         self._remove_member(g, member, f"session of {member.member_id} expired")
 
     def _expire_pending(self, g: GroupMetadata, member_id: str) -> None:

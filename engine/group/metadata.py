@@ -68,8 +68,16 @@ class MemberMetadata:
 
     def to_record(self) -> MemberRecord:
         """Return the member as stored in the group's metadata record."""
-        return MemberRecord(self.member_id, self.group_instance_id, self.client_id, self.client_host,
-                            self.rebalance_timeout_ms, self.session_timeout_ms, self.subscription, self.assignment)
+        return MemberRecord(
+            self.member_id,
+            self.group_instance_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.session_timeout_ms,
+            self.subscription,
+            self.assignment,
+        )
 
 
 class GroupMetadata:
@@ -156,7 +164,9 @@ class GroupMetadata:
             return True
         return any(tp in offsets for offsets in self.pending_txn.values())
 
-    def to_record(self, now_ms: int, assignments: dict[str, tuple[tuple[str, int], ...]] | None = None) -> GroupMetadataValue:
+    def to_record(
+        self, now_ms: int, assignments: dict[str, tuple[tuple[str, int], ...]] | None = None
+    ) -> GroupMetadataValue:
         """Return the group's membership as stored in ``__consumer_offsets`` (with ``assignments`` if given)."""
         members = []
         for m in self.members.values():
@@ -164,5 +174,11 @@ class GroupMetadata:
             if assignments is not None:
                 rec = dataclasses.replace(rec, assignment=assignments.get(m.member_id, ()))
             members.append(rec)
-        return GroupMetadataValue(self.protocol_type or CONSUMER_PROTOCOL_TYPE, self.generation, self.protocol,
-                                  self.leader, now_ms, tuple(members))
+        return GroupMetadataValue(
+            self.protocol_type or CONSUMER_PROTOCOL_TYPE,
+            self.generation,
+            self.protocol,
+            self.leader,
+            now_ms,
+            tuple(members),
+        )

@@ -129,8 +129,15 @@ def group_batch(group: str, value: GroupMetadataValue, now_ms: int) -> RecordBat
 
 def _batch(keys: tuple[Any, ...], values: tuple[Any, ...], now_ms: int, pid: int, epoch: int) -> RecordBatch:
     size = 61 + sum(_RECORD_OVERHEAD_BYTES + len(str(k)) + len(str(v)) for k, v in zip(keys, values, strict=True))
-    return RecordBatch(producer_id=pid, producer_epoch=epoch, is_transactional=pid >= 0, create_time=now_ms,
-                       keys=keys, values=values, size_bytes=size)
+    return RecordBatch(
+        producer_id=pid,
+        producer_epoch=epoch,
+        is_transactional=pid >= 0,
+        create_time=now_ms,
+        keys=keys,
+        values=values,
+        size_bytes=size,
+    )
 
 
 @dataclasses.dataclass(slots=True)
@@ -160,8 +167,13 @@ def replay(batches: Iterable[RecordBatch]) -> dict[str, LoadedGroup]:
     for b in batches:
         if b.is_control:
             for gid in sorted(pending_groups.pop(b.producer_id, set())):
-                complete_txn(groups[gid].committed, groups[gid].pending_txn, b.producer_id, b.base_offset,
-                             commit=b.control_type == COMMIT)
+                complete_txn(
+                    groups[gid].committed,
+                    groups[gid].pending_txn,
+                    b.producer_id,
+                    b.base_offset,
+                    commit=b.control_type == COMMIT,
+                )
             continue
         for i, key in enumerate(b.keys):
             value = b.values[i]

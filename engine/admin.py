@@ -1,0 +1,184 @@
+"""An admin client node: ``kafka-transactions.sh`` in the simulated cluster, abort included.
+
+:class:`AdminClient` is a node of the world (name ``admin-1`` …) that sends its requests over the
+simulated network, so faults apply to it like to any client. The read-only subcommands (``list``,
+``describe``, ``describe-producers``, ``find-hanging``) are answered by the views of
+:mod:`engine.views.transactions`, which read exactly the state a broker would answer from; the
+engine has no ListTransactions, DescribeTransactions or DescribeProducers RPC, so sending them
+would only add latency.
+
+``abort`` is the operator's way to clear a hanging transaction (KIP-664):
+``kafka-transactions.sh abort --topic T --partition P --start-offset O``
+
+1. DescribeProducers on the partition leader: find the producer whose open transaction starts at
+   ``O``; none: ``Could not find any open transactions starting at offset O on partition T-P``.
+2. WriteTxnMarkers(ABORT) to the leader with that producer id and epoch, and its latest
+   coordinator epoch (0 when the partition has seen no marker from it), as the tool builds its
+   ``AbortTransactionSpec``. The leader validates it like a coordinator's marker (an older epoch
+   or coordinator epoch is refused), appends it, adds the range to the ``.txnindex`` and answers
+   once the marker is below the high watermark; the LSO then moves past the transaction.
+3. The call runs the simulation until the answer comes (or ``timeout_ms`` passes) and raises
+   the broker's error as an exception.
+
+The marker carries no transactional id (Kafka's WriteTxnMarkers has none); the request's field
+is set to ``""``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
+from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from engine.rpc import RpcNode
+from engine.views import transactions as views
+
+if TYPE_CHECKING:
+    from engine.cluster import Cluster
+    from engine.views.transactions import HangingTransaction, ProducerRow, TransactionDescription, TransactionListing
+
+#: How long ``abort`` waits for the leader's answer (Kafka's default ``default.api.timeout.ms``).
+DEFAULT_API_TIMEOUT_MS = 60_000
+#: Per-request timeout (``request.timeout.ms``).
+REQUEST_TIMEOUT_MS = 30_000
+
+
+class AbortTransactionError(KafkaError):
+    """``abort`` found nothing to abort: no open transaction starts at the given offset."""
+
+
+class AdminClient(RpcNode):
+    """An admin client of one cluster (``kafka-transactions.sh``)."""
+
+    def __init__(self, cluster: Cluster, name: str = "admin-1") -> None:
+        super().__init__(cluster.world, name)
+        self.cluster = cluster
+
+    # -- read-only subcommands (views) ----------------------------------------------------------
+
+    def list_transactions(self, duration_filter_ms: int | None = None) -> tuple[TransactionListing, ...]:
+        """Return the ``list`` rows."""
+        return views.list_transactions_rows(self.cluster, duration_filter_ms)
+
+    def describe_transaction(self, transactional_id: str) -> TransactionDescription:
+        """Return the ``describe`` row (KeyError if no coordinator knows the id)."""
+        return views.describe_transaction_row(self.cluster, transactional_id)
+
+    def describe_producers(
+        self, topic: str, partition: int = 0, broker_id: int | None = None
+    ) -> tuple[ProducerRow, ...]:
+        """Return the ``describe-producers`` rows."""
+        return views.describe_producers_rows(self.cluster, topic, partition, broker_id)
+
+    def find_hanging(
+        self,
+        broker_id: int | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        max_transaction_timeout_min: int = views.DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN,
+    ) -> tuple[HangingTransaction, ...]:
+        """Return the ``find-hanging`` rows."""
+        return views.find_hanging_rows(self.cluster, broker_id, topic, partition, max_transaction_timeout_min)
+
+    # -- abort ----------------------------------------------------------------------------------
+
+    def abort_spec(self, topic: str, partition: int, start_offset: int) -> WriteTxnMarkersRequest:
+        """Return the ABORT marker request ``abort --start-offset`` would send (step 1 above)."""
+        for s in views.describe_producers_rows(self.cluster, topic, partition):
+            if s.current_txn_start_offset == start_offset:
+                coordinator_epoch = 0 if s.coordinator_epoch is None else s.coordinator_epoch
+                return WriteTxnMarkersRequest(
+                    "", s.producer_id, s.producer_epoch, coordinator_epoch, False, topic, partition
+                )
+        msg = f"Could not find any open transactions starting at offset {start_offset} on partition {topic}-{partition}"
+        raise AbortTransactionError(msg, topic=topic, partition=partition, start_offset=start_offset)
+
+    def abort_transaction(
+        self, topic: str, partition: int, start_offset: int, *, timeout_ms: int = DEFAULT_API_TIMEOUT_MS
+    ) -> WriteTxnMarkersRequest:
+        """Abort the open transaction starting at ``start_offset``; return the marker request sent.
+
+        Runs the simulation until the leader answers. Raises :class:`AbortTransactionError` when
+        no open transaction starts there, the broker's error (e.g. ``InvalidProducerEpochException``,
+        ``TransactionCoordinatorFencedException``) when the marker is refused, and
+        ``TimeoutException`` when no answer comes within ``timeout_ms``.
+        """
+        req = self.abort_spec(topic, partition, start_offset)
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "admin.abort",
+            ("tp", f"{topic}-{partition}"),
+            ("start_offset", start_offset),
+            ("pid", req.producer_id),
+            ("epoch", req.producer_epoch),
+        )
+        deadline = self.world.now_ms + timeout_ms
+        box: list[Any] = []
+        while True:
+            leader = self.cluster.leader(topic, partition)
+            if leader >= 0:
+                box.clear()
+                self.request(f"broker-{leader}", req, box.append, timeout_ms=min(REQUEST_TIMEOUT_MS, timeout_ms))
+                self.world.run_until(lambda: bool(box) or self.world.now_ms >= deadline)
+                resp: WriteTxnMarkersResponse | None = box[0] if box else None
+                if resp is not None and resp.error is ErrorCode.NONE:
+                    return req
+                if resp is not None and not resp.error.retriable:
+                    raise exception_for(resp.error, resp.error_message, topic=topic, partition=partition)
+            if self.world.now_ms >= deadline:
+                msg = (
+                    f"abort of the transaction at offset {start_offset} on {topic}-{partition} "
+                    f"not answered in {timeout_ms} ms"
+                )
+                raise TimeoutException(msg)
+            self.world.run_for(100)
+
+
+class TransactionsAdmin:
+    """``kafka-transactions.sh`` bound to a cluster: each method prints like the subcommand.
+
+    The :class:`AdminClient` node is created only when ``abort`` needs it, so reading never
+    changes the world.
+    """
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._client: AdminClient | None = None
+
+    @property
+    def client(self) -> AdminClient:
+        """Return the admin client node (created on first use)."""
+        if self._client is None:
+            n = 1
+            while f"admin-{n}" in self.cluster.world.nodes:
+                n += 1
+            self._client = AdminClient(self.cluster, f"admin-{n}")
+        return self._client
+
+    def list(self, duration_filter_ms: int | None = None) -> str:
+        """``list [--duration-filter MS]``."""
+        return views.list_transactions(self.cluster, duration_filter_ms)
+
+    def describe(self, transactional_id: str) -> str:
+        """``describe --transactional-id ID``."""
+        return views.describe_transaction(self.cluster, transactional_id)
+
+    def describe_producers(self, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
+        """``describe-producers --topic T --partition P [--broker-id B]``."""
+        return views.describe_producers(self.cluster, topic, partition, broker_id)
+
+    def find_hanging(
+        self,
+        broker_id: int | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        max_transaction_timeout_min: int = views.DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN,
+    ) -> str:
+        """``find-hanging (--broker-id B | --topic T [--partition P]) [--max-transaction-timeout MIN]``."""
+        return views.find_hanging(self.cluster, broker_id, topic, partition, max_transaction_timeout_min)
+
+    def abort(self, topic: str, partition: int, start_offset: int) -> str:
+        """``abort --topic T --partition P --start-offset O``: prints nothing on success (returns "")."""
+        self.client.abort_transaction(topic, partition, start_offset)
+        return ""

@@ -1,0 +1,421 @@
+"""The consumer's side of the classic group protocol (Kafka's ``ConsumerCoordinator``).
+
+Driven by timers and responses on the consumer's node, like the Java client's heartbeat thread,
+so it runs whenever the simulation runs (during ``poll``, ``flush``, ``run_for`` ...), never
+while the node is paused or down.
+
+Member states
+-------------
+==========  =================================================================================
+state       received X ⇒ next state
+==========  =================================================================================
+UNJOINED    subscribe / rejoin needed ⇒ JOINING (after FindCoordinator, key type 0)
+JOINING     JoinGroup MEMBER_ID_REQUIRED ⇒ JOINING again with the id; JoinGroup NONE ⇒
+            SYNCING (the leader runs the range assignor first); coordinator errors ⇒ rediscover
+SYNCING     SyncGroup NONE ⇒ STABLE (partitions assigned); REBALANCE_IN_PROGRESS,
+            ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID ⇒ UNJOINED and rejoin
+STABLE      heartbeat REBALANCE_IN_PROGRESS ⇒ revoke everything (eager) and rejoin; heartbeat
+            ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID ⇒ partitions *lost*, rejoin; leave ⇒ UNJOINED
+==========  =================================================================================
+
+Heartbeats go every ``heartbeat.interval.ms`` from the first JoinGroup answer on. A paused
+consumer sends none, so the coordinator evicts it after ``session.timeout.ms``; when it resumes it
+still believes in its old generation (``group_metadata()`` says so) until a heartbeat or a commit
+tells it otherwise -- exactly the zombie KIP-447 fences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from engine.coordinator_lookup import KEY_TYPE_GROUP
+from engine.errors import ErrorCode
+from engine.group.assignor import RANGE, range_assign
+from engine.group.metadata import CONSUMER_PROTOCOL_TYPE
+from engine.protocol import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+if TYPE_CHECKING:
+    from engine.client.consumer import Consumer
+
+UNJOINED = "UNJOINED"
+JOINING = "JOINING"
+SYNCING = "SYNCING"
+STABLE = "STABLE"
+
+#: Answers after which the coordinator must be looked up again.
+COORDINATOR_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+    }
+)
+#: Answers retried as they are, after the backoff.
+RETRY_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNSTABLE_OFFSET_COMMIT})
+
+Offsets = tuple[tuple[str, int, int], ...]
+
+
+class GroupMember:
+    """Membership of one consumer in its group: coordinator, member id, generation, heartbeats."""
+
+    def __init__(self, consumer: Consumer, group_id: str) -> None:
+        self.consumer = consumer
+        self.group_id = group_id
+        self.config = consumer.config
+        self.coordinator = -1
+        self.member_id = ""
+        self.generation_id = -1
+        self.group_instance_id: str | None = None
+        self.state = UNJOINED
+        self.subscription: tuple[str, ...] = ()
+        self.is_leader = False
+        self.fatal: ErrorCode | None = None
+        self._finding = False
+        self._coordinator_waiters: list[Callable[[], None]] = []
+        #: Bumped whenever in-flight join/sync/heartbeat answers must be ignored.
+        self._epoch = 0
+        self._heartbeating = False
+        self._hb_token = 0
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _trace(self, name: str, *detail: tuple[str, object]) -> None:
+        c = self.consumer
+        c.world.trace.emit(c.name, "state", name, ("group", self.group_id), *detail)
+
+    def _later(self, fn: Callable[..., None], *args: object) -> None:
+        self.consumer.set_timer(self.config.retry_backoff_ms, fn, *args)
+
+    @property
+    def _dst(self) -> str:
+        return f"broker-{self.coordinator}"
+
+    def with_coordinator(self, then: Callable[[], None]) -> None:
+        """Run ``then()`` once the coordinator is known (FindCoordinator, key type 0)."""
+        if self.coordinator >= 0:
+            then()
+            return
+        self._coordinator_waiters.append(then)
+        if self._finding:
+            return
+        self._finding = True
+        target = self.consumer.pick_broker()
+        self.consumer.request(
+            target,
+            FindCoordinatorRequest(self.group_id, KEY_TYPE_GROUP),
+            self._on_coordinator,
+            timeout_ms=self.config.request_timeout_ms,
+        )
+
+    def _on_coordinator(self, resp: FindCoordinatorResponse | None) -> None:
+        self._finding = False
+        if resp is None or resp.error is not ErrorCode.NONE or resp.node_id < 0:
+            self._later(self._retry_find)
+            return
+        self.coordinator = resp.node_id
+        self._trace("group.coordinator", ("broker", resp.node_id))
+        waiters, self._coordinator_waiters = self._coordinator_waiters, []
+        for w in waiters:
+            w()
+
+    def _retry_find(self) -> None:
+        if self._coordinator_waiters and not self._finding:
+            waiters, self._coordinator_waiters = self._coordinator_waiters, []
+            for w in waiters:
+                self.with_coordinator(w)
+
+    def coordinator_dead(self) -> None:
+        """Forget the coordinator; the next request looks it up again."""
+        if self.coordinator >= 0:
+            self._trace("group.coordinator.lost", ("broker", self.coordinator))
+        self.coordinator = -1
+
+    # -- joining ----------------------------------------------------------------------------
+
+    def subscribe(self, topics: tuple[str, ...]) -> None:
+        """Set the subscription; join, or rejoin when it changed."""
+        changed = topics != self.subscription
+        self.subscription = topics
+        if self.state == UNJOINED:
+            self.join()
+        elif changed:
+            self.request_rejoin("subscription changed")
+
+    def join(self) -> None:
+        """Start (re)joining unless a join is already under way."""
+        if self.state in (JOINING, SYNCING) or not self.subscription or self.fatal is not None:
+            return
+        self.state = JOINING
+        self._epoch += 1
+        self.with_coordinator(lambda epoch=self._epoch: self._send_join(epoch))
+
+    def _send_join(self, epoch: int) -> None:
+        if epoch != self._epoch or self.state != JOINING:
+            return
+        cfg = self.config
+        req = JoinGroupRequest(
+            self.group_id,
+            cfg.session_timeout_ms,
+            cfg.max_poll_interval_ms,
+            self.member_id,
+            self.group_instance_id,
+            CONSUMER_PROTOCOL_TYPE,
+            ((RANGE, self.subscription),),
+            client_id=self.consumer.name,
+        )
+        self.consumer.request(
+            self._dst, req, lambda r: self._on_join(epoch, r), timeout_ms=cfg.max_poll_interval_ms + 5_000
+        )
+
+    def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
+        if epoch != self._epoch or self.state != JOINING:
+            return
+        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        if resp is not None and code is ErrorCode.MEMBER_ID_REQUIRED:
+            self.member_id = resp.member_id
+            self._send_join(epoch)
+            return
+        if resp is None or code is not ErrorCode.NONE:
+            self._join_failed(epoch, code)
+            return
+        self.member_id = resp.member_id
+        self.generation_id = resp.generation_id
+        self.is_leader = resp.leader == resp.member_id
+        self.state = SYNCING
+        self._trace(
+            "group.joined", ("member", self.member_id), ("generation", self.generation_id), ("leader", self.is_leader)
+        )
+        self._start_heartbeats()
+        if self.is_leader:
+            self._assign_as_leader(epoch, resp)
+        else:
+            self._send_sync(epoch, ())
+
+    def _join_failed(self, epoch: int, code: ErrorCode) -> None:
+        self._trace("group.join.failed", ("error", code.name))
+        if code in COORDINATOR_ERRORS:
+            self.coordinator_dead()
+        elif code is ErrorCode.UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+            self.generation_id = -1
+        elif code is ErrorCode.ILLEGAL_GENERATION:
+            self.generation_id = -1
+        elif code not in RETRY_ERRORS and code is not ErrorCode.REBALANCE_IN_PROGRESS:
+            self.fatal = code  # INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT ...: poll() raises it
+            self.state = UNJOINED
+            return
+        self.state = UNJOINED
+        self._later(self.join)
+
+    def _assign_as_leader(self, epoch: int, resp: JoinGroupResponse) -> None:
+        topics = sorted({t for m in resp.members for t in m.subscription})
+        counts = self.consumer.partition_counts
+        if any(t not in counts for t in topics):
+            self.consumer.refresh_metadata(lambda: self._compute_assignment(epoch, resp))
+            return
+        self._compute_assignment(epoch, resp)
+
+    def _compute_assignment(self, epoch: int, resp: JoinGroupResponse) -> None:
+        if epoch != self._epoch or self.state != SYNCING:
+            return
+        subs = {m.member_id: m.subscription for m in resp.members}
+        result = range_assign(subs, self.consumer.partition_counts)
+        self._trace(
+            "group.assignment.computed",
+            ("generation", resp.generation_id),
+            ("assignment", {mid: [f"{t}-{p}" for t, p in tps] for mid, tps in result.items()}),
+        )
+        self._send_sync(epoch, tuple((mid, tuple(tps)) for mid, tps in result.items()))
+
+    def _send_sync(self, epoch: int, assignments: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]) -> None:
+        req = SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id, assignments)
+        self.consumer.request(
+            self._dst, req, lambda r: self._on_sync(epoch, r), timeout_ms=self.config.max_poll_interval_ms + 5_000
+        )
+
+    def _on_sync(self, epoch: int, resp: SyncGroupResponse | None) -> None:
+        if epoch != self._epoch or self.state != SYNCING:
+            return
+        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        if resp is None or code is not ErrorCode.NONE:
+            self.state = JOINING  # so _join_failed's bookkeeping applies
+            self._join_failed(epoch, code)
+            return
+        self.state = STABLE
+        self._trace(
+            "group.synced", ("generation", self.generation_id), ("assignment", [f"{t}-{p}" for t, p in resp.assignment])
+        )
+        self.consumer.on_group_assignment(list(resp.assignment))
+
+    # -- rebalance triggers -----------------------------------------------------------------
+
+    def request_rejoin(self, reason: str) -> None:
+        """Revoke every partition (eager protocol) and join again."""
+        if self.state in (JOINING, SYNCING):
+            return
+        self._trace("group.rejoin", ("reason", reason))
+        self.consumer.on_group_revoke(lost=False)
+        self.state = UNJOINED
+        self.join()
+
+    def _lose(self, code: ErrorCode) -> None:
+        """The coordinator no longer knows this generation (or member): partitions are lost."""
+        if code is ErrorCode.UNKNOWN_MEMBER_ID:
+            self.member_id = ""
+        self.generation_id = -1
+        self._trace("group.fenced", ("error", code.name))
+        self.consumer.on_group_revoke(lost=True)
+        self._epoch += 1
+        self.state = UNJOINED
+        self.join()
+
+    # -- heartbeats -------------------------------------------------------------------------
+
+    def _start_heartbeats(self) -> None:
+        if not self._heartbeating:
+            self._heartbeating = True
+            self._hb_token += 1
+            self.consumer.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, self._hb_token)
+
+    def _heartbeat(self, token: int) -> None:
+        if token != self._hb_token:
+            return
+        if self.state not in (SYNCING, STABLE) or self.generation_id < 0:
+            self._heartbeating = False
+            return
+        self.with_coordinator(lambda: self._send_heartbeat(token))
+
+    def _send_heartbeat(self, token: int) -> None:
+        if token != self._hb_token:
+            return
+        req = HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
+        gen = self.generation_id
+        self.consumer.request(
+            self._dst, req, lambda r: self._on_heartbeat(token, gen, r), timeout_ms=self.config.session_timeout_ms
+        )
+
+    def _on_heartbeat(self, token: int, gen: int, resp: HeartbeatResponse | None) -> None:
+        if token != self._hb_token:
+            return
+        self.consumer.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, token)
+        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        if gen != self.generation_id or code is ErrorCode.NONE:
+            return
+        if code in COORDINATOR_ERRORS:
+            self.coordinator_dead()
+        elif code is ErrorCode.REBALANCE_IN_PROGRESS:
+            if self.state == STABLE:
+                self.request_rejoin("heartbeat: REBALANCE_IN_PROGRESS")
+        elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
+            self._lose(code)
+
+    # -- leaving ----------------------------------------------------------------------------
+
+    def leave(self, reason: str) -> None:
+        """Send LeaveGroup (no wait) and forget the membership."""
+        if self.member_id and self.coordinator >= 0:
+            self.consumer.request(
+                self._dst,
+                LeaveGroupRequest(self.group_id, self.member_id, reason),
+                lambda _r: None,
+                timeout_ms=self.config.request_timeout_ms,
+            )
+        self._trace("group.leave", ("member", self.member_id), ("reason", reason))
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget member id, generation and every in-flight answer (leave, crash)."""
+        self.member_id = ""
+        self.generation_id = -1
+        self.state = UNJOINED
+        self.is_leader = False
+        self._epoch += 1
+        self._heartbeating = False
+        self._hb_token += 1
+
+    def on_crash(self) -> None:
+        """A crashed consumer process forgets its membership and its coordinator."""
+        self.reset()
+        self.coordinator = -1
+        self._finding = False
+        self._coordinator_waiters = []
+
+    # -- offsets ----------------------------------------------------------------------------
+
+    def commit(self, offsets: Offsets, done: Callable[[ErrorCode], None], *, retry_until_ms: int) -> None:
+        """Send an OffsetCommit; ``done(code)`` gets the final answer (coordinator errors are retried)."""
+        if self.subscription:
+            if self.state != STABLE:
+                done(ErrorCode.REBALANCE_IN_PROGRESS)
+                return
+            gen, member = self.generation_id, self.member_id
+        else:
+            gen, member = -1, ""
+        req = OffsetCommitRequest(self.group_id, gen, member, self.group_instance_id, offsets)
+
+        def send() -> None:
+            self.consumer.request(self._dst, req, answered, timeout_ms=self.config.request_timeout_ms)
+
+        def answered(resp: OffsetCommitResponse | None) -> None:
+            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            retry = code in COORDINATOR_ERRORS or code in RETRY_ERRORS
+            if retry and self.consumer.world.now_ms < retry_until_ms:
+                if code in COORDINATOR_ERRORS:
+                    self.coordinator_dead()
+                self._later(self.with_coordinator, send)
+                return
+            if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID) and gen == self.generation_id:
+                self._lose(code)
+            elif code is ErrorCode.REBALANCE_IN_PROGRESS and self.state == STABLE:
+                self.request_rejoin("commit: REBALANCE_IN_PROGRESS")
+            done(code)
+
+        self.with_coordinator(send)
+
+    def fetch_committed(
+        self, partitions: tuple[tuple[str, int], ...], done: Callable[[ErrorCode, dict[tuple[str, int], int]], None]
+    ) -> None:
+        """Send an OffsetFetch (require_stable under read_committed, KIP-447), retrying until stable."""
+        stable = self.config.isolation_level == "read_committed"
+        req = OffsetFetchRequest(self.group_id, partitions, require_stable=stable)
+
+        def send() -> None:
+            self.consumer.request(self._dst, req, answered, timeout_ms=self.config.request_timeout_ms)
+
+        def answered(resp: OffsetFetchResponse | None) -> None:
+            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            if resp is not None and code is ErrorCode.NONE:
+                unstable = [p for p in resp.partitions if p.error is ErrorCode.UNSTABLE_OFFSET_COMMIT]
+                if unstable:
+                    self.consumer.world.trace.mark(
+                        self.consumer.name, "consumer: committed offset unstable, retrying (KIP-447)"
+                    )
+                    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
+                else:
+                    done(ErrorCode.NONE, {(p.topic, p.partition): p.offset for p in resp.partitions})
+                    return
+            if code in COORDINATOR_ERRORS:
+                self.coordinator_dead()
+            if code in COORDINATOR_ERRORS or code in RETRY_ERRORS:
+                self._later(self.with_coordinator, send)
+                return
+            done(code, {})
+
+        self.with_coordinator(send)

@@ -1,0 +1,216 @@
+"""The scenarios of eos-checking.md §5.2, under hierarchical names, as :class:`Spec` data.
+
+Each entry says what it sets up, which faults its plan holds (a function of the seed's
+``faults`` stream), and which mutants it is built to catch with which check. ``eos scenarios``
+lists them; ``eos run NAME --seed N [--mutant M..]`` runs one; ``eos sweep NAME --seeds N``
+runs many seeds.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+from engine.scenarios.harness import Spec, TopicSpec
+from engine.scenarios.workloads import IdempotentSends, Transactions
+from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
+
+if TYPE_CHECKING:
+    from engine.scenarios.harness import Run
+
+#: Faster failure detection than Kafka's defaults, so a simulated failover takes ~2 s, not ~10 s.
+FAST_FAILOVER = (
+    ("min.insync.replicas", 2),
+    ("broker.session.timeout.ms", 2_000),
+    ("broker.heartbeat.interval.ms", 500),
+    ("replica.lag.time.max.ms", 1_500),
+)
+
+BROKERS = ("broker-1", "broker-2", "broker-3")
+
+
+def _times(rng: random.Random, n: int, start: int, end: int) -> list[int]:
+    return sorted(rng.randint(start, end) for _ in range(n))
+
+
+def lost_acks(rng: random.Random, run: Run) -> FaultPlan:
+    """Drop a few ProduceResponses after the leader appended (lost acks)."""
+    return FaultPlan(tuple(FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse",
+                                         count=rng.randint(1, 2)) for t in _times(rng, 4, 200, 3_500)))
+
+
+def reorders(rng: random.Random, run: Run) -> FaultPlan:
+    """Delay single produce requests past their successors, and lose an answer now and then."""
+    entries = [FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(3, 30), count=1)
+               for t in _times(rng, 6, 200, 3_500)]
+    entries += [FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=1)
+                for t in _times(rng, 2, 200, 3_500)]
+    return FaultPlan(tuple(entries))
+
+
+def lost_ack_burst(rng: random.Random, run: Run) -> FaultPlan:
+    """Lose 2–4 consecutive answers, so retries of older in-flight batches follow newer ones."""
+    return FaultPlan(tuple(FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse",
+                                         count=rng.randint(2, 4)) for t in _times(rng, 3, 300, 3_500)))
+
+
+def rolling_crashes(rng: random.Random, run: Run) -> FaultPlan:
+    """Crash brokers one at a time (hard bounce), each back after a few seconds."""
+    entries = []
+    t = rng.randint(300, 800)
+    for b in rng.sample(BROKERS, 2):
+        entries.append(FaultEntry.of(t, "crash", node=b))
+        entries.append(FaultEntry.of(t + rng.randint(2_500, 3_500), "restart", node=b))
+        t += rng.randint(3_800, 4_500)
+    return FaultPlan(tuple(entries))
+
+
+def unclean_setup(rng: random.Random, run: Run) -> FaultPlan:
+    """Cut broker-1 (leader of t-0 and t-1's second replica) off its followers, then crash it."""
+    t0 = rng.randint(300, 600)
+    crash = t0 + rng.randint(2_200, 2_800)
+    return FaultPlan((
+        FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3")),
+        FaultEntry.of(crash, "crash", node="broker-1"),
+        FaultEntry.of(crash + 50, "heal"),
+        FaultEntry.of(crash + rng.randint(3_000, 4_000), "restart", node="broker-1"),
+    ))
+
+
+def isolated_leader(rng: random.Random, run: Run) -> FaultPlan:
+    """Cut the first leader off the other brokers and the controller, but not from clients."""
+    t0 = rng.randint(300, 900)
+    return FaultPlan((
+        FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3", "controller")),
+        FaultEntry.of(t0 + rng.randint(2_500, 3_500), "heal"),
+    ))
+
+
+def coordinator_failover(rng: random.Random, run: Run) -> FaultPlan:
+    """Crash every broker once, staggered, so each transaction coordinator fails over."""
+    return rolling_crashes(rng, run)
+
+
+def client_crashes(rng: random.Random, run: Run) -> FaultPlan:
+    """Crash transactional producers mid-transaction (their processes start new instances)."""
+    names = [f"producer-{i}" for i in range(1, 4)]
+    return FaultPlan(tuple(FaultEntry.of(t, "crash", node=rng.choice(names)) for t in _times(rng, 3, 400, 3_500)))
+
+
+def pauses(rng: random.Random, run: Run) -> FaultPlan:
+    """Pause a transactional producer longer than transaction.timeout.ms (a zombie)."""
+    t = rng.randint(300, 1_000)
+    name = rng.choice(["producer-1", "producer-2"])
+    return FaultPlan((FaultEntry.of(t, "pause", node=name), FaultEntry.of(t + rng.randint(3_500, 4_500), "resume", node=name)))
+
+
+def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
+    """Hold one EndTxn past the client's timeout, release it after the next transaction began."""
+    t = rng.randint(200, 1_500)
+    return FaultPlan((
+        FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1),
+        FaultEntry.of(t + rng.randint(2_500, 3_500), "release", rule=1),
+    ))
+
+
+def delayed_produce(rng: random.Random, run: Run) -> FaultPlan:
+    """Delay transactional produce requests by more than a transaction takes."""
+    return FaultPlan(tuple(FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(300, 1_200),
+                                         count=1) for t in _times(rng, 4, 200, 3_000)))
+
+
+def light_partitions(rng: random.Random, run: Run) -> FaultPlan:
+    """Short partitions between brokers."""
+    return random_plan(rng, list(BROKERS), duration_ms=4_000, kinds=("partition",), mean_interval_ms=1_200,
+                       outage_ms_max=600, start_ms=200)
+
+
+def marker_retry(rng: random.Random, run: Run) -> FaultPlan:
+    """Drop WriteTxnMarkers requests for a while: the coordinator must retry until written."""
+    return FaultPlan(tuple(FaultEntry.of(t, "drop", body_type="WriteTxnMarkersRequest", count=rng.randint(2, 6))
+                           for t in _times(rng, 3, 200, 3_000)))
+
+
+def power_loss(rng: random.Random, run: Run) -> FaultPlan:
+    """Crash every replica at once, losing what the OS had not flushed (a correlated power loss)."""
+    t = rng.randint(1_500, 2_500)
+    entries = [FaultEntry.of(t, "crash", node=b, lose_unflushed_tail=True) for b in BROKERS]
+    entries += [FaultEntry.of(t + 200, "restart", node=b) for b in BROKERS]
+    return FaultPlan(tuple(entries))
+
+
+def not_leader_after_append(rng: random.Random, run: Run) -> FaultPlan:
+    """Answer NOT_LEADER_OR_FOLLOWER after appending (BUGGIFY site), several times."""
+    run.world.sites.force("broker.produce.not_leader_after_append", times=rng.randint(3, 8))
+    return FaultPlan()
+
+
+def swarm(rng: random.Random, run: Run) -> FaultPlan:
+    """A random subset of fault kinds for this seed (swarm testing), rotating over the safety phase."""
+    kinds = swarm_kinds(rng, ("crash", "pause", "partition", "partition_one_way", "clog", "drop", "delay", "duplicate"))
+    return random_plan(rng, list(BROKERS), duration_ms=8_000, kinds=kinds, mean_interval_ms=900, outage_ms_max=2_500,
+                       start_ms=200)
+
+
+SENDS = IdempotentSends()
+TXNS = Transactions()
+
+SPECS: tuple[Spec, ...] = (
+    Spec("idempotence: lost ack retry", "lost acks are retried and deduplicated (S01)", SENDS, lost_acks,
+         broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
+    Spec("idempotence: reordered in-flight batches", "a delayed batch is rejected out of order and resent (S02)",
+         SENDS, reorders, broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
+    Spec("idempotence: dedup window", "retries of older in-flight batches hit the 5-batch cache (S03)",
+         IdempotentSends(processes_per_producer=5, sends_per_process=60), lost_ack_burst, broker_config=FAST_FAILOVER,
+         catches=(("M2", "duplicate"),)),
+    Spec("replication: leader crash with acks=all", "hard bounces of brokers under idempotent sends (S04)",
+         IdempotentSends(sends_per_process=80), rolling_crashes, broker_config=FAST_FAILOVER, safety_ms=9_000,
+         catches=(("M16", "duplicate"),)),
+    Spec("replication: unclean election", "the ISR shrinks to the leader, which then crashes (S05)",
+         IdempotentSends(sends_per_process=80), unclean_setup, broker_config=FAST_FAILOVER, safety_ms=7_000,
+         catches=(("M4", "lost-write"),)),
+    Spec("replication: isolated old leader", "a leader cut off from its followers and the controller (S06)",
+         IdempotentSends(sends_per_process=80), isolated_leader, broker_config=FAST_FAILOVER, safety_ms=6_000,
+         catches=(("M3", "lost-write"),)),
+    Spec("coordinator: failover", "coordinators fail over while transactions commit (S07)",
+         Transactions(txns_per_process=30), coordinator_failover, broker_config=FAST_FAILOVER, safety_ms=9_000,
+         catches=(("M9", "lost-write"),)),
+    Spec("transactions: producer crash mid transaction", "a new instance fences and aborts the open txn (S08)",
+         Transactions(processes=3), client_crashes, broker_config=FAST_FAILOVER, catches=(("M5", "G1a"),)),
+    Spec("transactions: zombie fencing", "two processes share one transactional.id and fence each other (S09)",
+         Transactions(processes=2, producer_config=(("transactional.id", "shared"),)), None,
+         broker_config=FAST_FAILOVER, catches=(("M6", "lost-write"),)),
+    Spec("transactions: delayed EndTxn", "an EndTxn held past its timeout arrives during the next txn (S12)",
+         Transactions(processes=2, txns_per_process=30), delayed_end_txn, broker_config=FAST_FAILOVER,
+         catches=(("M7", "lost-write"),)),
+    Spec("transactions: late produce after abort", "transactional batches delayed past their txn (S13)",
+         Transactions(processes=2, abort_p=0.3), delayed_produce, broker_config=FAST_FAILOVER,
+         catches=(("M8", "hanging-transaction"),)),
+    Spec("transactions: timeout", "a paused producer outlives transaction.timeout.ms (S14)",
+         Transactions(processes=2, transaction_timeout_ms=2_000), pauses, broker_config=FAST_FAILOVER,
+         catches=(("M14", "lost-write"),)),
+    Spec("isolation: levels", "transactions with random aborts under light partitions (S15)",
+         Transactions(processes=3, abort_p=0.2), light_partitions, broker_config=FAST_FAILOVER,
+         catches=(("M5", "G1a"),)),
+    Spec("isolation: lso off by one", "read_committed readers poll while transactions are open (S16)",
+         Transactions(processes=2, abort_p=0.3, readers=2), None, broker_config=FAST_FAILOVER,
+         catches=(("M10", "G1a"),)),
+    Spec("isolation: aborted index across fetches", "aborted transactions interleaved with committed ones (S17)",
+         Transactions(processes=3, abort_p=0.4, sends_per_txn=(2, 6)), None, broker_config=FAST_FAILOVER,
+         catches=(("M11", "G1a"),)),
+    Spec("coordinator: marker delivery retry", "WriteTxnMarkers lost for a while; the coordinator retries (S19)",
+         Transactions(processes=2), marker_retry, broker_config=FAST_FAILOVER),
+    Spec("durability: correlated power loss", "all replicas lose their unflushed tail at once (S20, positive control)",
+         IdempotentSends(sends_per_process=80), power_loss,
+         broker_config=(*FAST_FAILOVER, ("log.flush.interval.ms", 600_000)), must_report=("lost-write",)),
+    Spec("client: indefinite errors", "NOT_LEADER_OR_FOLLOWER after a successful append (S22, KAFKA-13574)",
+         SENDS, not_leader_after_append, broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
+    Spec("at-least-once: baseline", "no idempotence, lost acks: duplicates allowed, loss not (S23)",
+         IdempotentSends(producer_config=(("enable.idempotence", False),)), lost_acks, broker_config=FAST_FAILOVER,
+         allowed="at-least-once"),
+    Spec("swarm: soak", "transactions and idempotent sends under a random subset of fault kinds (S24)",
+         Transactions(processes=3, abort_p=0.1), swarm, broker_config=FAST_FAILOVER, safety_ms=8_000,
+         catches=(("M5", "G1a"), ("M10", "G1a"), ("M11", "G1a"))),
+)
+
+BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}

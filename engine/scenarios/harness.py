@@ -1,0 +1,296 @@
+"""The scenario language and the harness that runs it: cluster, clients, workload, faults, verdict.
+
+A :class:`Spec` is frozen data: the cluster (brokers, Kafka-named broker config, topics), the
+workload (a :class:`~engine.scenarios.workloads.Workload`), the fault plan (a function of the
+seed's ``faults`` stream and the run), the two phase lengths, and what is allowed. Running it::
+
+    result = run_spec(spec, seed=7)            # or with mutant="M10"
+    result.ok, result.report, result.replay     # the verdict and the one command that replays it
+
+Phases (house style R13): **safety** (faults on; the workload's processes run interleaved, one
+step at a time in an order drawn from the ``workload`` stream), then **heal** (every fault ends),
+then **liveness** (no faults; in-flight operations finish; the system must converge), then the
+**final reads**: a read_committed reader reads every partition from the start, and a sentinel
+record written after quiescence must be visible (a hanging transaction would hide it).
+
+The verdict joins the black-box report of the client history (``engine.check``), the
+scenario's own oracle (e.g. the copier's output == input) and, when available, the white-box
+invariants over the final engine state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+from engine.check.anomaly import Report
+from engine.check.checker import check_history
+from engine.check.history import HistoryRecorder, Poll
+from engine.cluster import Cluster
+from engine.sim.faults import FaultPlan
+from engine.sim.network import NetworkOptions
+from engine.sim.scheduler import SimulationStalled
+from engine.weakenings import CORRECT, Weakenings
+
+if TYPE_CHECKING:
+    from engine.scenarios.workloads import Workload
+
+#: Small internal topics keep simulated runs cheap; the coordinator mapping still uses Kafka's hash.
+FAST_INTERNALS = (
+    ("transaction.state.log.num.partitions", 5),
+    ("offsets.topic.num.partitions", 5),
+    ("transaction.abort.timed.out.transaction.cleanup.interval.ms", 1_000),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TopicSpec:
+    """A topic of the scenario's cluster."""
+
+    name: str
+    partitions: int = 2
+    replication_factor: int = 3
+    config: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One scenario, as data."""
+
+    name: str
+    description: str
+    workload: Workload
+    faults: Callable[[random.Random, Run], FaultPlan] | None = None
+    brokers: int = 3
+    broker_config: tuple[tuple[str, Any], ...] = (("min.insync.replicas", 2),)
+    topics: tuple[TopicSpec, ...] = (TopicSpec("t"),)
+    safety_ms: int = 5_000
+    liveness_ms: int = 15_000
+    allowed: str = "eos"
+    #: anomaly kinds this scenario *must* report (a positive control such as S20)
+    must_report: tuple[str, ...] = ()
+    #: mutants this scenario is built to catch, with the check that should catch each
+    catches: tuple[tuple[str, str], ...] = ()
+    latency_ms: tuple[int, int] = (1, 3)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    """A weakened configuration: engine weakenings, broker/producer/consumer config, workload flags."""
+
+    id: str
+    name: str
+    removes: str
+    weakenings: Weakenings = CORRECT
+    broker_config: tuple[tuple[str, Any], ...] = ()
+    producer_config: tuple[tuple[str, Any], ...] = ()
+    consumer_config: tuple[tuple[str, Any], ...] = ()
+    workload_flags: tuple[str, ...] = ()
+
+
+class Sleep:
+    """Yielded by a process: do not run me again for ``ms`` simulated milliseconds."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
+Process = Generator[Any, None, None]
+
+
+class Run:
+    """Everything one run of a spec has: the cluster, the history, the processes, the mutant."""
+
+    def __init__(self, spec: Spec, seed: int, mutant: Mutant | None) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.mutant = mutant
+        config = dict(FAST_INTERNALS)
+        config.update(dict(spec.broker_config))
+        if mutant is not None:
+            config.update(dict(mutant.broker_config))
+        self.cluster = Cluster(
+            seed=seed,
+            brokers=spec.brokers,
+            config=config,
+            network=NetworkOptions(*spec.latency_ms),
+            weakenings=mutant.weakenings if mutant is not None else CORRECT,
+        )
+        for t in spec.topics:
+            self.cluster.create_topic(t.name, t.partitions, t.replication_factor, dict(t.config))
+        self.world = self.cluster.world
+        self.rng = self.world.rng.stream("workload")
+        self.fault_rng = self.world.rng.stream("faults")
+        self.history = HistoryRecorder()
+        self.processes: dict[int, Process] = {}
+        self.wake_at: dict[int, int] = {}
+        self.next_process = 0
+        self.stopping = False
+        self.notes: list[str] = []
+        self.extra: dict[str, Any] = {}
+
+    # -- helpers for workloads -----------------------------------------------------------------
+
+    @property
+    def now_ms(self) -> int:
+        """Return the simulated time."""
+        return self.world.now_ms
+
+    def flag(self, name: str) -> bool:
+        """Return True when the mutant sets a workload flag (e.g. ``no-rewind``)."""
+        return self.mutant is not None and name in self.mutant.workload_flags
+
+    def producer_config(self, base: dict[str, Any]) -> dict[str, Any]:
+        """Return a producer config with the mutant's overrides applied."""
+        out = dict(base)
+        if self.mutant is not None:
+            out.update(dict(self.mutant.producer_config))
+        return out
+
+    def consumer_config(self, base: dict[str, Any]) -> dict[str, Any]:
+        """Return a consumer config with the mutant's overrides applied."""
+        out = dict(base)
+        if self.mutant is not None:
+            out.update(dict(self.mutant.consumer_config))
+        return out
+
+    def spawn(self, make: Callable[[Run, int], Process]) -> int:
+        """Start a process (a generator); return its process number."""
+        pid = self.next_process
+        self.next_process += 1
+        self.processes[pid] = make(self, pid)
+        self.wake_at[pid] = self.now_ms
+        return pid
+
+    def keys(self) -> list[tuple[str, int]]:
+        """Return every (topic, partition) of the scenario's topics."""
+        return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]
+
+    # -- the driver ------------------------------------------------------------------------------
+
+    def drive(self, until_ms: int, *, max_steps: int = 200_000) -> None:
+        """Run the processes, one step at a time in a random order, until ``until_ms``."""
+        steps = 0
+        while self.now_ms < until_ms and self.processes and steps < max_steps:
+            steps += 1
+            ready = sorted(p for p in self.processes if self.wake_at[p] <= self.now_ms)
+            if not ready:
+                nxt = min(self.wake_at.values())
+                self.world.run_for(max(1, min(nxt, until_ms) - self.now_ms))
+                continue
+            pid = self.rng.choice(ready)
+            try:
+                out = next(self.processes[pid])
+            except StopIteration:
+                del self.processes[pid]
+                del self.wake_at[pid]
+                continue
+            self.wake_at[pid] = self.now_ms + (out.ms if isinstance(out, Sleep) else 0)
+            self.world.run_for(self.rng.randint(0, 2))
+        if self.now_ms < until_ms:
+            self.world.run_for(until_ms - self.now_ms)
+
+
+@dataclasses.dataclass
+class RunResult:
+    """The outcome of one run."""
+
+    spec: Spec
+    seed: int
+    mutant: str | None
+    report: Report
+    findings: list[str]
+    missing: list[str]
+    fingerprint: str
+    cluster: Cluster
+    history_size: int
+
+    @property
+    def ok(self) -> bool:
+        """Return True when nothing forbidden was found and every must-report anomaly was."""
+        return self.report.ok and not self.findings and not self.missing
+
+    @property
+    def replay(self) -> str:
+        """Return the one command that replays this run."""
+        m = f" --mutant {self.mutant}" if self.mutant else ""
+        return f"eos run '{self.spec.name}' --seed {self.seed}{m}"
+
+    def verdict(self) -> str:
+        """Return a one-line verdict."""
+        kinds = sorted({a.kind for a in self.report.forbidden})
+        what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
+        return f"{'PASS' if self.ok else 'FAIL'} {self.spec.name} seed={self.seed}: {what}"
+
+
+def final_reads(run: Run, *, sentinel: bool = True) -> None:
+    """Read every partition from the start with read_committed, recorded as poll ops (Jepsen final polls)."""
+    c = run.cluster
+    if sentinel:
+        # X4: a record written after quiescence must become visible, or a transaction hangs.
+        p = c.producer({"linger.ms": 0, "client.id": "sentinel-producer"})
+        for topic, part in run.keys():
+            p.produce(topic, value=f"sentinel-{topic}-{part}", partition=part)
+        p.flush(timeout=30)
+    reader = c.consumer(run.consumer_config({"isolation.level": "read_committed", "client.id": "final-reader"}))
+    reader.assign(run.keys())
+    pid = 10_000 + run.next_process
+    run.next_process += 1
+    op = run.history.invoke(pid, "assign", (), run.now_ms, keys=run.keys())
+    run.history.complete(op, "ok", (), run.now_ms)
+    seen_sentinels: set[str] = set()
+    idle = 0
+    while idle < 3:
+        op = run.history.invoke(pid, "poll", (), run.now_ms)
+        msgs = reader.consume(1000, timeout=1.0)
+        polls = []
+        for m in msgs:
+            v = m.value()
+            if isinstance(v, str) and v.startswith("sentinel-"):
+                seen_sentinels.add(v)
+                continue
+            polls.append(Poll(m.topic(), m.partition(), m.offset(), v))
+        run.history.complete(op, "ok", polls, run.now_ms)
+        idle = 0 if msgs else idle + 1
+    if sentinel:
+        missing = [f"sentinel-{t}-{p}" for t, p in run.keys() if f"sentinel-{t}-{p}" not in seen_sentinels]
+        if missing:
+            run.notes.append(f"hanging-transaction: sentinel never visible on {', '.join(missing)}")
+
+
+def run_spec(spec: Spec, seed: int, *, mutant: Mutant | None = None) -> RunResult:
+    """Run a scenario on one seed through its phases and judge it."""
+    run = Run(spec, seed, mutant)
+    if spec.faults is not None:
+        plan = spec.faults(run.fault_rng, run)
+        run.extra["fault_plan"] = plan
+        run.cluster.schedule_faults(plan)
+    spec.workload.start(run)
+    try:
+        run.world.set_phase("safety")
+        run.drive(run.now_ms + spec.safety_ms)
+        run.stopping = True
+        run.world.heal()
+        run.world.set_phase("liveness")
+        run.drive(run.now_ms + spec.liveness_ms)
+        spec.workload.finish(run)
+        final_reads(run)
+    except SimulationStalled as exc:
+        run.notes.append(f"stalled: {exc}")
+    history = run.history.history()
+    strict = check_history(history, allowed=spec.allowed)
+    findings = list(run.notes) + spec.workload.judge(run)
+    found_kinds = {a.kind for a in strict.forbidden} | {f.split(":")[0] for f in findings}
+    missing = [k for k in spec.must_report if k not in found_kinds]
+    report = strict
+    if spec.must_report:
+        # A positive control: the expected anomaly is the point of the scenario, not a failure.
+        expected = frozenset(spec.must_report)
+        report = Report.classify(strict.anomalies, strict.allowed_kinds | expected, strict.stats)
+        findings = [f for f in findings if f.split(":")[0] not in expected]
+    return RunResult(spec, seed, mutant.id if mutant else None, report, findings, missing,
+                     run.cluster.fingerprint(), run.cluster, len(history))
