@@ -69,7 +69,7 @@ class Spec:
     safety_ms: int = 5_000
     liveness_ms: int = 15_000
     allowed: str = "eos"
-    #: anomaly kinds this scenario *must* report (a positive control such as S20)
+    #: a positive control (such as S20) must report at least one of these anomaly kinds
     must_report: tuple[str, ...] = ()
     #: mutants this scenario is built to catch, with the check that should catch each
     catches: tuple[tuple[str, str], ...] = ()
@@ -285,7 +285,7 @@ def run_spec(spec: Spec, seed: int, *, mutant: Mutant | None = None) -> RunResul
     strict = check_history(history, allowed=spec.allowed)
     findings = list(run.notes) + spec.workload.judge(run)
     found_kinds = {a.kind for a in strict.forbidden} | {f.split(":")[0] for f in findings}
-    missing = [k for k in spec.must_report if k not in found_kinds]
+    missing = [] if not spec.must_report or found_kinds & set(spec.must_report) else ["|".join(spec.must_report)]
     report = strict
     if spec.must_report:
         # A positive control: the expected anomaly is the point of the scenario, not a failure.

@@ -1,0 +1,61 @@
+"""L9: each replica's aborted-transaction index is exactly its ABORT-marked transactions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from engine.check.invariants._common import anomaly, txn_spans
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
+    from engine.check.ground_truth import GroundTruth
+
+L9_INDEX = "L9-aborted-index"
+
+
+def check_aborted_index(gt: GroundTruth) -> list[Anomaly]:
+    """L9: per replica, the aborted index holds one entry per ABORT marker, and nothing else.
+
+    From the replica's own log, each ABORT marker ends a transaction ``(producer id, first
+    offset, marker offset)`` where the first offset is the producer's first transactional batch
+    since its previous marker (the marker's own offset when there was none). That multiset must
+    equal the index entries' ``(producer_id, first_offset, last_offset)``. Every replica is
+    checked, down brokers included (the index is durable).
+    """
+    found: list[Anomaly] = []
+    entries: dict[tuple[str, int, int], Counter[tuple[int, int, int]]] = {}
+    for e in gt.aborted_index:
+        entries.setdefault((e.topic, e.partition, e.broker_id), Counter())[
+            (e.producer_id, e.first_offset, e.last_offset)
+        ] += 1
+    logs = gt.logs()
+    for key in sorted(set(logs) | set(entries)):
+        spans, _ = txn_spans(logs.get(key, []))
+        want: Counter[tuple[int, int, int]] = Counter(
+            (s.producer_id, s.first_offset, s.marker_offset)
+            for s in spans
+            if s.control_type == "ABORT" and s.marker_offset is not None
+        )
+        have = entries.get(key, Counter())
+        tp = (key[0], key[1])
+        for t in sorted((want - have).elements()):
+            found.append(
+                anomaly(
+                    L9_INDEX,
+                    tp,
+                    f"broker {key[2]}: aborted transaction of producer {t[0]} at {t[1]}..{t[2]} is missing "
+                    f"from the index",
+                    offsets=(t[1], t[2]),
+                )
+            )
+        for t in sorted((have - want).elements()):
+            found.append(
+                anomaly(
+                    L9_INDEX,
+                    tp,
+                    f"broker {key[2]}: index entry producer {t[0]} at {t[1]}..{t[2]} matches no ABORT marker",
+                    offsets=(t[1], t[2]),
+                )
+            )
+    return found
