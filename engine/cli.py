@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "scenarios": ("engine.commands.scenarios", "list the scenarios that 'eos run' knows"),
     "check": ("engine.check.cli", "check a client history (JSON Lines) for exactly-once anomalies"),
     "sweep": ("engine.commands.sweep", "run a scenario over many seeds and print a table of verdicts"),
+    "mutants": ("engine.commands.mutants", "list the weakened configurations, or measure which check catches each"),
 }
 
 

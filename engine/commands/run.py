@@ -1,20 +1,25 @@
-"""``eos run NAME --seed N``: run one scenario, print its short log, verdict and fingerprint."""
+"""``eos run NAME --seed N [--mutant M..] [--swarm]``: run one scenario and print its log and verdict."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+#: Above this many trace events, ``--log auto`` prints faults and state changes only.
+AUTO_SHORT_LOG_LIMIT = 5_000
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
-    parser.add_argument("name", help="scenario name (see 'eos scenarios')")
+    parser.add_argument("name", help="scenario name (see 'eos scenarios'); quote names with spaces")
     parser.add_argument("--seed", type=int, default=7, help="the run's seed (default 7)")
+    parser.add_argument("--mutant", help="run a weakened configuration, M1..M16 (see 'eos mutants --list')")
+    parser.add_argument("--swarm", action="store_true", help="replace the fault plan with a swarm plan for this seed")
     parser.add_argument(
         "--log",
-        choices=("short", "none", "faults"),
-        default="short",
-        help="print the short log (default), only faults and state changes, or nothing",
+        choices=("auto", "short", "faults", "none"),
+        default="auto",
+        help="print the whole short log, only faults and state changes, or nothing (auto: short when small)",
     )
 
 
@@ -27,21 +32,34 @@ def run(args: argparse.Namespace) -> int:
         fn = get_scenario(args.name)
     except KeyError as exc:
         raise UsageError(f"eos run: {exc.args[0]}") from None
+    kwargs = {}
+    if args.mutant or args.swarm:
+        if not hasattr(fn, "spec"):
+            raise UsageError(f"eos run: '{args.name}' takes no --mutant/--swarm; pick a catalog scenario")
+        if args.mutant:
+            from engine.scenarios.mutants import get_mutant
+
+            try:
+                kwargs["mutant"] = get_mutant(args.mutant)
+            except KeyError as exc:
+                raise UsageError(f"eos run: {exc.args[0]}") from None
+        kwargs["swarm"] = args.swarm
     print(f"seed: {args.seed}")
-    result = fn(args.seed)
+    result = fn(args.seed, **kwargs)
     trace = result.cluster.world.trace
-    if args.log == "short":
+    mode = args.log
+    if mode == "auto":
+        mode = "short" if len(trace) <= AUTO_SHORT_LOG_LIMIT else "faults"
+    if mode == "short":
         print(trace.short_log())
-    elif args.log == "faults":
-        print(trace.short_log(e for e in trace.events if e.kind in ("fault", "state", "mark", "phase")))
+    elif mode == "faults":
+        print(trace.short_log(e for e in trace.events if e.kind in ("fault", "state", "mark", "phase", "site")))
     for k, v in result.summary.items():
         print(f"{k}: {v}")
     print(result.verdict())
     print(f"fingerprint: {result.fingerprint}")
-    print(
-        f"replay: eos run {args.name!r} --seed {args.seed}"
-        if " " in args.name
-        else f"replay: eos run {args.name} --seed {args.seed}"
-    )
+    name = f"'{args.name}'" if " " in args.name else args.name
+    extra = (f" --mutant {args.mutant}" if args.mutant else "") + (" --swarm" if args.swarm else "")
+    print(f"replay: eos run {name} --seed {args.seed}{extra}")
     sys.stdout.flush()
     return 0 if result.ok else 1

@@ -1,4 +1,4 @@
-"""``eos scenarios``: list the scenarios ``eos run`` knows."""
+"""``eos scenarios``: list the scenarios ``eos run`` knows, with the mutants each is built to catch."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one line per scenario."""
+    from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.registry import DESCRIPTIONS, _load_all
 
     _load_all()
     width = max(len(n) for n in DESCRIPTIONS)
     for name in sorted(DESCRIPTIONS):
-        print(f"{name:<{width}}  {DESCRIPTIONS[name]}")
+        spec = BY_NAME.get(name)
+        catches = f"  [catches {', '.join(f'{m}->{c}' for m, c in spec.catches)}]" if spec and spec.catches else ""
+        print(f"{name:<{width}}  {DESCRIPTIONS[name]}{catches}")
     return 0

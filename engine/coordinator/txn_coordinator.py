@@ -534,6 +534,12 @@ class TransactionCoordinator(BrokerExtension):
                     # Crash before any marker leaves (scheduled: a node cannot die inside its own handler).
                     broker.world.scheduler.call_soon(broker.world.crash, broker.name)
                     return
+                if broker.world.sites.fire("coordinator.power_loss_after_prepare_answered", broker.name):
+                    # The answer and the markers leave; then the machine loses its page cache.
+                    name = broker.name
+                    broker.world.scheduler.call_later(
+                        3, lambda: broker.world.crash(name, lose_unflushed_tail=True) if broker.is_up else None
+                    )
                 self._send_markers(md, value)
 
         self._write(md, value, written)

@@ -27,8 +27,9 @@ tells it otherwise -- exactly the zombie KIP-447 fences.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from engine.client.base import METADATA_TIMEOUT_MS
 from engine.coordinator_lookup import KEY_TYPE_GROUP
 from engine.errors import ErrorCode
 from engine.group.assignor import RANGE, range_assign
@@ -93,6 +94,8 @@ class GroupMember:
         self._epoch = 0
         self._heartbeating = False
         self._hb_token = 0
+        #: In-flight coordinator requests: message id -> callback.
+        self._inflight: dict[int, Callable[[Any], None]] = {}
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -103,9 +106,28 @@ class GroupMember:
     def _later(self, fn: Callable[..., None], *args: object) -> None:
         self.consumer.set_timer(self.config.retry_backoff_ms, fn, *args)
 
+    def _send(self, body: object, callback: Callable[[Any], None], timeout_ms: int) -> None:
+        """Send to the coordinator; the request fails at once (``None``) if the coordinator is marked dead."""
+        box: list[int] = []
+
+        def answered(resp: Any) -> None:
+            if box:
+                self._inflight.pop(box[0], None)
+            callback(resp)
+
+        msg_id = self.consumer.request(f"broker-{self.coordinator}", body, answered, timeout_ms=timeout_ms)
+        box.append(msg_id)
+        self._inflight[msg_id] = answered
+
     @property
-    def _dst(self) -> str:
-        return f"broker-{self.coordinator}"
+    def _heartbeat_timeout_ms(self) -> int:
+        """How long a heartbeat may go unanswered before the coordinator is taken for gone.
+
+        Kafka learns of a crashed coordinator from the dropped connection; the simulated network
+        drops messages silently, so an answer missing for ``heartbeat.interval.ms`` (at least
+        1 s) stands for that.
+        """
+        return max(1_000, min(self.config.heartbeat_interval_ms, self.config.request_timeout_ms))
 
     def with_coordinator(self, then: Callable[[], None]) -> None:
         """Run ``then()`` once the coordinator is known (FindCoordinator, key type 0)."""
@@ -121,7 +143,7 @@ class GroupMember:
             target,
             FindCoordinatorRequest(self.group_id, KEY_TYPE_GROUP),
             self._on_coordinator,
-            timeout_ms=self.config.request_timeout_ms,
+            timeout_ms=METADATA_TIMEOUT_MS,
         )
 
     def _on_coordinator(self, resp: FindCoordinatorResponse | None) -> None:
@@ -146,6 +168,11 @@ class GroupMember:
         if self.coordinator >= 0:
             self._trace("group.coordinator.lost", ("broker", self.coordinator))
         self.coordinator = -1
+        # Kafka disconnects from the old coordinator: its in-flight requests fail and are retried.
+        inflight, self._inflight = self._inflight, {}
+        for msg_id in sorted(inflight):
+            self.consumer.cancel_request(msg_id)
+            inflight[msg_id](None)
 
     # -- joining ----------------------------------------------------------------------------
 
@@ -180,9 +207,7 @@ class GroupMember:
             ((RANGE, self.subscription),),
             client_id=self.consumer.name,
         )
-        self.consumer.request(
-            self._dst, req, lambda r: self._on_join(epoch, r), timeout_ms=cfg.max_poll_interval_ms + 5_000
-        )
+        self._send(req, lambda r: self._on_join(epoch, r), cfg.max_poll_interval_ms + 5_000)
 
     def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
         if epoch != self._epoch or self.state != JOINING:
@@ -246,9 +271,7 @@ class GroupMember:
 
     def _send_sync(self, epoch: int, assignments: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]) -> None:
         req = SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id, assignments)
-        self.consumer.request(
-            self._dst, req, lambda r: self._on_sync(epoch, r), timeout_ms=self.config.max_poll_interval_ms + 5_000
-        )
+        self._send(req, lambda r: self._on_sync(epoch, r), self.config.max_poll_interval_ms + 5_000)
 
     def _on_sync(self, epoch: int, resp: SyncGroupResponse | None) -> None:
         if epoch != self._epoch or self.state != SYNCING:
@@ -307,9 +330,7 @@ class GroupMember:
             return
         req = HeartbeatRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id)
         gen = self.generation_id
-        self.consumer.request(
-            self._dst, req, lambda r: self._on_heartbeat(token, gen, r), timeout_ms=self.config.session_timeout_ms
-        )
+        self._send(req, lambda r: self._on_heartbeat(token, gen, r), self._heartbeat_timeout_ms)
 
     def _on_heartbeat(self, token: int, gen: int, resp: HeartbeatResponse | None) -> None:
         if token != self._hb_token:
@@ -331,11 +352,10 @@ class GroupMember:
     def leave(self, reason: str) -> None:
         """Send LeaveGroup (no wait) and forget the membership."""
         if self.member_id and self.coordinator >= 0:
-            self.consumer.request(
-                self._dst,
+            self._send(
                 LeaveGroupRequest(self.group_id, self.member_id, reason),
                 lambda _r: None,
-                timeout_ms=self.config.request_timeout_ms,
+                self.config.request_timeout_ms,
             )
         self._trace("group.leave", ("member", self.member_id), ("reason", reason))
         self.reset()
@@ -356,6 +376,7 @@ class GroupMember:
         self.coordinator = -1
         self._finding = False
         self._coordinator_waiters = []
+        self._inflight = {}
 
     # -- offsets ----------------------------------------------------------------------------
 
@@ -371,7 +392,7 @@ class GroupMember:
         req = OffsetCommitRequest(self.group_id, gen, member, self.group_instance_id, offsets)
 
         def send() -> None:
-            self.consumer.request(self._dst, req, answered, timeout_ms=self.config.request_timeout_ms)
+            self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetCommitResponse | None) -> None:
             code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
@@ -397,7 +418,7 @@ class GroupMember:
         req = OffsetFetchRequest(self.group_id, partitions, require_stable=stable)
 
         def send() -> None:
-            self.consumer.request(self._dst, req, answered, timeout_ms=self.config.request_timeout_ms)
+            self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetFetchResponse | None) -> None:
             code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error

@@ -87,8 +87,9 @@ def isolated_leader(rng: random.Random, run: Run) -> FaultPlan:
 
 
 def coordinator_failover(rng: random.Random, run: Run) -> FaultPlan:
-    """Crash a coordinator right after a PREPARE_COMMIT is logged (BUGGIFY site), twice per run."""
-    run.world.sites.force("coordinator.crash_after_prepare_logged", times=2)
+    """Crash coordinators around PREPARE_COMMIT (BUGGIFY sites): before the markers, and by power loss after."""
+    run.world.sites.force("coordinator.crash_after_prepare_logged", times=1)
+    run.world.sites.force("coordinator.power_loss_after_prepare_answered", times=2)
     return FaultPlan()
 
 
@@ -106,12 +107,14 @@ def pauses(rng: random.Random, run: Run) -> FaultPlan:
 
 
 def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
-    """Hold one EndTxn past the client's timeout, release it after the next transaction began."""
-    t = rng.randint(200, 1_000)
-    return FaultPlan((
-        FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1),
-        FaultEntry.of(t + rng.randint(1_600, 2_400), "release", rule=1),
-    ))
+    """Hold EndTxn requests past the client's timeout; release each after the next txn began (KAFKA-17754)."""
+    entries = []
+    t = rng.randint(200, 600)
+    for n in range(1, 7):
+        entries.append(FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1))
+        entries.append(FaultEntry.of(t + rng.randint(1_600, 1_900), "release", rule=n))
+        t += rng.randint(1_950, 2_200)
+    return FaultPlan(tuple(entries))
 
 
 def delayed_produce(rng: random.Random, run: Run) -> FaultPlan:
@@ -163,7 +166,7 @@ SPECS: tuple[Spec, ...] = (
          SENDS, reorders, broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
     Spec("idempotence: dedup window", "retries of older in-flight batches hit the 5-batch cache (S03)",
          IdempotentSends(processes_per_producer=5, sends_per_process=60), lost_ack_burst, broker_config=FAST_FAILOVER,
-         catches=(("M2", "duplicate"),)),
+         catches=(("M2", "G1a"),)),
     Spec("replication: leader crash with acks=all", "hard bounces of brokers under idempotent sends (S04)",
          IdempotentSends(sends_per_process=80), rolling_crashes, broker_config=FAST_FAILOVER, safety_ms=9_000,
          catches=(("M16", "G1a"),)),
@@ -175,15 +178,16 @@ SPECS: tuple[Spec, ...] = (
          catches=(("M3", "unseen"),)),
     Spec("coordinator: failover", "coordinators fail over while transactions commit (S07)",
          Transactions(txns_per_process=30), coordinator_failover, broker_config=FAST_FAILOVER, safety_ms=9_000,
-         catches=(("M9", "lost-write"),)),
+         catches=(("M9", "unseen"),)),
     Spec("transactions: producer crash mid transaction", "a new instance fences and aborts the open txn (S08)",
          Transactions(processes=3), client_crashes, broker_config=FAST_FAILOVER, catches=(("M5", "G1a"),)),
     Spec("transactions: zombie fencing", "two processes share one transactional.id and fence each other (S09)",
          Transactions(processes=2, producer_config=(("transactional.id", "shared"),)), None,
          broker_config=FAST_FAILOVER, catches=(("M6", "lost-write"),)),
     Spec("transactions: delayed EndTxn", "an EndTxn held past its timeout arrives during the next txn (S12)",
-         Transactions(processes=2, txns_per_process=80), delayed_end_txn, broker_config=FAST_FAILOVER,
-         catches=(("M7", "lost-write"),)),
+         Transactions(processes=2, txns_per_process=150, abort_p=0.4), delayed_end_txn, broker_config=FAST_FAILOVER,
+         safety_ms=12_000,
+         catches=(("M7", "G1a"),)),
     Spec("transactions: late produce after abort", "transactional batches delayed past their txn (S13)",
          Transactions(processes=2, abort_p=0.3), delayed_produce, broker_config=FAST_FAILOVER,
          catches=(("M8", "hanging-transaction"),)),

@@ -137,6 +137,8 @@ class FaultInjector:
         self.world = world
         self.applied: list[FaultEntry] = []
         self._plan_rules: list[int] = []
+        #: False once the world healed: the rest of the plan belongs to the ended safety phase.
+        self.active = True
 
     def schedule(self, plan: FaultPlan) -> None:
         """Schedule every entry of ``plan``."""
@@ -144,7 +146,9 @@ class FaultInjector:
             self.world.scheduler.call_at(entry.at_ms, self.apply, entry)
 
     def apply(self, entry: FaultEntry) -> None:
-        """Apply one entry now."""
+        """Apply one entry now (nothing once the world has healed)."""
+        if not self.active:
+            return
         w, p = self.world, entry.param
         self.applied.append(entry)
         kind = entry.kind

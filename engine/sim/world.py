@@ -149,6 +149,7 @@ class World:
     def heal(self) -> None:
         """End every fault: the network heals, paused nodes resume, crashed nodes restart."""
         self.set_phase("heal")
+        self.faults.active = False
         self.network.heal()
         for name in list(self.nodes):
             node = self.nodes[name]

@@ -14,11 +14,16 @@ Two columns are added on the right, which the real tool does not have:
 ``LAG-TO-LSO``
     LSO - CURRENT-OFFSET.
 
-Why: with transactions the real LAG never reaches 0. A COMMIT marker takes an offset *after* the
-last data record, so a consumer that has read everything commits the offset of the marker, one
-below the HW; and an open transaction's records sit below the HW but above the LSO, where no
-read_committed consumer can go. LAG-TO-LSO is the lag a read_committed consumer can actually
-work off; it is 0 when the group has caught up (kafbat/kafka-ui #1039, librdkafka #2539, #3917).
+Why: with transactions the real LAG often never reaches 0, because the HW counts offsets that
+hold no record a read_committed consumer is given:
+
+- an *open* (or hanging) transaction's records sit below the HW but above the LSO: a consumer
+  that has read everything it may read still shows LAG = their count (LAG-TO-LSO = 0);
+- every transaction ends with a marker, which takes an offset. A client that commits its
+  *position* (``commit()`` without arguments, Kafka's ``commitSync()``) has moved past the
+  marker; one that commits ``last record + 1`` (``commit(message)``, many frameworks) stays one
+  below it and shows LAG = LAG-TO-LSO = 1 for ever (librdkafka #2539, #3917; kafbat/kafka-ui
+  #1039). LAG-TO-LSO does not hide that case: the marker is below the LSO too.
 
 Choices: rows are sorted by (topic, partition); partitions with a committed offset but no owner
 show ``-`` as consumer; the ``--members --verbose`` ASSIGNMENT column uses the Scala tool's
@@ -109,9 +114,13 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     )
     committed = tuple((t, p, g.committed[(t, p)].offset) for t, p in sorted(g.committed))
     pending = tuple(
-        (pid, t, p, g.pending_txn[pid][(t, p)].offset) for pid in sorted(g.pending_txn) for t, p in sorted(g.pending_txn[pid])
+        (pid, t, p, g.pending_txn[pid][(t, p)].offset)
+        for pid in sorted(g.pending_txn)
+        for t, p in sorted(g.pending_txn[pid])
     )
-    return GroupView(group_id, coordinator, g.state.value, g.generation, g.protocol, g.leader, members, committed, pending)
+    return GroupView(
+        group_id, coordinator, g.state.value, g.generation, g.protocol, g.leader, members, committed, pending
+    )
 
 
 def _offsets(cluster: Cluster, topic: str, partition: int) -> tuple[int | None, int | None]:
@@ -136,8 +145,9 @@ def _notice(view: GroupView) -> str:
     return ""
 
 
-def describe_group(cluster: Cluster, group_id: str, *, members: bool = False, state: bool = False,
-                   verbose: bool = False) -> str:
+def describe_group(
+    cluster: Cluster, group_id: str, *, members: bool = False, state: bool = False, verbose: bool = False
+) -> str:
     """Return ``kafka-consumer-groups.sh --describe --group <id>`` (``--members``, ``--state`` variants)."""
     view = group_view(cluster, group_id)
     if view is None or view.state == "Dead":
@@ -163,10 +173,34 @@ def describe_offsets(cluster: Cluster, view: GroupView) -> str:
         hw, lso = _offsets(cluster, *tp)
         lag = hw - current if hw is not None and current is not None else None
         lag_lso = lso - current if lso is not None and current is not None else None
-        rows.append((view.group_id, tp[0], str(tp[1]), _s(current), _s(hw), _s(lag),
-                     m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-", _s(lso), _s(lag_lso)))
-    header = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-              "CLIENT-ID", "LSO", "LAG-TO-LSO")
+        rows.append(
+            (
+                view.group_id,
+                tp[0],
+                str(tp[1]),
+                _s(current),
+                _s(hw),
+                _s(lag),
+                m.member_id if m else "-",
+                m.host if m else "-",
+                m.client_id if m else "-",
+                _s(lso),
+                _s(lag_lso),
+            )
+        )
+    header = (
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+        "LSO",
+        "LAG-TO-LSO",
+    )
     w = [max(15, *(len(r[i]) for r in rows)) if rows else 15 for i in range(len(header))]
     widths = (w[0], w[1], 10, 15, 15, 15, w[6], w[7], w[8], 15)
     return "".join("\n" + _row(r, widths) for r in (header, *rows)) + "\n"

@@ -102,17 +102,7 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
             seen.setdefault(key, []).append(s.marker_offset)
             prev = prev_closed.get(s.producer_id)
             if s.producer_id in known_pids:
-                allowed = counts.get((tp, *key), 0)
-                if allowed and len(seen[key]) > allowed:
-                    found.append(
-                        anomaly(
-                            L4_DUPLICATE_MARKER,
-                            tp,
-                            f"producer {s.producer_id}: {len(seen[key])} {s.control_type} markers of epoch "
-                            f"{s.marker_epoch} but the coordinator decided {allowed} for this partition",
-                            offsets=tuple(seen[key]),
-                        )
-                    )
+                pass  # counted against the coordinator's decisions below
             elif (
                 prev is not None
                 and not s.data_offsets
@@ -130,6 +120,18 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
             prev_closed[s.producer_id] = s
             if lm is None or s.marker_epoch >= lm[0]:
                 last_marker[s.producer_id] = (s.marker_epoch, s.marker_offset)
+        for (pid, epoch, control), offsets in sorted(seen.items()):
+            allowed = counts.get((tp, pid, epoch, control), 0)
+            if pid in known_pids and allowed and len(offsets) > allowed:
+                found.append(
+                    anomaly(
+                        L4_DUPLICATE_MARKER,
+                        tp,
+                        f"producer {pid}: {len(offsets)} {control} markers of epoch {epoch} but the coordinator "
+                        f"decided {allowed} for this partition",
+                        offsets=tuple(offsets),
+                    )
+                )
     return found
 
 
