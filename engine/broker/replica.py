@@ -169,7 +169,8 @@ class Replica:
                 self.take_snapshot()
             return offset, False, None
         producers = self.producers
-        if not batch.is_control:
+        if not batch.is_control and origin is AppendOrigin.CLIENT:
+            # Only client batches carry sequences worth deduplicating (Kafka's analyzeAndValidateProducerState).
             dup = producers.find_duplicate(batch)
             if dup is not None:
                 return dup.first_offset, True, None

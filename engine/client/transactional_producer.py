@@ -19,6 +19,7 @@ from engine.client.producer import Producer
 from engine.client.transactions import TransactionStateMachine, TxnClientState
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import (
+    CommitFailedException,
     ErrorCode,
     IllegalStateError,
     KafkaError,
@@ -172,7 +173,16 @@ class TransactionalProducer(Producer):
         )
         if resp2.error is not ErrorCode.NONE:
             if resp2.error in _GROUP_FENCED:
+                # Kafka's TxnOffsetCommitHandler reports these as CommitFailedException (abortable).
                 self.world.trace.mark(self.name, "producer: stale group generation rejected (KIP-447)")
+                err = CommitFailedException(
+                    f"offsets for group {group_id} were rejected ({resp2.error.name}): this consumer is no longer "
+                    f"in generation {generation}; abort the transaction and rejoin the group",
+                    transactional_id=self.transactional_id,
+                )
+                self.last_error = err
+                self.txn.transition_to(T.ABORTABLE_ERROR)
+                raise err
             self._fail_call(resp2.error, resp2.error_message, abortable=True)
         self._add_time("txn-send-offsets-time-ns-total", start)
 

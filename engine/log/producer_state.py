@@ -242,8 +242,9 @@ class ProducerAppendInfo:
         """Validate and stage one data batch that will sit at ``first_offset``."""
         epoch = batch.producer_epoch
         last_offset = first_offset + batch.count - 1
-        if self.origin is AppendOrigin.CLIENT:
+        if self.origin is not AppendOrigin.REPLICATION:
             self._check_epoch(epoch, first_offset)
+        if self.origin is AppendOrigin.CLIENT:
             self._check_sequence(epoch, batch.base_sequence, first_offset)
         entry = self.updated
         if entry.current_txn_first_offset is not None and not batch.is_transactional:
