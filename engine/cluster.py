@@ -80,7 +80,7 @@ class Cluster:
         }
         for broker in self.brokers.values():
             broker.add_extension(TransactionCoordinator(weakenings))
-            broker.add_extension(GroupCoordinator())
+            broker.add_extension(GroupCoordinator(weakenings))
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
         self.world.run_for(STARTUP_MS)

@@ -549,9 +549,7 @@ def export_ground_truth(cluster: Cluster) -> GroundTruth:
                 for pid in sorted(live.producers.producers):
                     e = live.producers.producers[pid]
                     producers.append(
-                        ProducerRow(
-                            tp[0], tp[1], bid, pid, e.producer_epoch, e.last_seq, e.current_txn_first_offset
-                        )
+                        ProducerRow(tp[0], tp[1], bid, pid, e.producer_epoch, e.last_seq, e.current_txn_first_offset)
                     )
     gt = GroundTruth(
         seed=cluster.seed,

@@ -48,6 +48,7 @@ from engine.protocol import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
+from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -89,7 +90,9 @@ class _HwWaiter:
 class GroupCoordinator(BrokerExtension):
     """Coordinates the consumer groups whose ``__consumer_offsets`` partition this broker leads."""
 
-    def __init__(self) -> None:
+    def __init__(self, weak: Weakenings = CORRECT) -> None:
+        #: mutant M15 switches KIP-447 generation fencing of TxnOffsetCommit off
+        self.weak = weak
         #: partition -> leader epoch it was loaded (or is loading) in
         self.owned: dict[int, int] = {}
         self.loading: set[int] = set()
@@ -287,9 +290,9 @@ class GroupCoordinator(BrokerExtension):
         if g.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id >= 0 or member_id != "" or instance_id is not None:
-            if member_id not in g.members:
+            if member_id not in g.members and not (transactional and not self.weak.fence_stale_generation):
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != g.generation:
+            if generation_id != g.generation and not (transactional and not self.weak.fence_stale_generation):
                 return ErrorCode.ILLEGAL_GENERATION
             return ErrorCode.NONE
         if not transactional and not g.is_(GroupState.EMPTY):

@@ -220,3 +220,24 @@ SPECS: tuple[Spec, ...] = (
 )
 
 BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
+
+
+from engine.scenarios.workloads import Copier  # noqa: E402 - the copier specs extend the table above
+
+COPIER_TOPICS = (TopicSpec("in", 2), TopicSpec("out", 3))
+GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
+
+SPECS = (
+    *SPECS,
+    Spec("copier: client hard bounce", "TransactionsTest: 2 inputs -> 3 outputs, copiers crash and restart (S10)",
+         Copier(crash_p=0.05), None, topics=COPIER_TOPICS, broker_config=FAST_FAILOVER, safety_ms=8_000,
+         liveness_ms=20_000, catches=(("M12", "copier-duplicate"),)),
+    Spec("copier: random aborts", "copiers abort 1 in 3 transactions and rewind to the committed offsets (S11)",
+         Copier(abort_p=0.33, crash_p=0.0), None, topics=COPIER_TOPICS, broker_config=FAST_FAILOVER,
+         safety_ms=8_000, liveness_ms=20_000, catches=(("M13", "copier-lost"),)),
+    Spec("copier: group mode rebalance", "3 copiers in one group; one is paused mid-transaction through a rebalance (S18)",
+         Copier(copiers=3, input_partitions=9, records_per_partition=60, crash_p=0.0, group_mode=True, pause_slot=0,
+                pause_ms=9_000, txn_size=5), None, topics=GROUP_TOPICS, broker_config=FAST_FAILOVER, safety_ms=14_000,
+         liveness_ms=20_000, allowed="subscribe", catches=(("M15", "copier-duplicate"),)),
+)
+BY_NAME = {s.name: s for s in SPECS}

@@ -166,6 +166,10 @@ class Run:
         self.wake_at[pid] = self.now_ms
         return pid
 
+    def history_size_hint(self) -> int:
+        """Return how many records the history holds (a cheap unique counter for values)."""
+        return len(self.history._ops)  # noqa: SLF001 - read-only peek at the recorder
+
     def keys(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]

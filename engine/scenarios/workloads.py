@@ -233,3 +233,203 @@ class Transactions(Workload):
                     producer = self._new_producer(run, txn_id)
                 except KafkaError:
                     return
+
+
+@dataclasses.dataclass(frozen=True)
+class Copier(Workload):
+    """Kafka's TransactionalMessageCopier: read ``in``, write each record to ``out`` with its lineage.
+
+    Input is seeded first by an idempotent producer. Each copier owns a transactional producer
+    (``transactional.id = copier-<slot>``) and a read_committed consumer in group ``copiers``:
+    with ``group_mode`` all copiers ``subscribe`` (rebalances move partitions), otherwise copier
+    ``i`` is assigned input partition ``i``. A transaction consumes up to ``txn_size`` records,
+    writes ``<topic>:<partition>:<offset>`` to ``out`` (partition = input offset mod the output
+    partitions), sends the consumer offsets to the transaction and commits; with ``abort_p`` it
+    aborts on purpose and seeks back to the committed offsets. With ``crash_p`` a copier
+    crashes at a random step and a new instance (new producer, new consumer) takes over.
+
+    Workload flags: ``offsets-outside-txn`` commits the consumer offsets after the transaction
+    (M12), ``no-rewind`` keeps the position after an abort (M13). ``pause_slot`` pauses that
+    copier mid-transaction for ``pause_ms`` (a zombie through a rebalance, group mode).
+    """
+
+    records_per_partition: int = 120
+    input_partitions: int = 2
+    output_partitions: int = 3
+    copiers: int = 2
+    txn_size: int = 10
+    abort_p: float = 0.0
+    crash_p: float = 0.02
+    group_mode: bool = False
+    pause_slot: int = -1
+    pause_ms: int = 0
+
+    def start(self, run: Run) -> None:
+        """Seed the input, then spawn the copiers and a concurrent read_committed reader of the output."""
+        seeder = run.cluster.producer({"linger.ms": 0, "client.id": "seeder"})
+        inputs: list[tuple[str, int, int, str]] = []
+
+        def seeded(err: KafkaError | None, msg: Any) -> None:
+            if err is None:
+                inputs.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
+
+        for p in range(self.input_partitions):
+            for i in range(self.records_per_partition):
+                seeder.produce("in", value=f"in-{p}-{i}", partition=p, on_delivery=seeded)
+        seeder.flush()
+        run.extra["copier_inputs"] = sorted(inputs)
+        for slot in range(self.copiers):
+            run.spawn(lambda r, pid, slot=slot: self._copier(r, pid, slot))
+
+    def _clients(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
+        producer = run.cluster.producer(run.producer_config({
+            "transactional.id": f"copier-{slot}", "client.id": f"copier-{slot}-producer-{gen}", "linger.ms": 0,
+            "request.timeout.ms": 1_500, "retry.backoff.ms": 20, "transaction.timeout.ms": 10_000,
+            "delivery.timeout.ms": 30_000, "max.block.ms": 20_000}))
+        producer.init_transactions()
+        consumer = run.cluster.consumer(run.consumer_config({
+            "isolation.level": "read_committed", "group.id": "copiers", "client.id": f"copier-{slot}-consumer-{gen}",
+            "session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000}))
+        if self.group_mode:
+            consumer.subscribe(["in"])
+        else:
+            consumer.assign([TopicPartition("in", slot)])
+        return producer, consumer
+
+    def _done(self, run: Run, consumer: Any) -> bool:
+        ends = {p: self.records_per_partition for p in range(self.input_partitions)}
+        committed = consumer.committed([TopicPartition("in", p) for p in range(self.input_partitions)])
+        return all(tp.offset >= ends[tp.partition] for tp in committed)
+
+    def _copier(self, run: Run, pid: int, slot: int) -> Process:
+        gen = 0
+        while True:
+            try:
+                producer, consumer = self._clients(run, slot, gen)
+            except (KafkaError, IllegalStateError):
+                yield Sleep(200)
+                gen += 1
+                continue
+            result = yield from self._copy_loop(run, pid, slot, producer, consumer)
+            if consumer.is_up:
+                try:
+                    consumer.close()  # leave the group, as a restarting application's old instance would
+                except (KafkaError, IllegalStateError):
+                    pass
+            if result == "done":
+                return
+            gen += 1
+            pid = run.next_process  # a restarted copier is a new process, as in Jepsen
+            run.next_process += 1
+
+    def _copy_loop(self, run: Run, pid: int, slot: int, producer: Any, consumer: Any) -> Process:
+        idle = 0
+        while True:
+            try:
+                msgs = consumer.consume(self.txn_size, timeout=0.05)
+            except (KafkaError, IllegalStateError):
+                return "restart"
+            msgs = [m for m in msgs if m.error() is None]
+            # The group generation the records were read in: what the offsets must be fenced by (KIP-447).
+            meta = consumer.group_metadata() if msgs else None
+            if not msgs:
+                idle += 1
+                if run.stopping and idle > 20:
+                    return "done"
+                if idle % 10 == 0:
+                    try:
+                        if self._done(run, consumer):
+                            return "done"
+                    except (KafkaError, IllegalStateError):
+                        return "restart"
+                yield Sleep(20)
+                continue
+            idle = 0
+            polls = [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs]
+            # Values stay unique per attempt (the checker's assumption); the lineage is the prefix.
+            attempt = f"p{pid}-n{run.history_size_hint()}"
+            sends = [Send("out", m.offset() % self.output_partitions,
+                          f"{m.topic()}:{m.partition()}:{m.offset()}:{attempt}") for m in msgs]
+            op = run.history.invoke(pid, "txn", tuple(sends), run.now_ms)
+            last: dict[int, int] = {}
+            for m in msgs:
+                last[m.partition()] = m.offset() + 1
+            offsets = [TopicPartition("in", p, o) for p, o in sorted(last.items())]
+            reports: dict[str, Any] = {}
+            abort = run.rng.random() < self.abort_p
+            outcome, error = "ok", None
+            try:
+                producer.begin_transaction()
+                for s in sends:
+                    producer.produce("out", value=s.value, partition=s.partition,
+                                     on_delivery=lambda e, m: reports.__setitem__(m.value(), (e, m)))
+                if run.rng.random() < self.crash_p:
+                    raise _Crash
+                if slot == self.pause_slot and self.pause_ms and not run.extra.get("paused"):
+                    run.extra["paused"] = True
+                    run.world.pause(producer.name)
+                    run.world.pause(consumer.name)
+                    run.world.scheduler.call_later(self.pause_ms, run.world.resume, producer.name)
+                    run.world.scheduler.call_later(self.pause_ms, run.world.resume, consumer.name)
+                    yield Sleep(self.pause_ms + 1)
+                if not run.flag("offsets-outside-txn"):
+                    producer.send_offsets_to_transaction(offsets, meta)
+                if abort:
+                    producer.abort_transaction()
+                    outcome = "fail"
+                else:
+                    producer.commit_transaction()
+                    if run.flag("offsets-outside-txn"):
+                        if run.rng.random() < 0.3:
+                            raise _Crash  # the window M12 leaves open: outputs committed, offsets not
+                        consumer.commit(offsets=offsets)
+            except _Crash:
+                run.world.crash(producer.name)
+                run.world.crash(consumer.name)
+                run.history.complete(op, "info" if outcome == "ok" else "fail", None, run.now_ms, error="crash")
+                return "restart"
+            except (KafkaError, IllegalStateError) as exc:
+                error = type(exc).__name__
+                try:
+                    producer.abort_transaction()
+                    outcome = "fail"
+                except (KafkaError, IllegalStateError):
+                    outcome = "info"
+            done = []
+            for s in sends:
+                rep = reports.get(s.value)
+                off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
+                done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
+            run.history.complete(op, outcome, (*done, *(polls if outcome == "ok" else ())), run.now_ms, error=error)
+            if outcome == "info":
+                return "restart"
+            if outcome == "fail" and not run.flag("no-rewind"):
+                try:
+                    for tp in consumer.committed([TopicPartition("in", p) for p in sorted(last)]):
+                        consumer.seek(TopicPartition("in", tp.partition, max(tp.offset, 0)))
+                except (KafkaError, IllegalStateError):
+                    return "restart"
+            yield
+
+    def judge(self, run: Run) -> list[str]:
+        """Kafka's copier oracle on the final committed output (X1, X2)."""
+        from engine.check.copier import check_copier  # noqa: PLC0415
+
+        reader = run.cluster.consumer({"isolation.level": "read_committed", "client.id": "copier-judge"})
+        reader.assign([("out", p) for p in range(self.output_partitions)])
+        outputs = []
+        while True:
+            msgs = reader.consume(2_000, timeout=1.0)
+            if not msgs:
+                break
+            for m in msgs:
+                v = m.value()
+                if isinstance(v, str) and v.count(":") == 3:
+                    t, p, o, _attempt = v.split(":")
+                    outputs.append((m.topic(), m.partition(), m.offset(), t, int(p), int(o)))
+        anomalies = check_copier(run.extra.get("copier_inputs", []), outputs, check_order=not self.group_mode)
+        return [f"{a.kind}: {a.message}" for a in anomalies]
+
+
+class _Crash(Exception):  # noqa: N818 - a control-flow signal inside the copier, never escapes
+    """The copier process dies here (a hard client crash)."""

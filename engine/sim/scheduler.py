@@ -9,18 +9,23 @@ Invariants (house style R11):
   :class:`SimulationStalled` when the queue empties or the budget is spent.
 
 There are no threads, no asyncio and no wall clock here. Cancelled timers stay in the heap and
-are skipped when popped (cheaper than removing them).
+are skipped when popped (cheaper than removing them), until they make up most of it: then the
+heap is rebuilt without them (:meth:`Scheduler._compact`), so a run that cancels almost every
+timer (request timeouts) keeps a small heap and frees what the cancelled callbacks held. The
+order of the live events is the same either way: it is the total order ``(due_ms, seq)``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 #: The default bound on events for one ``run_until`` or ``run_for`` call. A run that needs more
 #: passes its own ``max_events``; the bound exists so that a livelock ends in a named error.
 DEFAULT_MAX_EVENTS = 50_000_000
+#: Rebuild the heap when more than this many cancelled entries are in it and they are the majority.
+COMPACT_MIN_CANCELLED = 512
 
 
 class SimulationStalled(RuntimeError):  # noqa: N818 - the name says what happened to the run
@@ -36,16 +41,23 @@ class SimulationStalled(RuntimeError):  # noqa: N818 - the name says what happen
 class Timer:
     """A handle on one scheduled callback; :meth:`cancel` stops it from running."""
 
-    __slots__ = ("cancelled", "due_ms", "seq")
+    __slots__ = ("_sched", "cancelled", "due_ms", "seq")
 
-    def __init__(self, due_ms: int, seq: int) -> None:
+    def __init__(self, due_ms: int, seq: int, sched: Scheduler | None = None) -> None:
         self.due_ms = due_ms
         self.seq = seq
         self.cancelled = False
+        #: The scheduler whose heap still holds this timer (None once it ran or was dropped).
+        self._sched = sched
 
     def cancel(self) -> None:
         """Cancel the callback; cancelling twice or after it ran is harmless."""
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            sched = self._sched
+            if sched is not None:
+                self._sched = None
+                sched._cancelled_one()
 
     def __repr__(self) -> str:
         state = " cancelled" if self.cancelled else ""
@@ -61,13 +73,15 @@ class Scheduler:
         The simulated time at which the run begins.
     """
 
-    __slots__ = ("_heap", "_seq", "events_run", "now_ms")
+    __slots__ = ("_cancelled", "_heap", "_seq", "events_run", "now_ms")
 
     def __init__(self, start_ms: int = 0) -> None:
         self.now_ms = start_ms
         self.events_run = 0
         self._heap: list[tuple[int, int, Timer | None, Callable[..., Any], tuple[Any, ...]]] = []
         self._seq = 0
+        #: Cancelled timers still in the heap.
+        self._cancelled = 0
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -77,7 +91,7 @@ class Scheduler:
         if due_ms < now:
             due_ms = now
         seq = self._seq = self._seq + 1
-        timer = Timer(due_ms, seq)
+        timer = Timer(due_ms, seq, self)
         heappush(self._heap, (due_ms, seq, timer, callback, args))
         return timer
 
@@ -85,7 +99,7 @@ class Scheduler:
         """Run ``callback(*args)`` after ``delay_ms`` simulated milliseconds (negative means now)."""
         due_ms = self.now_ms + (delay_ms if delay_ms > 0 else 0)
         seq = self._seq = self._seq + 1
-        timer = Timer(due_ms, seq)
+        timer = Timer(due_ms, seq, self)
         heappush(self._heap, (due_ms, seq, timer, callback, args))
         return timer
 
@@ -103,6 +117,24 @@ class Scheduler:
         seq = self._seq = self._seq + 1
         heappush(self._heap, (due_ms if due_ms > now else now, seq, None, callback, args))
 
+    # -- cancelled entries ------------------------------------------------------------------
+
+    def _cancelled_one(self) -> None:
+        """A timer in the heap was cancelled; compact when cancelled entries dominate."""
+        n = self._cancelled = self._cancelled + 1
+        if n > COMPACT_MIN_CANCELLED and 2 * n > len(self._heap):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the heap (in place: run loops hold it) without its cancelled entries."""
+        heap = self._heap
+        heap[:] = [e for e in heap if e[2] is None or not e[2].cancelled]
+        heapify(heap)
+        self._cancelled = 0
+
+    def _popped_cancelled(self) -> None:
+        self._cancelled -= 1
+
     # -- running ----------------------------------------------------------------------------
 
     @property
@@ -115,6 +147,7 @@ class Scheduler:
         heap = self._heap
         while heap and heap[0][2] is not None and heap[0][2].cancelled:
             heappop(heap)
+            self._cancelled -= 1
         return heap[0][0] if heap else None
 
     def step(self) -> bool:
@@ -122,8 +155,11 @@ class Scheduler:
         heap = self._heap
         while heap:
             due_ms, _seq, timer, callback, args = heappop(heap)
-            if timer is not None and timer.cancelled:
-                continue
+            if timer is not None:
+                if timer.cancelled:
+                    self._cancelled -= 1
+                    continue
+                timer._sched = None
             self.now_ms = due_ms
             self.events_run += 1
             callback(*args)
@@ -149,9 +185,15 @@ class Scheduler:
                 if due_ms > end_ms:
                     push(heap, entry)
                     break
-                if timer is not None and timer.cancelled:
-                    continue
-                if ran >= max_events:
+                if timer is not None:
+                    if timer.cancelled:
+                        self._cancelled -= 1
+                        continue
+                    if ran >= max_events:
+                        push(heap, entry)
+                        raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
+                    timer._sched = None
+                elif ran >= max_events:
                     push(heap, entry)
                     raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
                 self.now_ms = due_ms

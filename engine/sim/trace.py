@@ -28,14 +28,21 @@ sym   meaning
 
 Fingerprint
 -----------
-:meth:`Trace.fingerprint` hashes every short-log line with BLAKE2b and mixes in one final draw
-from the ``fingerprint`` random stream, so two runs agree only if they emitted the same events
-*and* consumed the same randomness.
+:meth:`Trace.fingerprint` hashes every event (index, time, node, kind, name and every detail
+pair) with BLAKE2b and mixes in one final draw from the ``fingerprint`` random stream, so two runs
+agree only if they emitted the same events *and* consumed the same randomness. Events are hashed
+in chunks of :data:`HASH_CHUNK`, each serialised with :mod:`marshal` (format 2, which depends only
+on the values, never on object identity or reference counts); a chunk holding a value marshal
+cannot encode falls back to ``repr``. A trace that keeps its events hashes them at fingerprint
+time, one that does not hashes each chunk as it fills: both give the same digest. Detail values
+must therefore not be mutated after they are emitted (they never are: emitters pass fresh
+values).
 """
 
 from __future__ import annotations
 
 import hashlib
+import marshal
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -52,6 +59,21 @@ SYMBOLS = {
     "mark": "#",
     "phase": "=",
 }
+
+
+#: Events per hashed chunk (see the module docstring); part of the fingerprint's definition.
+HASH_CHUNK = 2048
+#: marshal format 2: values only (format 3 and later mark shared objects by reference count).
+_MARSHAL_VERSION = 2
+
+
+def _chunk_bytes(chunk: list[TraceEvent]) -> bytes:
+    """Return the bytes hashed for one chunk of events."""
+    plain = list(map(tuple, chunk))
+    try:
+        return marshal.dumps(plain, _MARSHAL_VERSION)
+    except ValueError:  # a detail value marshal cannot encode (an enum, a dataclass, ...)
+        return repr(plain).encode()
 
 
 class TraceEvent(NamedTuple):
@@ -90,6 +112,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+_new_event = tuple.__new__
+
+
 class Trace:
     """The ordered list of :class:`TraceEvent` of one run, and the observers that watch it.
 
@@ -111,6 +136,8 @@ class Trace:
         self._observers: list[Observer] = []
         self._hooks: list[Any] = []
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
+        #: keep=False: the events of the chunk being filled (hashed when it is full).
+        self._chunk: list[TraceEvent] = self.events if keep else []
 
     # -- observers --------------------------------------------------------------------------
 
@@ -133,14 +160,17 @@ class Trace:
 
     def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent:
         """Record one event now and hand it to the observers."""
-        event = TraceEvent(self.count, self._clock.now_ms, node, kind, name, detail)
-        self.count += 1
-        if self.keep:
-            self.events.append(event)
-        else:
-            self._hash.update(event.short().encode())  # type: ignore[union-attr]
-        for hook in self._hooks:
-            hook(event)
+        n = self.count
+        event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
+        self.count = n + 1
+        chunk = self._chunk
+        chunk.append(event)
+        if not self.keep and len(chunk) >= HASH_CHUNK:
+            self._hash.update(_chunk_bytes(chunk))  # type: ignore[union-attr]
+            self._chunk = []
+        if self._hooks:
+            for hook in self._hooks:
+                hook(event)
         return event
 
     def mark(self, node: str, label: str) -> None:
@@ -176,9 +206,12 @@ class Trace:
         """Return a hex digest of the whole trace plus ``final_draw`` (see the module docstring)."""
         if self._hash is not None:
             h = self._hash.copy()
+            if self._chunk:
+                h.update(_chunk_bytes(self._chunk))
         else:
             h = hashlib.blake2b(digest_size=16)
-            for e in self.events:
-                h.update(e.short().encode())
+            events = self.events
+            for i in range(0, len(events), HASH_CHUNK):
+                h.update(_chunk_bytes(events[i : i + HASH_CHUNK]))
         h.update(str(final_draw).encode())
         return h.hexdigest()

@@ -1,4 +1,4 @@
-"""White-box invariants L1–L14 over broker state (``eos-checking.md`` §5.3).
+"""White-box invariants L1 to L14 over broker state (``eos-checking.md`` §5.3).
 
 Role
 ----

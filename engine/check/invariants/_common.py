@@ -30,9 +30,7 @@ def show(v: Any) -> str:
     return str(v)
 
 
-def anomaly(
-    kind: str, tp: TP | None, message: str, offsets: Iterable[int] = (), values: Iterable[Any] = ()
-) -> Anomaly:
+def anomaly(kind: str, tp: TP | None, message: str, offsets: Iterable[int] = (), values: Iterable[Any] = ()) -> Anomaly:
     """Build an :class:`Anomaly` of a white-box kind."""
     return Anomaly(kind, key=tp, offsets=tuple(offsets), values=tuple(show(v) for v in values), message=message)
 

@@ -39,23 +39,22 @@ def check_aborted_index(gt: GroundTruth) -> list[Anomaly]:
         )
         have = entries.get(key, Counter())
         tp = (key[0], key[1])
-        for t in sorted((want - have).elements()):
-            found.append(
-                anomaly(
-                    L9_INDEX,
-                    tp,
-                    f"broker {key[2]}: aborted transaction of producer {t[0]} at {t[1]}..{t[2]} is missing "
-                    f"from the index",
-                    offsets=(t[1], t[2]),
-                )
+        found.extend(
+            anomaly(
+                L9_INDEX,
+                tp,
+                f"broker {key[2]}: aborted transaction of producer {t[0]} at {t[1]}..{t[2]} is missing from the index",
+                offsets=(t[1], t[2]),
             )
-        for t in sorted((have - want).elements()):
-            found.append(
-                anomaly(
-                    L9_INDEX,
-                    tp,
-                    f"broker {key[2]}: index entry producer {t[0]} at {t[1]}..{t[2]} matches no ABORT marker",
-                    offsets=(t[1], t[2]),
-                )
+            for t in sorted((want - have).elements())
+        )
+        found.extend(
+            anomaly(
+                L9_INDEX,
+                tp,
+                f"broker {key[2]}: index entry producer {t[0]} at {t[1]}..{t[2]} matches no ABORT marker",
+                offsets=(t[1], t[2]),
             )
+            for t in sorted((have - want).elements())
+        )
     return found

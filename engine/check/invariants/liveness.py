@@ -32,6 +32,8 @@ def check_liveness(gt: GroundTruth) -> list[Anomaly]:
             continue
         if r.lso is not None and r.lso != r.hw:
             found.append(
-                anomaly(L14_LSO, tp, f"leader {r.broker_id}: LSO {r.lso} never reached HW {r.hw}", offsets=(r.lso, r.hw))
+                anomaly(
+                    L14_LSO, tp, f"leader {r.broker_id}: LSO {r.lso} never reached HW {r.hw}", offsets=(r.lso, r.hw)
+                )
             )
     return found

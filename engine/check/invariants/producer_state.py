@@ -61,14 +61,14 @@ def check_producer_state(gt: GroundTruth) -> list[Anomaly]:
             pid: (e.producer_epoch, e.last_seq, e.current_txn_first_offset) for pid, e in rebuilt.producers.items()
         }
         memory = tables.get(key, {})
-        for pid in sorted(set(replay) | set(memory)):
-            if replay.get(pid) != memory.get(pid):
-                found.append(
-                    anomaly(
-                        L13_PRODUCER_STATE,
-                        (r.topic, r.partition),
-                        f"leader {r.broker_id}: producer {pid} in memory (epoch, last seq, txn start) = "
-                        f"{memory.get(pid)}, rebuilt from the log = {replay.get(pid)}",
-                    )
-                )
+        found.extend(
+            anomaly(
+                L13_PRODUCER_STATE,
+                (r.topic, r.partition),
+                f"leader {r.broker_id}: producer {pid} in memory (epoch, last seq, txn start) = "
+                f"{memory.get(pid)}, rebuilt from the log = {replay.get(pid)}",
+            )
+            for pid in sorted(set(replay) | set(memory))
+            if replay.get(pid) != memory.get(pid)
+        )
     return found

@@ -146,17 +146,17 @@ def check_no_hanging(gt: GroundTruth) -> list[Anomaly]:
     found: list[Anomaly] = []
     for tp in gt.partition_keys():
         spans, _ = txn_spans(gt.final_log(tp))
-        for s in spans:
-            if s.marker_offset is None:
-                found.append(
-                    anomaly(
-                        L5_HANGING,
-                        tp,
-                        f"producer {s.producer_id}: transaction open since offset {s.first_offset} "
-                        f"({len(s.data_offsets)} batch(es)) has no marker",
-                        offsets=s.data_offsets[:10],
-                    )
-                )
+        found.extend(
+            anomaly(
+                L5_HANGING,
+                tp,
+                f"producer {s.producer_id}: transaction open since offset {s.first_offset} "
+                f"({len(s.data_offsets)} batch(es)) has no marker",
+                offsets=s.data_offsets[:10],
+            )
+            for s in spans
+            if s.marker_offset is None
+        )
         leader = gt.authoritative(tp)
         r = gt.replica(tp, leader) if leader is not None else None
         if r is not None and r.is_leader and r.lso is not None and r.lso != r.hw:
@@ -210,8 +210,7 @@ def check_atomicity(gt: GroundTruth) -> list[Anomaly]:
                 continue
             found.extend(_align(tp, pid, markers[pid], by_pid_tp.get((pid, tp), [])))
         for pid in sorted({p for p, t in by_pid_tp if t == tp} - set(markers)):
-            for d in by_pid_tp[(pid, tp)]:
-                found.append(_missing(tp, d))
+            found.extend(_missing(tp, d) for d in by_pid_tp[(pid, tp)])
     if gt.transaction_version >= 2:
         for (pid, epoch), types in sorted(unknown_types.items()):
             if len(types) > 1:
@@ -247,9 +246,7 @@ def _align(tp: TP, pid: int, markers: list[TxnSpan], decs: list[Decision]) -> li
             continue
         if i > 0 and (decs[i - 1].producer_epoch, decs[i - 1].control_type) == want:
             continue  # a duplicate of the previous marker (L4)
-        ahead = next(
-            (j for j in range(i, len(decs)) if (decs[j].producer_epoch, decs[j].control_type) == want), None
-        )
+        ahead = next((j for j in range(i, len(decs)) if (decs[j].producer_epoch, decs[j].control_type) == want), None)
         if ahead is not None:
             found.extend(_missing(tp, d) for d in decs[i:ahead])
             i = ahead + 1
