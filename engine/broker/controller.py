@@ -113,9 +113,17 @@ class Controller(RpcNode):
     def _on_heartbeat(self, m: Message) -> None:
         hb: BrokerHeartbeatRequest = m.body
         b = hb.broker_id
+        known = b in self.incarnations
         new_incarnation = self.incarnations.get(b) != hb.incarnation
         self.brokers[b] = self.world.now_ms
         self.incarnations[b] = hb.incarnation
+        if known and new_incarnation and b not in self.fenced:
+            # It restarted before its session expired: its old registration is gone, and so may be
+            # an unflushed tail. Move leadership away first (bumping leader epochs), as KRaft fences a
+            # re-registering broker until it has caught up.
+            self.world.trace.emit(self.name, "state", "broker.reregister", ("broker", b), ("incarnation", hb.incarnation))
+            self.fenced.add(b)
+            self._on_broker_down(b)
         if b in self.fenced or new_incarnation:
             self.fenced.discard(b)
             self.world.trace.emit(self.name, "state", "broker.register", ("broker", b), ("incarnation", hb.incarnation))

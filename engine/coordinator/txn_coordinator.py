@@ -609,7 +609,10 @@ class TransactionCoordinator(BrokerExtension):
 
         def written(ok: bool, _offset: int) -> None:
             if not ok:
-                # Leadership moved or the write failed: the next coordinator completes it on load.
+                # Leadership moved (the next coordinator completes it on load) or the write failed
+                # while this broker still coordinates: retry, as Kafka does, or the id stays stuck.
+                if self._owner_error(md.transactional_id) is ErrorCode.NONE:
+                    self.broker.set_timer(MARKER_RETRY_BACKOFF_MS, self._complete, md, value)
                 return
             self.broker.world.trace.emit(
                 self.broker.name,

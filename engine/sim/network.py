@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.sim.node import NodeStatus
@@ -103,6 +104,10 @@ class MessageRule:
         )
 
 
+_new_message = tuple.__new__
+_DOWN = NodeStatus.DOWN
+
+
 class _ActiveRule:
     __slots__ = ("remaining", "rule", "rule_id", "skip_left")
 
@@ -137,6 +142,9 @@ class Network:
         self.clogged: set[tuple[str, str]] = set()
         self._clog_queue: dict[tuple[str, str], list[Message]] = {}
         self._fixed = options.latency_ms_min == options.latency_ms_max
+        self._fixed_ms = options.latency_ms_min
+        self._nodes = world.nodes
+        self._emit = world.trace.emit
         self.sent = 0
         self.delivered = 0
         self.dropped = 0
@@ -145,29 +153,28 @@ class Network:
 
     def send(self, src: str, dst: str, body: Any, kind: str = "oneway", correlation_id: int = 0) -> Message:
         """Send ``body`` from ``src`` to ``dst``; return the message (its id names it in faults)."""
-        self._next_msg_id += 1
-        nodes = self.world.nodes
+        msg_id = self._next_msg_id = self._next_msg_id + 1
+        nodes = self._nodes
         s, d = nodes.get(src), nodes.get(dst)
-        m = Message(
-            self._next_msg_id,
-            src,
-            dst,
-            kind,
-            body,
-            correlation_id,
-            s.incarnation if s is not None else 0,
-            d.incarnation if d is not None else 0,
+        m = _new_message(
+            Message,
+            (
+                msg_id,
+                src,
+                dst,
+                kind,
+                body,
+                correlation_id,
+                s.incarnation if s is not None else 0,
+                d.incarnation if d is not None else 0,
+            ),
         )
         self.sent += 1
-        self._trace.emit(
-            src,
-            "send",
-            kind,
-            ("to", dst),
-            ("id", m.msg_id),
-            ("msg", type(body).__name__),
-            *_body_detail(body),
-        )
+        detail = getattr(body, "trace_detail", None)
+        if detail is not None:
+            self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__), *detail())
+        else:
+            self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__))
         if self.blocked and (src, dst) in self.blocked:
             self._drop(m, "partitioned")
             return m
@@ -176,6 +183,13 @@ class Network:
             if rule is not None:
                 self._apply_rule(rule, m)
                 return m
+        if self._fixed:
+            # Fixed latency: every message of a connection is due ``latency`` after its send, so
+            # sends in order are due in order and the FIFO bookkeeping has nothing to enforce.
+            sched = self._sched
+            seq = sched._seq = sched._seq + 1
+            heappush(sched._heap, (sched.now_ms + self._fixed_ms, seq, None, self._deliver, (m,)))
+            return m
         self._schedule(m)
         return m
 
@@ -185,7 +199,9 @@ class Network:
 
     def _schedule(self, m: Message, extra_ms: int = 0, fifo: bool = True) -> None:
         due = self._sched.now_ms + self._latency() + extra_ms
-        if fifo:
+        if fifo and not self._fixed:
+            # With a fixed latency a FIFO message is never due before an earlier one of its
+            # connection (only delayed messages, which skip FIFO, are due later than that).
             key = (m.src, m.dst)
             last = self._last_due.get(key, 0)
             if due < last:
@@ -194,31 +210,31 @@ class Network:
         self._sched.call_at_fast(due, self._deliver, m)
 
     def _deliver(self, m: Message) -> None:
-        key = (m.src, m.dst)
-        if self.blocked and key in self.blocked:
-            self._drop(m, "partitioned")
-            return
-        if self.clogged and key in self.clogged:
-            self._clog_queue.setdefault(key, []).append(m)
-            return
-        nodes = self.world.nodes
+        if self.blocked or self.clogged:
+            key = (m.src, m.dst)
+            if key in self.blocked:
+                self._drop(m, "partitioned")
+                return
+            if key in self.clogged:
+                self._clog_queue.setdefault(key, []).append(m)
+                return
+        nodes = self._nodes
         node = nodes.get(m.dst)
         if node is None:
             self._drop(m, "no such node")
             return
-        if node.status is NodeStatus.DOWN:
+        if node.status is _DOWN:
             self._drop(m, "node down")
             return
+        if node.incarnation != m.dst_incarnation:
+            self._drop(m, "connection reset")
+            return
         src = nodes.get(m.src)
-        if node.incarnation != m.dst_incarnation or (
-            src is not None and src.incarnation != m.src_incarnation
-        ):
+        if src is not None and src.incarnation != m.src_incarnation:
             self._drop(m, "connection reset")
             return
         self.delivered += 1
-        self._trace.emit(
-            m.dst, "deliver", m.kind, ("from", m.src), ("id", m.msg_id), ("msg", type(m.body).__name__)
-        )
+        self._emit(m.dst, "deliver", m.kind, ("from", m.src), ("id", m.msg_id), ("msg", type(m.body).__name__))
         node.deliver(m)
 
     def _drop(self, m: Message, reason: str) -> None:

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from engine.sim.disk import Disk
+from engine.sim.scheduler import Timer
 
 if TYPE_CHECKING:
     from engine.sim.network import Message
-    from engine.sim.scheduler import Timer
     from engine.sim.world import World
 
 
@@ -70,7 +71,8 @@ class Node:
         self.status = NodeStatus.UP
         self.incarnation = 0
         self.disk = Disk(name)
-        self._deferred: list[tuple[Callable[..., Any], tuple[Any, ...], list[Timer] | None]] = []
+        self._deferred: list[tuple[Callable[..., Any], tuple[Any, ...], Timer | None]] = []
+        self._sched = world.scheduler
         world.add_node(self)
 
     # -- to override ------------------------------------------------------------------------
@@ -92,24 +94,37 @@ class Node:
         Cancelling the returned timer also stops it when it came due during a pause and is
         waiting for the resume.
         """
-        box: list[Timer] = []
-        timer = self.world.scheduler.call_later(delay_ms, self._fire, self.incarnation, callback, args, box)
-        box.append(timer)
+        sched = self._sched
+        now = sched.now_ms
+        due_ms = now + delay_ms if delay_ms > 0 else now
+        seq = sched._seq = sched._seq + 1
+        timer = Timer(due_ms, seq, sched)
+        heappush(sched._heap, (due_ms, seq, timer, self._fire, (self.incarnation, callback, args, timer)))
         return timer
+
+    def call_after(self, delay_ms: int, callback: Callable[..., Any], *args: Any) -> None:
+        """Like :meth:`set_timer` for a callback that is never cancelled: no handle, no :class:`Timer`."""
+        sched = self._sched
+        now = sched.now_ms
+        seq = sched._seq = sched._seq + 1
+        heappush(
+            sched._heap,
+            (now + delay_ms if delay_ms > 0 else now, seq, None, self._fire, (self.incarnation, callback, args, None)),
+        )
 
     def _fire(
         self,
         incarnation: int,
         callback: Callable[..., Any],
         args: tuple[Any, ...],
-        box: list[Timer] | None = None,
+        timer: Timer | None = None,
     ) -> None:
         if incarnation != self.incarnation:
             return
-        if box is not None and box[0].cancelled:
+        if timer is not None and timer.cancelled:
             return
         if self.status is NodeStatus.PAUSED:
-            self._deferred.append((callback, args, box))
+            self._deferred.append((callback, args, timer))
             return
         callback(*args)
 
@@ -152,9 +167,9 @@ class Node:
         self._transition_to("resume", NodeStatus.UP)
         deferred, self._deferred = self._deferred, []
         incarnation = self.incarnation
-        for callback, args, box in deferred:
+        for callback, args, timer in deferred:
             # Run in the order they queued; each one at "now", as a woken zombie would.
-            self.world.scheduler.call_soon(self._fire, incarnation, callback, args, box)
+            self.world.scheduler.call_soon(self._fire, incarnation, callback, args, timer)
 
     @property
     def is_up(self) -> bool:

@@ -132,9 +132,6 @@ class Scheduler:
         heapify(heap)
         self._cancelled = 0
 
-    def _popped_cancelled(self) -> None:
-        self._cancelled -= 1
-
     # -- running ----------------------------------------------------------------------------
 
     @property

@@ -539,7 +539,7 @@ def test_at_least_once_skips_idempotence_and_fencing() -> None:
     assert "L2-sequence-gap" not in kinds(check_invariants(c, at_least_once=True))
 
 
-# -- an engine bug the invariants found ----------------------------------------------------------------------------
+# -- engine bugs the invariants found (fixed; these runs now stay clean) ----------------------------------------------------------------------------
 
 
 def stuck_completion_run() -> Cluster:
@@ -576,16 +576,6 @@ def stuck_completion_run() -> Cluster:
     return c
 
 
-def test_l6_incomplete_fires_on_a_real_coordinator_stuck_in_prepare_after_a_failed_complete_write() -> None:
-    found = check_invariants(stuck_completion_run())
-    assert kinds(found) == {"L6-incomplete"}
-
-
-@pytest.mark.xfail(
-    reason="engine bug: TransactionCoordinator._complete never retries a failed COMPLETE_* write while it stays "
-    "coordinator; the id stays PREPARE_* in memory (CONCURRENT_TRANSACTIONS forever) though the log has COMPLETE_*",
-    strict=False,
-)
 def test_a_transaction_whose_complete_write_timed_out_is_eventually_completed() -> None:
     assert check_invariants(stuck_completion_run()) == []
 
@@ -622,17 +612,6 @@ def power_loss_restart_run() -> tuple[Cluster, PartitionTimeline, dict[Any, set[
     return c, tl, acked
 
 
-def test_l1_l7_l12_fire_on_a_real_power_loss_of_a_leader_that_keeps_its_leader_epoch() -> None:
-    c, tl, acked = power_loss_restart_run()
-    found = kinds(check_invariants(c, tl, acked_values=acked))
-    assert {"L1-replica-divergence", "L7-hw-regression", "L12-lost-ack"} <= found
-
-
-@pytest.mark.xfail(
-    reason="engine bug: a broker that restarts within the session timeout is kept leader in the same leader epoch "
-    "by the controller, although it lost its unflushed tail; committed records are lost and replicas diverge",
-    strict=False,
-)
 def test_a_single_power_loss_never_loses_acknowledged_replicated_records() -> None:
     c, tl, acked = power_loss_restart_run()
     assert check_invariants(c, tl, acked_values=acked) == []
