@@ -216,6 +216,8 @@ class RunResult:
     cluster: Cluster
     history_size: int
     plan: FaultPlan = dataclasses.field(default_factory=FaultPlan)
+    #: what the workload kept for later inspection (e.g. the copier's inputs and outputs)
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -338,7 +340,7 @@ def run_spec(
         report = Report.classify(strict.anomalies, strict.allowed_kinds | expected, strict.stats)
         findings = [f for f in findings if f.split(":")[0] not in expected]
     return RunResult(spec, seed, mutant.id if mutant else None, report, findings, missing,
-                     run.cluster.fingerprint(), run.cluster, len(history), run.extra["fault_plan"])
+                     run.cluster.fingerprint(), run.cluster, len(history), run.extra["fault_plan"], run.extra)
 
 
 def shrink(spec: Spec, seed: int, plan: FaultPlan, *, mutant: Mutant | None = None, max_runs: int = 200) -> FaultPlan:
