@@ -72,6 +72,15 @@ class RpcNode(Node):
         if entry is not None:
             entry[0](None)
 
+    def on_connection_refused(self, message: Message) -> None:
+        """The peer's process is dead: fail the request now instead of waiting for its timeout."""
+        entry = self._pending.pop(message.msg_id, None)
+        if entry is not None:
+            callback, timer = entry
+            if timer is not None:
+                timer.cancel()
+            callback(None)
+
     def on_crash(self) -> None:
         """Forget every pending request."""
         self._pending.clear()

@@ -99,19 +99,24 @@ class ProducerBatch:
     def add_many(self, keys: list[Any] | None, values: list[Any], timestamp: int, callback: Any) -> None:
         """Append several records at once (``produce_batch``)."""
         n = len(self.values)
-        k = list(keys) if keys is not None else [None] * len(values)
-        self.keys.extend(k)
+        m = len(values)
+        if keys is not None:
+            self.keys.extend(keys)
+        elif n == 0:
+            self.keys = [None] * m
+        else:
+            self.keys.extend([None] * m)
         self.values.extend(values)
-        self.timestamps.extend([timestamp] * len(values))
+        self.timestamps.extend([timestamp] * m)
         if self.headers is not None:
-            self.headers.extend([None] * len(values))
+            self.headers.extend([None] * m)
         if callback is not None:
             if self.callbacks is None:
                 self.callbacks = [None] * n
-            self.callbacks.extend([callback] * len(values))
+            self.callbacks.extend([callback] * m)
         elif self.callbacks is not None:
-            self.callbacks.extend([None] * len(values))
-        self.size = estimate_size(tuple(self.keys), tuple(self.values))
+            self.callbacks.extend([None] * m)
+        self.size = estimate_size(self.keys, self.values)
 
     def __repr__(self) -> str:
         return (

@@ -7,6 +7,8 @@ coalesced: callers waiting on one refresh are all called back when it lands.
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,12 @@ class ClientNode(RpcNode):
         """Return the leader broker id as last known, or -1."""
         s = self.partitions.get((topic, partition))
         return s.leader if s is not None else -1
+
+    def forget_leader(self, topic: str, partition: int) -> None:
+        """Treat a partition's leader as unknown until the next metadata answer."""
+        s = self.partitions.get((topic, partition))
+        if s is not None and s.leader >= 0:
+            self.partitions[(topic, partition)] = dataclasses.replace(s, leader=-1)
 
     def refresh_metadata(self, then: Callable[[], None] | None = None) -> None:
         """Ask a broker for metadata; ``then()`` runs when an answer arrives."""

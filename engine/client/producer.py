@@ -33,7 +33,9 @@ from engine.client.message import Message
 from engine.client.partitioner import partition_for_key
 from engine.config import ProducerConfig, parse_config
 from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
-from engine.log.records import RecordBatch
+from engine.log.records import RecordBatch, none_keys
+from engine.sim.node import NodeStatus
+from engine.sim.scheduler import SimulationStalled
 from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 if TYPE_CHECKING:
@@ -155,13 +157,17 @@ class Producer(ClientNode):
             if timeout is not None
             else self.config.delivery_timeout_ms + self.config.request_timeout_ms
         )
-        end = self.world.now_ms + wait_ms
-        self.world.run_until(
-            lambda: (
-                self._outstanding == 0 or self.fatal_error is not None or not self.is_up or self.world.now_ms >= end
-            ),
-            max_events,
-        )
+        sched = self.world.scheduler
+        end = sched.now_ms + wait_ms
+        # world.run_until(lambda: outstanding == 0 or fatal or not up or now >= end), inlined.
+        step = sched.step
+        ran = 0
+        while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP and sched.now_ms < end:
+            if ran >= max_events:
+                raise SimulationStalled(f"budget of {max_events} events spent", sched.now_ms, ran)
+            if not step():
+                raise SimulationStalled("the event queue is empty", sched.now_ms, ran)
+            ran += 1
         self._serve_reports()
         return self._outstanding
 
@@ -348,13 +354,14 @@ class Producer(ClientNode):
                 q.next_sequence += b.count
                 b.producer_id, b.producer_epoch = self.producer_id, self.producer_epoch
             b.is_transactional = self.batch_is_transactional()
+            keys = b.keys
             b.wire = RecordBatch(
                 producer_id=b.producer_id,
                 producer_epoch=b.producer_epoch,
                 base_sequence=b.base_sequence,
                 is_transactional=b.is_transactional,
                 create_time=b.created_ms,
-                keys=tuple(b.keys),
+                keys=none_keys(len(keys)) if keys.count(None) == len(keys) else tuple(keys),
                 values=tuple(b.values),
                 headers=tuple(b.headers) if b.headers is not None else None,
                 size_bytes=b.size,
@@ -451,6 +458,9 @@ class Producer(ClientNode):
             ("attempt", b.attempts),
         )
         if code in _METADATA_ERRORS:
+            # The leader we knew may be gone: wait for fresh metadata before resending (Kafka marks
+            # the partition's leader unknown and requests an update).
+            self.forget_leader(b.topic, b.partition)
             self.refresh_metadata(self._wake)
         self._wake_at(b.retry_after_ms)
 

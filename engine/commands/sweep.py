@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutant", help="sweep a weakened configuration M1..M16")
     parser.add_argument("--shrink", action="store_true", help="shrink the fault plan of the first failure")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; seeds are independent)")
 
 
 def _bar(done: int, total: int, fails: int, name: str) -> None:
@@ -58,18 +59,27 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     failures = []
     total = len(specs) * args.seeds
-    done = 0
-    for spec in specs:
-        for seed in range(args.first_seed, args.first_seed + args.seeds):
-            r = run_spec(spec, seed, mutant=mutant, swarm=args.swarm)
-            done += 1
-            kinds = sorted({a.kind for a in r.report.forbidden} | {f.split(":")[0] for f in r.findings})
-            rows.append((spec.name, seed, "PASS" if r.ok else "FAIL", ",".join(kinds) or "-", r.history_size,
-                         r.cluster.now_ms, r.fingerprint[:12]))
-            if not r.ok:
-                failures.append(r)
+    tasks = [(spec.name, seed, args.mutant, args.swarm) for spec in specs
+             for seed in range(args.first_seed, args.first_seed + args.seeds)]
+    if args.jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            results = []
+            for done, res in enumerate(pool.imap(_one, tasks, chunksize=2), start=1):
+                results.append(res)
+                if not args.quiet:
+                    _bar(done, total, sum(1 for r in results if not r[2]), res[0])
+    else:
+        results = []
+        for done, task in enumerate(tasks, start=1):
+            results.append(_one(task))
             if not args.quiet:
-                _bar(done, total, len(failures), spec.name)
+                _bar(done, total, sum(1 for r in results if not r[2]), task[0])
+    for name, seed, ok, kinds, ops, ms, fp, verdict, replay in results:
+        rows.append((name, seed, "PASS" if ok else "FAIL", kinds, ops, ms, fp))
+        if not ok:
+            failures.append((seed, verdict, replay, name))
     if not args.quiet:
         sys.stderr.write("\n")
     print(f"{'scenario':<46} {'seed':>6} {'verdict':<7} {'forbidden':<34} {'ops':>6} {'sim_ms':>8} fingerprint")
@@ -85,10 +95,24 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name[:46]:<46} {p:>5} {f:>5}")
     mode = f" with {mutant.id}" if mutant else ""
     print(f"\n{len(rows)} runs{mode}: {len(rows) - len(failures)} passed, {len(failures)} failed")
-    for r in failures:
-        print(f"FAILED seed {r.seed}: {r.verdict()}\n  replay: {r.replay}{' --swarm' if args.swarm else ''}")
+    for seed, verdict, replay, _name in failures:
+        print(f"FAILED seed {seed}: {verdict[:300]}\n  replay: {replay}{' --swarm' if args.swarm else ''}")
     if failures and args.shrink:
-        first = failures[0]
+        seed, _verdict, _replay, name = failures[0]
+        first = run_spec(BY_NAME[name], seed, mutant=mutant, swarm=args.swarm)
         small = shrink(first.spec, first.seed, first.plan, mutant=mutant)
         print(f"\nshrunk fault plan for seed {first.seed} ({len(first.plan)} -> {len(small)} entries):\n{small}")
     return 1 if failures else 0
+
+
+def _one(task: tuple) -> tuple:
+    """Run one (scenario, seed) and return a picklable summary row."""
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import run_spec
+    from engine.scenarios.mutants import get_mutant
+
+    name, seed, mutant_id, swarm = task
+    r = run_spec(BY_NAME[name], seed, mutant=get_mutant(mutant_id) if mutant_id else None, swarm=swarm)
+    kinds = sorted({a.kind for a in r.report.forbidden} | {f.split(":")[0] for f in r.findings})
+    return (name, seed, r.ok, ",".join(kinds) or "-", r.history_size, r.cluster.now_ms, r.fingerprint[:12],
+            r.verdict(), r.replay)

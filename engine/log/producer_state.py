@@ -76,6 +76,9 @@ class BatchMetadata(NamedTuple):
         return self.last_offset - (self.last_seq - self.first_seq)
 
 
+_new_tuple = tuple.__new__
+
+
 class CompletedTxn(NamedTuple):
     """A transaction ended by a marker in this partition."""
 
@@ -157,9 +160,10 @@ class ProducerStateEntry:
         if epoch != self.producer_epoch:
             self.batches = []
             self.producer_epoch = epoch
-        self.batches.append(BatchMetadata(first_seq, last_seq, last_offset, timestamp))
-        while len(self.batches) > window:
-            del self.batches[0]
+        batches = self.batches
+        batches.append(_new_tuple(BatchMetadata, (first_seq, last_seq, last_offset, timestamp)))
+        while len(batches) > window:
+            del batches[0]
         self.last_timestamp = timestamp
 
     def __repr__(self) -> str:
@@ -304,6 +308,45 @@ class ProducerStateManager:
         info.fence_epochs = self.fence_epochs
         return info
 
+    def plain_entry(self, batch: RecordBatch, origin: AppendOrigin) -> ProducerStateEntry | None:
+        """Return the producer's entry when ``batch`` is plain, else None; nothing changes here.
+
+        Plain: a non-transactional data batch from a producer this partition knows, in the
+        producer's current epoch, with no transaction open, and (from a client) with the next
+        expected sequence. Every check of the staged path passes for such a batch and its update
+        only adds it to the window, so :meth:`append_plain` may apply it in place, after the
+        batch is in the log. Anything else (None) takes :meth:`prepare_update`.
+        """
+        entry = self.producers.get(batch.producer_id)
+        if (
+            entry is None
+            or batch.is_transactional
+            or batch.is_control
+            or entry.current_txn_first_offset is not None
+            or batch.producer_epoch != entry.producer_epoch
+        ):
+            return None
+        if origin is AppendOrigin.CLIENT:
+            batches = entry.batches
+            if batch.base_sequence != (batches[-1].last_seq + 1 if batches else 0):
+                return None
+        elif origin is not AppendOrigin.REPLICATION:
+            return None
+        return entry
+
+    def append_plain(self, entry: ProducerStateEntry, batch: RecordBatch, first_offset: int) -> None:
+        """Record a batch :meth:`plain_entry` accepted, now at ``first_offset`` in the log."""
+        n = len(batch.values)
+        first_seq = batch.base_sequence
+        entry.add_batch(
+            entry.producer_epoch,
+            first_seq,
+            first_seq + n - 1 if first_seq >= 0 else -1,
+            first_offset + n - 1,
+            batch.create_time,
+            self.window,
+        )
+
     def find_duplicate(self, batch: RecordBatch) -> BatchMetadata | None:
         """Return the cached metadata of an identical earlier batch, if the window holds one."""
         entry = self.producers.get(batch.producer_id)
@@ -400,6 +443,10 @@ class ProducerStateManager:
         """Do the bookkeeping for one batch copied from the leader or read from the log."""
         self.last_map_offset = batch.next_offset
         if batch.producer_id < 0:
+            return None
+        entry = self.plain_entry(batch, AppendOrigin.REPLICATION)
+        if entry is not None:
+            self.append_plain(entry, batch, batch.base_offset)
             return None
         info = self.prepare_update(batch.producer_id, AppendOrigin.REPLICATION)
         if batch.is_control:

@@ -19,6 +19,7 @@ there is no compression and no CRC (``size_bytes`` is an estimate of the encoded
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 NO_PRODUCER_ID = -1
@@ -37,16 +38,46 @@ COMMIT = "COMMIT"
 ABORT = "ABORT"
 
 
-def estimate_size(keys: tuple[Any, ...], values: tuple[Any, ...]) -> int:
-    """Estimate the encoded size of a batch of these records."""
-    size = BATCH_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES * len(values)
-    for k in keys:
-        if k is not None:
-            size += len(k) if isinstance(k, (bytes, str)) else 16
-    for v in values:
-        if v is not None:
-            size += len(v) if isinstance(v, (bytes, str)) else 64
+def estimate_size(keys: Sequence[Any], values: Sequence[Any]) -> int:
+    """Estimate the encoded size of a batch of these records.
+
+    A key or value counts its length when it is ``bytes`` or ``str``, 16 (a key) or 64 (a value)
+    bytes when it is anything else, and nothing when it is None.
+    """
+    return BATCH_OVERHEAD_BYTES + RECORD_OVERHEAD_BYTES * len(values) + _payload(keys, 16) + _payload(values, 64)
+
+
+_SIZED = frozenset({bytes, str})
+
+
+def _payload(items: Sequence[Any], other: int) -> int:
+    """Return the summed size of keys or values (``other`` for one that is not bytes or str)."""
+    if not items:
+        return 0
+    types = set(map(type, items))
+    if types <= _SIZED:
+        return sum(map(len, items))
+    if types == _NONE_ONLY:
+        return 0
+    size = 0
+    for x in items:
+        if x is not None:
+            size += len(x) if isinstance(x, (bytes, str)) else other
     return size
+
+
+_NONE_ONLY = {type(None)}
+_NONE_TUPLES: dict[int, tuple[None, ...]] = {}
+
+
+def none_keys(n: int) -> tuple[None, ...]:
+    """Return a tuple of ``n`` Nones, shared between batches (keys of a batch without keys)."""
+    t = _NONE_TUPLES.get(n)
+    if t is None:
+        t = (None,) * n
+        if n <= 4096:
+            _NONE_TUPLES[n] = t
+    return t
 
 
 class RecordBatch:

@@ -106,6 +106,7 @@ class MessageRule:
 
 _new_message = tuple.__new__
 _DOWN = NodeStatus.DOWN
+_UP = NodeStatus.UP
 
 
 class _ActiveRule:
@@ -225,9 +226,11 @@ class Network:
             return
         if node.status is _DOWN:
             self._drop(m, "node down")
+            self._refuse(m)
             return
         if node.incarnation != m.dst_incarnation:
             self._drop(m, "connection reset")
+            self._refuse(m)
             return
         src = nodes.get(m.src)
         if src is not None and src.incarnation != m.src_incarnation:
@@ -236,6 +239,23 @@ class Network:
         self.delivered += 1
         self._emit(m.dst, "deliver", m.kind, ("from", m.src), ("id", m.msg_id), ("msg", type(m.body).__name__))
         node.deliver(m)
+
+    def _refuse(self, m: Message) -> None:
+        """A request to a dead process is refused: its sender learns it one hop later (TCP RST).
+
+        A partitioned or paused peer gives no such signal; the sender can only time out.
+        """
+        if m.kind == "request":
+            self._sched.call_at_fast(self._sched.now_ms + self._latency(), self._refused, m)
+
+    def _refused(self, m: Message) -> None:
+        src = self._nodes.get(m.src)
+        if src is None or src.status is not _UP or src.incarnation != m.src_incarnation:
+            return
+        hook = getattr(src, "on_connection_refused", None)
+        if hook is not None:
+            self._trace.emit(m.src, "drop", "refused", ("to", m.dst), ("id", m.msg_id))
+            hook(m)
 
     def _drop(self, m: Message, reason: str) -> None:
         self.dropped += 1
