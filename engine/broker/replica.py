@@ -174,6 +174,14 @@ class Replica:
             dup = producers.find_duplicate(batch)
             if dup is not None:
                 return dup.first_offset, True, None
+            entry = producers.plain_entry(batch, origin)
+            if entry is not None:
+                # The common case, validated without a staged copy (see plain_entry).
+                rolled = log.append(batch.assigned(offset, self.state.leader_epoch))
+                producers.append_plain(entry, batch, offset)
+                if rolled:
+                    self.take_snapshot()
+                return offset, False, None
         info = producers.prepare_update(batch.producer_id, origin)
         done = None
         if batch.is_control:
