@@ -20,7 +20,8 @@ What runs (``performance.md`` §C, "Not measured here: the transactional path"):
 
 - **consume rows**: a child writes the same records in transactions of
   ``--consume-commit-every`` records (default 100; ``--abort-every K`` aborts every K-th
-  transaction, default none), lets the markers land, then times one consumer
+  transaction, default none, after a ``flush()`` so that its records are in the log: an abort
+  drops records not yet sent), lets the markers land, then times one consumer
   (``assign`` from the beginning, then ``consume(5000, timeout=1.0)`` until every expected record
   arrived) with ``isolation.level`` read_committed or read_uncommitted. Each isolation level runs in
   its own child, over the same (deterministic) data. The ratio is rc / ru.
@@ -180,11 +181,13 @@ def produce(
                 produce_batch(TOPIC, values[s0:s1], partition=p)
             tc = time.perf_counter()
             if t in aborted:
+                # Deliver first, so the aborted records are in the log (abort drops unsent ones).
+                producer.flush()
                 producer.abort_transaction()
             else:
                 producer.commit_transaction()
             commit_wall += time.perf_counter() - tc
-        left = producer._outstanding  # noqa: SLF001 - a commit waits for every record
+        left = len(producer)  # a commit waits for every record
     else:
         for slices in txns:
             for s0, s1, p in slices:
@@ -416,7 +419,7 @@ def fmt_errors(r: dict[str, Any]) -> str:
     if r["failed"]:
         parts.append(f"{r['failed']:,} FAILED")
     if r["broker_errors"]:
-        parts.append("broker errors " + ", ".join(f"{k}×{v:,}" for k, v in sorted(r["broker_errors"].items())))
+        parts.append("broker errors " + ", ".join(f"{k} x{v:,}" for k, v in sorted(r["broker_errors"].items())))
     if r["net_dropped"]:
         parts.append(f"{r['net_dropped']} messages dropped")
     return "; ".join(parts) or "no retries, no errors"
@@ -452,7 +455,8 @@ def print_produce(rows: dict[str, dict[str, Any]]) -> None:
         notes = [f"{r['requests']:,} produce requests"]
         if r["txns"]:
             notes.append(
-                f"inside commit_transaction(): {r['end_seconds']:.3f} s wall, {r['commit_sim_ms']:,} ms simulated"
+                f"inside commit/abort: {r['end_seconds']:.3f} s wall; commit_transaction() {r['commit_sim_ms']:,} ms "
+                f"simulated"
             )
             if r.get("aborted_txns"):
                 notes.append(f"{r['aborted_txns']} aborted ({r['abort_sim_ms']:,} ms simulated in abort)")

@@ -319,7 +319,7 @@ class Broker(RpcNode):
         self._after_append(r)
         if req.acks == 0:
             return
-        self.await_replication(m, r, base_offset, req.batch.count, duplicate)
+        self.await_replication(m, r, base_offset, len(req.batch.values), duplicate)
 
     def await_replication(self, m: Message, r: Replica, base_offset: int, count: int, duplicate: bool) -> None:
         """Answer a produce once ``count`` records from ``base_offset`` are below the HW (acks=all)."""
@@ -512,7 +512,7 @@ class Broker(RpcNode):
         leo = r.log_end_offset
         r.follower_leo[follower] = min(req.fetch_offset, leo)
         if req.fetch_offset >= leo:
-            r.follower_caught_up_ms[follower] = self.world.now_ms
+            r.follower_caught_up_ms[follower] = self._sched.now_ms
         assert r.state is not None
         if follower not in r.state.isr and req.fetch_offset >= r.high_watermark and not r.pending_isr_change:
             self._propose_isr(r, (*r.state.isr, follower))

@@ -133,7 +133,7 @@ class Producer(ClientNode):
         self._check_usable()
         self.before_produce(topic)
         q = self._queue(topic, partition)
-        now = self.world.now_ms
+        now = self._sched.now_ms
         b = ProducerBatch(topic, partition, now, now + self.config.delivery_timeout_ms)
         b.add_many(keys, values, now, on_delivery)
         q.queue.append(b)
@@ -295,13 +295,13 @@ class Producer(ClientNode):
     # -- sender -----------------------------------------------------------------------------
 
     def _wake(self) -> None:
-        self._wake_at(self.world.now_ms)
+        self._wake_at(self._sched.now_ms)
 
     def _wake_at(self, at_ms: int) -> None:
         if self._wakeup_at is not None and self._wakeup_at <= at_ms:
             return
         self._wakeup_at = at_ms
-        self.set_timer(at_ms - self.world.now_ms, self._run_sender, at_ms)
+        self.call_after(at_ms - self._sched.now_ms, self._run_sender, at_ms)
 
     def _run_sender(self, scheduled_for: int) -> None:
         if self._wakeup_at != scheduled_for:
@@ -309,7 +309,7 @@ class Producer(ClientNode):
         self._wakeup_at = None
         if not self._has_producer_id() or self._epoch_bump_pending:
             return
-        now = self.world.now_ms
+        now = self._sched.now_ms
         next_wake: int | None = None
         linger = self.config.linger_ms
         max_in_flight = self.config.max_in_flight_requests_per_connection
@@ -351,7 +351,7 @@ class Producer(ClientNode):
         if b.wire is None:
             if self.idempotent:
                 b.base_sequence = q.next_sequence
-                q.next_sequence += b.count
+                q.next_sequence += len(b.values)
                 b.producer_id, b.producer_epoch = self.producer_id, self.producer_epoch
             b.is_transactional = self.batch_is_transactional()
             keys = b.keys
@@ -367,12 +367,12 @@ class Producer(ClientNode):
                 size_bytes=b.size,
             )
         else:
-            self.metrics_totals["records_retried"] += b.count
+            self.metrics_totals["records_retried"] += len(b.values)
         b.attempts += 1
         q.in_flight += 1
         if self.idempotent:
             q.add_unacked(b)
-        self.metrics_totals["records_sent"] += b.count
+        self.metrics_totals["records_sent"] += len(b.values)
         self.metrics_totals["batches_sent"] += 1
         req = ProduceRequest(
             b.topic,
@@ -469,11 +469,12 @@ class Producer(ClientNode):
             q.unacked.remove(b)
             if err is None:
                 q.last_acked_sequence = max(q.last_acked_sequence, b.last_sequence)
-        self._outstanding -= b.count
+        n = len(b.values)
+        self._outstanding -= n
         if err is None:
-            self.metrics_totals["records_acked"] += b.count
+            self.metrics_totals["records_acked"] += n
         else:
-            self.metrics_totals["records_failed"] += b.count
+            self.metrics_totals["records_failed"] += n
         self.world.trace.emit(
             self.name,
             "state",
@@ -481,7 +482,7 @@ class Producer(ClientNode):
             ("tp", f"{b.topic}-{b.partition}"),
             ("offset", base_offset),
             ("seq", b.base_sequence),
-            ("n", b.count),
+            ("n", n),
             ("error", None if err is None else type(err).__name__),
         )
         self.on_batch_done(b, base_offset, err)

@@ -77,6 +77,8 @@ LOAD_MS_PER_BATCH = 1
 WRITE_TIMEOUT_MS = 5_000
 MARKER_RETRY_BACKOFF_MS = 100
 MARKER_REQUEST_TIMEOUT_MS = 10_000
+#: Kafka's add.partitions.to.txn.retry.backoff.ms default: how soon a partition leader asks again.
+VERIFY_RETRY_BACKOFF_MS = 20
 
 
 class TransactionCoordinator(BrokerExtension):
@@ -184,11 +186,18 @@ class TransactionCoordinator(BrokerExtension):
             and entry.producer_epoch == batch.producer_epoch
         ):
             return False
+        self._verify(m, self.broker.world.now_ms + req.timeout_ms)
+        return True
+
+    def _verify(self, m: Message, deadline_ms: int) -> None:
+        """Ask the coordinator whether the producer is in a transaction here (adding the partition)."""
+        req: ProduceRequest = m.body
+        batch = req.batch
         broker = self.broker
-        coordinator, code = broker.coordinator_for(req.transactional_id, KEY_TYPE_TRANSACTION)
+        coordinator, code = broker.coordinator_for(req.transactional_id or "", KEY_TYPE_TRANSACTION)
         if code is not ErrorCode.NONE:
             broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "transaction coordinator not available")
-            return True
+            return
         verify = AddPartitionsToTxnRequest(
             req.transactional_id,
             batch.producer_id,
@@ -199,13 +208,21 @@ class TransactionCoordinator(BrokerExtension):
         broker.request(
             f"broker-{coordinator}",
             verify,
-            lambda resp: self._verified(m, resp),
+            lambda resp: self._verified(m, resp, deadline_ms),
             timeout_ms=MARKER_REQUEST_TIMEOUT_MS,
         )
-        return True
 
-    def _verified(self, m: Message, resp: AddPartitionsToTxnResponse | None) -> None:
+    def _verified(self, m: Message, resp: AddPartitionsToTxnResponse | None, deadline_ms: int) -> None:
         broker = self.broker
+        if (
+            resp is not None
+            and resp.error is ErrorCode.CONCURRENT_TRANSACTIONS
+            and broker.world.now_ms + VERIFY_RETRY_BACKOFF_MS < deadline_ms
+        ):
+            # The previous transaction is still writing its markers: retry on the broker, as Kafka
+            # 4.0 does (KAFKA-18654, add.partitions.to.txn.retry.backoff.ms), not via the client.
+            broker.set_timer(VERIFY_RETRY_BACKOFF_MS, self._verify, m, deadline_ms)
+            return
         if resp is not None and resp.error is ErrorCode.NONE:
             broker.world.trace.mark(broker.name, "partition: transactional produce verified with the coordinator")
             broker.continue_produce(m, verified=True)

@@ -380,6 +380,8 @@ class ProducerStateManager:
         That is the earliest of the open transactions and the decided ones whose marker is not
         yet replicated below the high watermark.
         """
+        if not self.ongoing_txns and not self.unreplicated_txns:
+            return None
         candidates = []
         if self.ongoing_txns:
             candidates.append(min(self.ongoing_txns))

@@ -1,0 +1,360 @@
+"""Benchmark: seeds per minute of a ~10k-record scenario (and of a small catalog one), with verdicts.
+
+What runs:
+
+- **big**: a :class:`~engine.scenarios.harness.Spec` shaped like the catalog's, sized so that
+  one run writes about 10,000 records. By default ``IdempotentSends(producers=2,
+  processes_per_producer=5, sends_per_process=1000)`` (10 sender processes x 1,000 sends) with the
+  catalog's ``lost_acks`` fault plan and ``FAST_FAILOVER`` broker config; the safety phase is
+  ``--safety-ms`` (default 60 s simulated) so every send completes, as the senders stop at the end of
+  it. ``--workload txns`` uses ``Transactions(processes=4, txns_per_process=100,
+  sends_per_txn=(20, 30))`` instead (about 10k records in about 400 transactions); ``--faults``
+  picks another catalog plan (``swarm``, ``reorders``, ``rolling_crashes``, ... or ``none``).
+- **small**: a catalog scenario as it is (default ``idempotence: lost ack retry``: 4 processes x
+  40 sends), for comparison.
+
+Each scenario's seeds (``--seeds`` N, default 5, from ``--first-seed``) run one after another in one
+fresh subprocess (one core), after one untimed warm-up run (the small catalog scenario, seed 0,
+which pays the lazy imports), every seed timed on its own with ``run_spec`` (safety, heal,
+liveness, final reads, the checker and the white-box invariants: everything ``eos sweep`` does
+per seed). With ``--jobs 2`` (the default) the big scenario's seeds also run split over 2
+processes at once, to show what this 2-core machine gives in parallel; the two runs of a seed must
+end with the same fingerprint (the simulation is deterministic).
+
+Printed: per seed the wall seconds, simulated ms, events, records written and the verdict; per
+scenario the mean seconds per seed and seeds per minute. Every verdict must be PASS (this is the
+correct EOS configuration, no mutant): any FAIL, a fingerprint mismatch or a crashed child exits
+non-zero. Figures only; no timing is asserted.
+
+Usage::
+
+    python bench/bench_sweep.py                        # 5 seeds each
+    python bench/bench_sweep.py --seeds 10 --jobs 1
+    python bench/bench_sweep.py --workload txns --faults swarm
+    python bench/bench_sweep.py --quick                # 2 seeds, 2k records
+    # one scenario in this process, e.g. under a profiler:
+    python -m cProfile -s cumtime bench/bench_sweep.py --child big --seeds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SMALL_DEFAULT = "idempotence: lost ack retry"
+
+
+class BenchError(RuntimeError):
+    """A child failed."""
+
+
+# ==========================================================================================
+# the scenarios
+# ==========================================================================================
+
+
+def big_spec(args: argparse.Namespace) -> Any:
+    """Return the ~``--records``-record Spec (see the module doc)."""
+    from engine.scenarios import catalog
+    from engine.scenarios.harness import Spec
+    from engine.scenarios.workloads import IdempotentSends, Transactions
+
+    if args.faults == "none":
+        faults = None
+    else:
+        faults = getattr(catalog, args.faults, None)
+        if not callable(faults):
+            msg = f"--faults {args.faults!r} is not a fault-plan function of engine/scenarios/catalog.py"
+            raise BenchError(msg)
+    if args.workload == "sends":
+        senders = 10
+        workload = IdempotentSends(
+            producers=2, processes_per_producer=senders // 2, sends_per_process=max(1, args.records // senders)
+        )
+        what = f"IdempotentSends(producers=2, processes_per_producer=5, sends_per_process={workload.sends_per_process})"
+    else:
+        per_txn = (20, 30)
+        txns = max(1, round(args.records / 25 / 4))
+        workload = Transactions(processes=4, txns_per_process=txns, sends_per_txn=per_txn)
+        what = f"Transactions(processes=4, txns_per_process={txns}, sends_per_txn={per_txn})"
+    spec = Spec(
+        f"bench: ~{args.records} records, {args.workload}, {args.faults}",
+        f"{what}, faults {args.faults}",
+        workload,
+        faults,
+        broker_config=catalog.FAST_FAILOVER,
+        safety_ms=args.safety_ms,
+    )
+    return spec
+
+
+def records_written(result: Any) -> tuple[int, int]:
+    """Return (data records, control batches) in the final leader logs of the spec's topics, sentinels excluded."""
+    c = result.cluster
+    data = markers = 0
+    for t in result.spec.topics:
+        for p in range(t.partitions):
+            leader = c.leader(t.name, p)
+            if leader <= 0:
+                continue
+            for b in c.brokers[leader].replicas[(t.name, p)].log.batches:
+                if b.is_control:
+                    markers += 1
+                    continue
+                data += sum(1 for v in b.values if not (isinstance(v, str) and v.startswith("sentinel-")))
+    return data, markers
+
+
+def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Run the seeds of one scenario in this process; return one row per seed."""
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import run_spec
+
+    spec = big_spec(args) if args.child == "big" else BY_NAME[args.child]
+    seeds = args.seed_list or list(range(args.first_seed, args.first_seed + args.seeds))
+    # Untimed warm-up: the first run_spec of a process imports the checker, the invariants, ...
+    run_spec(BY_NAME[SMALL_DEFAULT], 0)
+    rows = []
+    for seed in seeds:
+        t0 = time.perf_counter()
+        r = run_spec(spec, seed)
+        seconds = time.perf_counter() - t0
+        data, markers = records_written(r)
+        rows.append({
+            "seed": seed,
+            "seconds": seconds,
+            "ok": r.ok,
+            "verdict": r.verdict(),
+            "records": data,
+            "markers": markers,
+            "sim_ms": r.cluster.now_ms,
+            "events": r.cluster.world.scheduler.events_run,
+            "history": r.history_size,
+            "fingerprint": r.fingerprint,
+            "spec": spec.name,
+            "description": spec.description,
+        })
+        if not args.json:
+            print(f"seed {seed}: {seconds:.2f} s, {data:,} records, {r.verdict()}", flush=True)
+    return rows
+
+
+# ==========================================================================================
+# driver
+# ==========================================================================================
+
+
+def child_cmd(args: argparse.Namespace, which: str, seeds: list[int]) -> list[str]:
+    """Return the command that runs ``seeds`` of ``which`` in a fresh interpreter."""
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        which,
+        "--seed-list",
+        ",".join(map(str, seeds)),
+        "--records",
+        str(args.records),
+        "--workload",
+        args.workload,
+        "--faults",
+        args.faults,
+        "--safety-ms",
+        str(args.safety_ms),
+        "--json",
+    ]
+
+
+def start(args: argparse.Namespace, which: str, seeds: list[int]) -> subprocess.Popen[str]:
+    """Start one child."""
+    return subprocess.Popen(
+        child_cmd(args, which, seeds), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
+    )
+
+
+def collect(proc: subprocess.Popen[str], what: str, timeout: float) -> list[dict[str, Any]]:
+    """Wait for a child; return its rows or raise BenchError with its stderr."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise BenchError(f"{what}: no result within {timeout:.0f} s") from None
+    if proc.returncode != 0:
+        raise BenchError(f"{what} exited {proc.returncode}:\n{err.strip()[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_serial(args: argparse.Namespace, which: str, seeds: list[int]) -> tuple[list[dict[str, Any]], float]:
+    """Run the seeds in one child; return the rows and the child's total wall time."""
+    t0 = time.perf_counter()
+    rows = collect(start(args, which, seeds), which, args.timeout)
+    return rows, time.perf_counter() - t0
+
+
+def run_parallel(
+    args: argparse.Namespace, which: str, seeds: list[int], jobs: int
+) -> tuple[list[dict[str, Any]], float]:
+    """Run the seeds split round-robin over ``jobs`` children at once; return the rows and the wall time."""
+    t0 = time.perf_counter()
+    procs = [start(args, which, seeds[i::jobs]) for i in range(jobs) if seeds[i::jobs]]
+    rows: list[dict[str, Any]] = []
+    errors = []
+    for i, p in enumerate(procs):
+        try:
+            rows += collect(p, f"{which} (job {i + 1}/{jobs})", args.timeout)
+        except BenchError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise BenchError("\n".join(errors))
+    return sorted(rows, key=lambda r: r["seed"]), time.perf_counter() - t0
+
+
+def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
+    """Print one scenario's per-seed table and its summary."""
+    print(title)
+    head = (
+        f"  {'seed':>5} {'wall s':>7} {'sim ms':>8} {'events':>10} {'records':>8} {'markers':>7} "
+        f"{'history':>7} {'fingerprint':<12}  verdict"
+    )
+    print(head)
+    for r in rows:
+        print(
+            f"  {r['seed']:>5} {r['seconds']:>7.2f} {r['sim_ms']:>8,} {r['events']:>10,} {r['records']:>8,} "
+            f"{r['markers']:>7,} {r['history']:>7,} {r['fingerprint'][:12]:<12}  {r['verdict']}"
+        )
+    secs = [r["seconds"] for r in rows]
+    mean = sum(secs) / len(secs)
+    print(
+        f"  mean {mean:.2f} s/seed (min {min(secs):.2f}, max {max(secs):.2f}) -> {60 / mean:.1f} seeds/min on one "
+        f"core; child wall {total_s:.1f} s for {len(rows)} seeds incl. start-up -> {60 * len(rows) / total_s:.1f} "
+        f"seeds/min; {sum(r['records'] for r in rows) / len(rows):,.0f} records/seed, "
+        f"{sum(r['records'] for r in rows) / sum(secs):,.0f} records/s"
+    )
+
+
+def machine_note() -> str:
+    """Return the load average and the engine's git state (others may be editing it)."""
+    load = "/".join(f"{x:.2f}" for x in os.getloadavg())
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
+                              check=False, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "engine"], capture_output=True, text=True, cwd=ROOT,
+                               check=False, timeout=10).stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        head, dirty = "?", []
+    return f"{os.cpu_count()} CPUs, load {load}; git {head or '?'}, {len(dirty)} uncommitted file(s) under engine/"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options; run both scenarios (or one, with --child)."""
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--seeds", type=int, default=5, help="seeds per scenario (default 5)")
+    ap.add_argument("--first-seed", type=int, default=1)
+    ap.add_argument("--records", type=int, default=10_000, help="records one big run writes, about (default 10k)")
+    ap.add_argument("--workload", choices=("sends", "txns"), default="sends", help="the big scenario's workload")
+    ap.add_argument("--faults", default="lost_acks", help="the big scenario's catalog fault plan, or 'none'")
+    ap.add_argument("--safety-ms", type=int, default=60_000, help="the big scenario's safety phase (simulated ms)")
+    ap.add_argument("--small", default=SMALL_DEFAULT, help=f"the catalog scenario to compare with ({SMALL_DEFAULT!r})")
+    ap.add_argument("--jobs", type=int, default=2, help="also run the big seeds over this many processes (1: don't)")
+    ap.add_argument("--quick", action="store_true", help="CI smoke size: 2 seeds, 2k records, 15 s safety")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per child (default 1800)")
+    ap.add_argument("--child", help="run one scenario's seeds in this process: 'big' or a catalog name")
+    ap.add_argument("--seed-list", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
+                    help="with --child: these seeds (comma-separated)")
+    ap.add_argument("--json", action="store_true", help="with --child: print the rows as one JSON line")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.records, args.safety_ms = 2, 2_000, 15_000
+
+    if args.child:
+        rows = run_child(args)
+        if args.json:
+            print(json.dumps(rows))
+        return 0
+
+    from engine.scenarios.catalog import BY_NAME
+
+    if args.small not in BY_NAME:
+        print(f"--small {args.small!r} is not a catalog scenario (see 'eos scenarios')", file=sys.stderr)
+        return 2
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    print(
+        f"seed sweep: {args.seeds} seeds ({seeds[0]}..{seeds[-1]}) per scenario, run_spec per seed (safety, heal, "
+        f"liveness, final reads, checker, invariants); one fresh process per scenario; GC on"
+    )
+    print(machine_note())
+    failures: list[str] = []
+    results: dict[str, list[dict[str, Any]]] = {}
+
+    def record(label: str, rows: list[dict[str, Any]], total: float) -> None:
+        results[label] = rows
+        print()
+        print_rows(label, rows, total)
+        failures.extend(f"{label}: {r['verdict']}" for r in rows if not r["ok"])
+
+    try:
+        rows, total = run_serial(args, "big", seeds)
+        record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
+    except BenchError as exc:
+        failures.append(f"big: {exc}")
+    try:
+        rows, total = run_serial(args, args.small, seeds)
+        record(f"small, 1 process: {args.small} (catalog)", rows, total)
+    except BenchError as exc:
+        failures.append(f"small: {exc}")
+    if args.jobs > 1:
+        try:
+            rows, total = run_parallel(args, "big", seeds, args.jobs)
+            print()
+            print(f"big, {args.jobs} processes at once: {len(rows)} seeds in {total:.1f} s wall -> "
+                  f"{60 * len(rows) / total:.1f} seeds/min on this machine")
+            failures.extend(f"big ({args.jobs} jobs): {r['verdict']}" for r in rows if not r["ok"])
+            serial = {r["seed"]: r["fingerprint"] for lb, rs in results.items() if lb.startswith("big") for r in rs}
+            mismatches = [
+                f"big seed {r['seed']}: fingerprint {r['fingerprint'][:12]} differs from the serial run's "
+                f"{serial[r['seed']][:12]} (non-determinism)"
+                for r in rows
+                if r["seed"] in serial and serial[r["seed"]] != r["fingerprint"]
+            ]
+            failures.extend(mismatches)
+            secs = [r["seconds"] for r in rows]
+            print(f"  per seed inside the jobs: mean {sum(secs) / len(secs):.2f} s "
+                  f"(min {min(secs):.2f}, max {max(secs):.2f}); fingerprints "
+                  f"{'DIFFER from' if mismatches else 'match'} the serial run")
+        except BenchError as exc:
+            failures.append(f"big ({args.jobs} jobs): {exc}")
+
+    big = next((rs for label, rs in results.items() if label.startswith("big")), None)
+    small = next((rs for label, rs in results.items() if label.startswith("small")), None)
+    if big and small:
+        b = sum(r["seconds"] for r in big) / len(big)
+        s = sum(r["seconds"] for r in small) / len(small)
+        br = sum(r["records"] for r in big) / len(big)
+        sr = sum(r["records"] for r in small) / len(small)
+        print(f"\nbig/small: {b / s:.1f}x the seconds per seed for {br / max(1, sr):.1f}x the records")
+        if br < 0.9 * args.records:
+            print(f"NOTE: the big scenario wrote {br:,.0f} records per seed, short of --records {args.records:,}: "
+                  f"the senders stop when the safety phase ends; raise --safety-ms.")
+    if failures:
+        print("\nFAILED:", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    print("\nall verdicts PASS. No timing is asserted.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
