@@ -8,7 +8,6 @@ coalesced: callers waiting on one refresh are all called back when it lands.
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 

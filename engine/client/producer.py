@@ -34,9 +34,9 @@ from engine.client.partitioner import partition_for_key
 from engine.config import ProducerConfig, parse_config
 from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
 from engine.log.records import RecordBatch, none_keys
+from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 from engine.sim.node import NodeStatus
 from engine.sim.scheduler import SimulationStalled
-from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -142,7 +142,7 @@ class FaultInjector:
 
     def _apply_node_fault(self, entry: FaultEntry) -> None:
         """Crash, restart, pause or resume a node; a plan entry the node's state forbids is skipped."""
-        from engine.sim.node import IllegalNodeTransitionError  # noqa: PLC0415 - node imports faults' world
+        from engine.sim.node import IllegalNodeTransitionError
 
         w, p, kind = self.world, entry.param, entry.kind
         try:
@@ -187,9 +187,7 @@ class FaultInjector:
             w.network.unclog(p("a"), p("b"))
         elif kind in MESSAGE_KINDS:
             fields = {
-                k: v
-                for k, v in entry.params
-                if k in {"src", "dst", "kind", "body_type", "skip", "count", "delay_ms"}
+                k: v for k, v in entry.params if k in {"src", "dst", "kind", "body_type", "skip", "count", "delay_ms"}
             }
             self._plan_rules.append(w.network.add_rule(MessageRule(action=kind, **fields)))
         elif kind == "release":

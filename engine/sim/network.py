@@ -367,9 +367,7 @@ class Network:
         if a is None or b is None:
             pairs = sorted(self.clogged)
         else:
-            pairs = [(x, y) for x in sorted(a) for y in sorted(b)] + [
-                (y, x) for x in sorted(a) for y in sorted(b)
-            ]
+            pairs = [(x, y) for x in sorted(a) for y in sorted(b)] + [(y, x) for x in sorted(a) for y in sorted(b)]
         self._trace.emit("network", "fault", "unclog", ("links", len(pairs)))
         for pair in pairs:
             self.clogged.discard(pair)

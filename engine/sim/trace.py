@@ -190,9 +190,7 @@ class Trace:
         """Return the short log of ``events`` (all kept events by default), one line each."""
         return "\n".join(e.short() for e in (self.events if events is None else events))
 
-    def select(
-        self, *, node: str | None = None, kind: str | None = None, name: str | None = None
-    ) -> list[TraceEvent]:
+    def select(self, *, node: str | None = None, kind: str | None = None, name: str | None = None) -> list[TraceEvent]:
         """Return the kept events that match every given field."""
         return [
             e
