@@ -57,9 +57,7 @@ def build_history(records: int, readers: int) -> History:
                 offset += 1
                 seq += 1
             offset += 1  # the commit marker
-            ops.append(
-                Op(index, writer, "invoke", "txn", index, tuple(s._replace(offset=None) for s in sends))
-            )
+            ops.append(Op(index, writer, "invoke", "txn", index, tuple(s._replace(offset=None) for s in sends)))
             ops.append(Op(index + 1, writer, "ok", "txn", index + 1, tuple(sends)))
             index += 2
         # One aborted transaction per partition: it takes offsets, and nobody may read it.
@@ -123,9 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         default=int(os.environ.get("EOS_BENCH_RECORDS", "5000000")),
         help="micro-ops in the history (default 5,000,000 or $EOS_BENCH_RECORDS)",
     )
-    parser.add_argument(
-        "--readers", type=int, default=4, help="consumers reading every partition (default 4)"
-    )
+    parser.add_argument("--readers", type=int, default=4, help="consumers reading every partition (default 4)")
     parser.add_argument(
         "--repeat",
         type=int,

@@ -129,20 +129,22 @@ def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
         r = run_spec(spec, seed)
         seconds = time.perf_counter() - t0
         data, markers = records_written(r)
-        rows.append({
-            "seed": seed,
-            "seconds": seconds,
-            "ok": r.ok,
-            "verdict": r.verdict(),
-            "records": data,
-            "markers": markers,
-            "sim_ms": r.cluster.now_ms,
-            "events": r.cluster.world.scheduler.events_run,
-            "history": r.history_size,
-            "fingerprint": r.fingerprint,
-            "spec": spec.name,
-            "description": spec.description,
-        })
+        rows.append(
+            {
+                "seed": seed,
+                "seconds": seconds,
+                "ok": r.ok,
+                "verdict": r.verdict(),
+                "records": data,
+                "markers": markers,
+                "sim_ms": r.cluster.now_ms,
+                "events": r.cluster.world.scheduler.events_run,
+                "history": r.history_size,
+                "fingerprint": r.fingerprint,
+                "spec": spec.name,
+                "description": spec.description,
+            }
+        )
         if not args.json:
             print(f"seed {seed}: {seconds:.2f} s, {data:,} records, {r.verdict()}", flush=True)
     return rows
@@ -246,10 +248,21 @@ def machine_note() -> str:
     """Return the load average and the engine's git state (others may be editing it)."""
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
-                              check=False, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "engine"], capture_output=True, text=True, cwd=ROOT,
-                               check=False, timeout=10).stdout.strip().splitlines()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False, timeout=10
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "status", "--porcelain", "engine"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+                timeout=10,
+            )
+            .stdout.strip()
+            .splitlines()
+        )
     except (OSError, subprocess.SubprocessError):
         head, dirty = "?", []
     return f"{os.cpu_count()} CPUs, load {load}; git {head or '?'}, {len(dirty)} uncommitted file(s) under engine/"
@@ -271,8 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="CI smoke size: 2 seeds, 2k records, 15 s safety")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per child (default 1800)")
     ap.add_argument("--child", help="run one scenario's seeds in this process: 'big' or a catalog name")
-    ap.add_argument("--seed-list", type=lambda s: [int(x) for x in s.split(",") if x], default=None,
-                    help="with --child: these seeds (comma-separated)")
+    ap.add_argument(
+        "--seed-list",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=None,
+        help="with --child: these seeds (comma-separated)",
+    )
     ap.add_argument("--json", action="store_true", help="with --child: print the rows as one JSON line")
     args = ap.parse_args(argv)
     if args.quick:
@@ -318,8 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             rows, total = run_parallel(args, "big", seeds, args.jobs)
             print()
-            print(f"big, {args.jobs} processes at once: {len(rows)} seeds in {total:.1f} s wall -> "
-                  f"{60 * len(rows) / total:.1f} seeds/min on this machine")
+            print(
+                f"big, {args.jobs} processes at once: {len(rows)} seeds in {total:.1f} s wall -> "
+                f"{60 * len(rows) / total:.1f} seeds/min on this machine"
+            )
             failures.extend(f"big ({args.jobs} jobs): {r['verdict']}" for r in rows if not r["ok"])
             serial = {r["seed"]: r["fingerprint"] for lb, rs in results.items() if lb.startswith("big") for r in rs}
             mismatches = [
@@ -330,9 +349,11 @@ def main(argv: list[str] | None = None) -> int:
             ]
             failures.extend(mismatches)
             secs = [r["seconds"] for r in rows]
-            print(f"  per seed inside the jobs: mean {sum(secs) / len(secs):.2f} s "
-                  f"(min {min(secs):.2f}, max {max(secs):.2f}); fingerprints "
-                  f"{'DIFFER from' if mismatches else 'match'} the serial run")
+            print(
+                f"  per seed inside the jobs: mean {sum(secs) / len(secs):.2f} s "
+                f"(min {min(secs):.2f}, max {max(secs):.2f}); fingerprints "
+                f"{'DIFFER from' if mismatches else 'match'} the serial run"
+            )
         except BenchError as exc:
             failures.append(f"big ({args.jobs} jobs): {exc}")
 
@@ -345,8 +366,10 @@ def main(argv: list[str] | None = None) -> int:
         sr = sum(r["records"] for r in small) / len(small)
         print(f"\nbig/small: {b / s:.1f}x the seconds per seed for {br / max(1, sr):.1f}x the records")
         if br < 0.9 * args.records:
-            print(f"NOTE: the big scenario wrote {br:,.0f} records per seed, short of --records {args.records:,}: "
-                  f"the senders stop when the safety phase ends; raise --safety-ms.")
+            print(
+                f"NOTE: the big scenario wrote {br:,.0f} records per seed, short of --records {args.records:,}: "
+                f"the senders stop when the safety phase ends; raise --safety-ms."
+            )
     if failures:
         print("\nFAILED:", file=sys.stderr)
         for f in failures:

@@ -490,10 +490,21 @@ def machine_note() -> str:
     """Return the load average and the engine's git state (others may be editing it)."""
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
-                              check=False, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "engine"], capture_output=True, text=True, cwd=ROOT,
-                               check=False, timeout=10).stdout.strip().splitlines()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False, timeout=10
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "status", "--porcelain", "engine"],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+                timeout=10,
+            )
+            .stdout.strip()
+            .splitlines()
+        )
     except (OSError, subprocess.SubprocessError):
         head, dirty = "?", []
     return f"{os.cpu_count()} CPUs, load {load}; git {head or '?'}, {len(dirty)} uncommitted file(s) under engine/"
@@ -509,19 +520,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--partitions", type=int, default=1, help="partitions of the topic (default 1)")
     ap.add_argument("--batch", type=int, default=100, help="records per produce_batch call (default 100)")
     ap.add_argument(
-        "--commit-every", type=int, nargs="+", default=[100, 10_000],
+        "--commit-every",
+        type=int,
+        nargs="+",
+        default=[100, 10_000],
         help="records per transaction, one row each (default 100 10000)",
     )
-    ap.add_argument("--consume-commit-every", type=int, default=100,
-                    help="records per transaction of the data the consume rows read (default 100)")
-    ap.add_argument("--abort-every", type=int, default=0,
-                    help="abort every K-th transaction (default 0: commit all)")
+    ap.add_argument(
+        "--consume-commit-every",
+        type=int,
+        default=100,
+        help="records per transaction of the data the consume rows read (default 100)",
+    )
+    ap.add_argument("--abort-every", type=int, default=0, help="abort every K-th transaction (default 0: commit all)")
     ap.add_argument("--no-consume", action="store_true", help="skip the consume rows")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed per child (default 1800)")
     ap.add_argument("--child", choices=("idem", "txn", "consume"), help="run one variant in this process")
-    ap.add_argument("--isolation", choices=("read_committed", "read_uncommitted"), default="read_committed",
-                    help="with --child consume")
+    ap.add_argument(
+        "--isolation",
+        choices=("read_committed", "read_uncommitted"),
+        default="read_committed",
+        help="with --child consume",
+    )
     ap.add_argument("--json", action="store_true", help="with --child: print the figures as one JSON line")
     args = ap.parse_args(argv)
     if args.quick:

@@ -130,8 +130,9 @@ class Cluster:
     def producer(self, config: dict[str, Any] | None = None) -> Producer:
         """Create a producer with Kafka-named config (idempotent by default)."""
         if config and config.get("transactional.id") is not None:
-            p: Producer = TransactionalProducer(self.world, self.bootstrap(), config,
-                                                transaction_version=self.config.transaction_version)
+            p: Producer = TransactionalProducer(
+                self.world, self.bootstrap(), config, transaction_version=self.config.transaction_version
+            )
         else:
             p = Producer(self.world, self.bootstrap(), config)
         self.producers.append(p)

@@ -555,9 +555,7 @@ _ABORTABLE_ON_COORDINATOR_RPC = frozenset(
 _ABORTABLE_IF_EPOCH_BUMP = frozenset({ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.INVALID_PRODUCER_ID_MAPPING})
 
 
-def classify(
-    code: ErrorCode | int, *, coordinator_rpc: bool = False, can_bump_epoch: bool = True
-) -> Classification:
+def classify(code: ErrorCode | int, *, coordinator_rpc: bool = False, can_bump_epoch: bool = True) -> Classification:
     """Classify ``code`` for a transactional producer.
 
     With ``coordinator_rpc=False`` (a ``send()``/produce response) this equals the code's ``retriable``
@@ -628,9 +626,7 @@ class KafkaError(_ShortTraceback, Exception):
         if code is None:
             return
         if code in _CLASS_BY_CODE:
-            raise TypeError(
-                f"{code.name} already maps to {_CLASS_BY_CODE[code].__name__}, not {cls.__name__}"
-            )
+            raise TypeError(f"{code.name} already maps to {_CLASS_BY_CODE[code].__name__}, not {cls.__name__}")
         if cls.__name__ != code.exception_name:
             raise TypeError(f"{code.name} is {code.exception_name} in Kafka, not {cls.__name__}")
         _CLASS_BY_CODE[code] = cls
@@ -649,9 +645,7 @@ class KafkaError(_ShortTraceback, Exception):
 
     def _render_traceback_(self) -> list[str]:
         label = (
-            type(self).__name__
-            if self.code is None
-            else f"{type(self).__name__} ({self.code.name}={int(self.code)})"
+            type(self).__name__ if self.code is None else f"{type(self).__name__} ({self.code.name}={int(self.code)})"
         )
         return [_one_line(f"{label}: {self.message}")]
 
@@ -1108,9 +1102,7 @@ class CommitFailedException(KafkaError):
     """
 
     abortable = True
-    default_message = (
-        "The offset commit failed: the group rebalanced and the partitions went to another member."
-    )
+    default_message = "The offset commit failed: the group rebalanced and the partitions went to another member."
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -72,9 +72,7 @@ class Server(Node):
         body = message.body
         self.values[body.key] = self.values.get(body.key, 0) + body.value
         self.keys.add(body.key)
-        self.world.trace.emit(
-            self.name, "state", "apply", ("key", body.key), ("total", self.values[body.key])
-        )
+        self.world.trace.emit(self.name, "state", "apply", ("key", body.key), ("total", self.values[body.key]))
         if self.world.sites.fire("server.skip_reply", self.name):
             return
         # Sets of strings iterate in hash order, which PYTHONHASHSEED changes: sort first.
@@ -139,9 +137,7 @@ def run_workload(seed: int, observers: tuple[Observer, ...] = ()) -> World:
         Server(world, name)
     for name in CLIENTS:
         Client(world, name)
-    plan = random_plan(
-        world.rng.stream("faults"), [*SERVERS, *CLIENTS], duration_ms=SAFETY_MS, kinds=RANDOM_KINDS
-    )
+    plan = random_plan(world.rng.stream("faults"), [*SERVERS, *CLIENTS], duration_ms=SAFETY_MS, kinds=RANDOM_KINDS)
     world.schedule_faults(plan)
     for _ in range(SAFETY_MS // 100):
         world.run_for(100)

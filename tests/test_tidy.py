@@ -114,9 +114,7 @@ class _Checker(ast.NodeVisitor):
                 "only the CLI modules print",
             )
         qualified = (
-            self._qualify(func)
-            if isinstance(func, ast.Attribute)
-            else self.aliases.get(getattr(func, "id", ""), None)
+            self._qualify(func) if isinstance(func, ast.Attribute) else self.aliases.get(getattr(func, "id", ""), None)
         )
         if qualified == "random.Random" and not node.args and not node.keywords:
             self._report(

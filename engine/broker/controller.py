@@ -121,7 +121,9 @@ class Controller(RpcNode):
             # It restarted before its session expired: its old registration is gone, and so may be
             # an unflushed tail. Move leadership away first (bumping leader epochs), as KRaft fences a
             # re-registering broker until it has caught up.
-            self.world.trace.emit(self.name, "state", "broker.reregister", ("broker", b), ("incarnation", hb.incarnation))
+            self.world.trace.emit(
+                self.name, "state", "broker.reregister", ("broker", b), ("incarnation", hb.incarnation)
+            )
             self.fenced.add(b)
             self._on_broker_down(b)
         if b in self.fenced or new_incarnation:

@@ -261,9 +261,7 @@ def analyse(history: History | Iterable[Op]) -> Analysis:
     return a
 
 
-def _scan_polls(
-    a: Analysis, op: Op, polls: tuple[Poll, ...], ok: bool
-) -> tuple[dict[Key, int], dict[Key, int]]:
+def _scan_polls(a: Analysis, op: Op, polls: tuple[Poll, ...], ok: bool) -> tuple[dict[Key, int], dict[Key, int]]:
     """Fold one op's polls into the sightings; return first and last offset per key.
 
     This is the hot loop of the checker (one iteration per polled record). It does one dict

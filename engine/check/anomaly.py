@@ -233,8 +233,7 @@ def format_report(report: Report, limit: int = 50) -> str:
         lines.append(f"{title}: " + ", ".join(f"{k} x{n}" for k, n in sorted(counts.items())))
         lines.append(f"  {'kind':<22} {'key':<16} {'offsets':<22} {'ops':<22} message")
         lines.extend(
-            f"  {a.kind:<22} {_fmt_key(a.key):<16} {_fmt_ints(a.offsets):<22} "
-            f"{_fmt_ints(a.ops):<22} {a.message}"
+            f"  {a.kind:<22} {_fmt_key(a.key):<16} {_fmt_ints(a.offsets):<22} {_fmt_ints(a.ops):<22} {a.message}"
             for a in group[:limit]
         )
         if len(group) > limit:

@@ -47,9 +47,7 @@ CHECKERS: tuple[Callable[[Analysis], list[Anomaly]], ...] = (
 )
 
 
-def check_history(
-    history: History | Analysis | Iterable[Op], *, allowed: str | Iterable[str] = "eos"
-) -> Report:
+def check_history(history: History | Analysis | Iterable[Op], *, allowed: str | Iterable[str] = "eos") -> Report:
     """Check ``history`` for every Jepsen Kafka anomaly and return a :class:`Report`.
 
     Parameters

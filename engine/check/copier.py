@@ -63,9 +63,7 @@ def _preview(offsets: list[int]) -> str:
     return shown + (", ..." if len(offsets) > _SHOWN else "")
 
 
-def check_copier(
-    inputs: Iterable[tuple], outputs: Iterable[tuple], *, check_order: bool = True
-) -> list[Anomaly]:
+def check_copier(inputs: Iterable[tuple], outputs: Iterable[tuple], *, check_order: bool = True) -> list[Anomaly]:
     """Return ``copier-lost``, ``copier-duplicate``, ``copier-phantom`` and ``copier-order`` anomalies.
 
     Parameters

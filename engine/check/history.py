@@ -387,9 +387,7 @@ def _mop(raw: object, where: str) -> Mop:
         raise HistoryFormatError(f"{where}: topic must be a string and partition an integer in {raw!r}")
     if f == "send":
         if not isinstance(a, str) or not (b is None or _is_int(b)):
-            raise HistoryFormatError(
-                f"{where}: send needs a string value and an integer or null offset: {raw!r}"
-            )
+            raise HistoryFormatError(f"{where}: send needs a string value and an integer or null offset: {raw!r}")
         return Send(topic, partition, a, b)
     if not _is_int(a) or not isinstance(b, str):
         raise HistoryFormatError(f"{where}: poll needs an integer offset and a string value: {raw!r}")

@@ -44,9 +44,7 @@ def _between(ks: KeyState, before: int, after: int) -> list[str]:
     return [ks.offsets[o] for o in s[i : min(j, i + _SHOWN)]]
 
 
-def _describe(
-    ks: KeyState, key: Key, kind: str, before: int, after: int, delta: int, ops: tuple[int, ...]
-) -> Anomaly:
+def _describe(ks: KeyState, key: Key, kind: str, before: int, after: int, delta: int, ops: tuple[int, ...]) -> Anomaly:
     where = f"{key[0]}/{key[1]}"
     if delta > 1:
         skipped = _between(ks, before, after)

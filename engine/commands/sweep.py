@@ -59,8 +59,11 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     failures = []
     total = len(specs) * args.seeds
-    tasks = [(spec.name, seed, args.mutant, args.swarm) for spec in specs
-             for seed in range(args.first_seed, args.first_seed + args.seeds)]
+    tasks = [
+        (spec.name, seed, args.mutant, args.swarm)
+        for spec in specs
+        for seed in range(args.first_seed, args.first_seed + args.seeds)
+    ]
     if args.jobs > 1:
         import multiprocessing
 
@@ -114,5 +117,14 @@ def _one(task: tuple) -> tuple:
     name, seed, mutant_id, swarm = task
     r = run_spec(BY_NAME[name], seed, mutant=get_mutant(mutant_id) if mutant_id else None, swarm=swarm)
     kinds = sorted({a.kind for a in r.report.forbidden} | {f.split(":")[0] for f in r.findings})
-    return (name, seed, r.ok, ",".join(kinds) or "-", r.history_size, r.cluster.now_ms, r.fingerprint[:12],
-            r.verdict(), r.replay)
+    return (
+        name,
+        seed,
+        r.ok,
+        ",".join(kinds) or "-",
+        r.history_size,
+        r.cluster.now_ms,
+        r.fingerprint[:12],
+        r.verdict(),
+        r.replay,
+    )

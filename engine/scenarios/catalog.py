@@ -35,23 +35,35 @@ def _times(rng: random.Random, n: int, start: int, end: int) -> list[int]:
 
 def lost_acks(rng: random.Random, run: Run) -> FaultPlan:
     """Drop a few ProduceResponses after the leader appended (lost acks)."""
-    return FaultPlan(tuple(FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse",
-                                         count=rng.randint(1, 2)) for t in _times(rng, 4, 200, 3_500)))
+    return FaultPlan(
+        tuple(
+            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(1, 2))
+            for t in _times(rng, 4, 200, 3_500)
+        )
+    )
 
 
 def reorders(rng: random.Random, run: Run) -> FaultPlan:
     """Delay single produce requests past their successors, and lose an answer now and then."""
-    entries = [FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(3, 30), count=1)
-               for t in _times(rng, 6, 200, 3_500)]
-    entries += [FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=1)
-                for t in _times(rng, 2, 200, 3_500)]
+    entries = [
+        FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(3, 30), count=1)
+        for t in _times(rng, 6, 200, 3_500)
+    ]
+    entries += [
+        FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=1)
+        for t in _times(rng, 2, 200, 3_500)
+    ]
     return FaultPlan(tuple(entries))
 
 
 def lost_ack_burst(rng: random.Random, run: Run) -> FaultPlan:
     """Lose 5–8 consecutive answers: every in-flight batch is retried, the oldest first."""
-    return FaultPlan(tuple(FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse",
-                                         count=rng.randint(5, 8)) for t in _times(rng, 3, 300, 3_500)))
+    return FaultPlan(
+        tuple(
+            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(5, 8))
+            for t in _times(rng, 3, 300, 3_500)
+        )
+    )
 
 
 def rolling_crashes(rng: random.Random, run: Run) -> FaultPlan:
@@ -69,21 +81,25 @@ def unclean_setup(rng: random.Random, run: Run) -> FaultPlan:
     """Cut broker-1 (leader of t-0 and t-1's second replica) off its followers, then crash it."""
     t0 = rng.randint(300, 600)
     crash = t0 + rng.randint(2_200, 2_800)
-    return FaultPlan((
-        FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3")),
-        FaultEntry.of(crash, "crash", node="broker-1"),
-        FaultEntry.of(crash + 50, "heal"),
-        FaultEntry.of(crash + rng.randint(3_000, 4_000), "restart", node="broker-1"),
-    ))
+    return FaultPlan(
+        (
+            FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3")),
+            FaultEntry.of(crash, "crash", node="broker-1"),
+            FaultEntry.of(crash + 50, "heal"),
+            FaultEntry.of(crash + rng.randint(3_000, 4_000), "restart", node="broker-1"),
+        )
+    )
 
 
 def isolated_leader(rng: random.Random, run: Run) -> FaultPlan:
     """Cut the first leader off the other brokers and the controller, but not from clients."""
     t0 = rng.randint(300, 900)
-    return FaultPlan((
-        FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3", "controller")),
-        FaultEntry.of(t0 + rng.randint(2_500, 3_500), "heal"),
-    ))
+    return FaultPlan(
+        (
+            FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3", "controller")),
+            FaultEntry.of(t0 + rng.randint(2_500, 3_500), "heal"),
+        )
+    )
 
 
 def coordinator_failover(rng: random.Random, run: Run) -> FaultPlan:
@@ -103,7 +119,9 @@ def pauses(rng: random.Random, run: Run) -> FaultPlan:
     """Pause a transactional producer longer than transaction.timeout.ms (a zombie)."""
     t = rng.randint(300, 1_000)
     name = rng.choice(["producer-1", "producer-2"])
-    return FaultPlan((FaultEntry.of(t, "pause", node=name), FaultEntry.of(t + rng.randint(3_500, 4_500), "resume", node=name)))
+    return FaultPlan(
+        (FaultEntry.of(t, "pause", node=name), FaultEntry.of(t + rng.randint(3_500, 4_500), "resume", node=name))
+    )
 
 
 def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
@@ -119,20 +137,35 @@ def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
 
 def delayed_produce(rng: random.Random, run: Run) -> FaultPlan:
     """Delay transactional produce requests by more than a transaction takes."""
-    return FaultPlan(tuple(FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(300, 1_200),
-                                         count=1) for t in _times(rng, 4, 200, 3_000)))
+    return FaultPlan(
+        tuple(
+            FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(300, 1_200), count=1)
+            for t in _times(rng, 4, 200, 3_000)
+        )
+    )
 
 
 def light_partitions(rng: random.Random, run: Run) -> FaultPlan:
     """Short partitions between brokers."""
-    return random_plan(rng, list(BROKERS), duration_ms=4_000, kinds=("partition",), mean_interval_ms=1_200,
-                       outage_ms_max=600, start_ms=200)
+    return random_plan(
+        rng,
+        list(BROKERS),
+        duration_ms=4_000,
+        kinds=("partition",),
+        mean_interval_ms=1_200,
+        outage_ms_max=600,
+        start_ms=200,
+    )
 
 
 def marker_retry(rng: random.Random, run: Run) -> FaultPlan:
     """Drop WriteTxnMarkers requests for a while: the coordinator must retry until written."""
-    return FaultPlan(tuple(FaultEntry.of(t, "drop", body_type="WriteTxnMarkersRequest", count=rng.randint(2, 6))
-                           for t in _times(rng, 3, 200, 3_000)))
+    return FaultPlan(
+        tuple(
+            FaultEntry.of(t, "drop", body_type="WriteTxnMarkersRequest", count=rng.randint(2, 6))
+            for t in _times(rng, 3, 200, 3_000)
+        )
+    )
 
 
 def power_loss(rng: random.Random, run: Run) -> FaultPlan:
@@ -152,71 +185,180 @@ def not_leader_after_append(rng: random.Random, run: Run) -> FaultPlan:
 def swarm(rng: random.Random, run: Run) -> FaultPlan:
     """A random subset of fault kinds for this seed (swarm testing), rotating over the safety phase."""
     kinds = swarm_kinds(rng, ("crash", "pause", "partition", "partition_one_way", "clog", "drop", "delay", "duplicate"))
-    return random_plan(rng, list(BROKERS), duration_ms=8_000, kinds=kinds, mean_interval_ms=900, outage_ms_max=2_500,
-                       start_ms=200)
+    return random_plan(
+        rng, list(BROKERS), duration_ms=8_000, kinds=kinds, mean_interval_ms=900, outage_ms_max=2_500, start_ms=200
+    )
 
 
 SENDS = IdempotentSends()
 TXNS = Transactions()
 
 SPECS: tuple[Spec, ...] = (
-    Spec("idempotence: lost ack retry", "lost acks are retried and deduplicated (S01)", SENDS, lost_acks,
-         broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
-    Spec("idempotence: reordered in-flight batches", "a delayed batch is rejected out of order and resent (S02)",
-         SENDS, reorders, broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
-    Spec("idempotence: dedup window", "retries of older in-flight batches hit the 5-batch cache (S03)",
-         IdempotentSends(processes_per_producer=5, sends_per_process=60), lost_ack_burst, broker_config=FAST_FAILOVER,
-         catches=(("M2", "G1a"),)),
-    Spec("replication: leader crash with acks=all", "hard bounces of brokers under idempotent sends (S04)",
-         IdempotentSends(sends_per_process=80), rolling_crashes, broker_config=FAST_FAILOVER, safety_ms=9_000,
-         catches=(("M16", "G1a"),)),
-    Spec("replication: unclean election", "the ISR shrinks to the leader, which then crashes (S05)",
-         IdempotentSends(sends_per_process=80), unclean_setup, broker_config=FAST_FAILOVER, safety_ms=7_000,
-         catches=(("M4", "inconsistent-offsets"),)),
-    Spec("replication: isolated old leader", "a leader cut off from its followers and the controller (S06)",
-         IdempotentSends(sends_per_process=80), isolated_leader, broker_config=FAST_FAILOVER, safety_ms=6_000,
-         catches=(("M3", "unseen"),)),
-    Spec("coordinator: failover", "coordinators fail over while transactions commit (S07)",
-         Transactions(txns_per_process=30), coordinator_failover, broker_config=FAST_FAILOVER, safety_ms=9_000,
-         catches=(("M9", "unseen"),)),
-    Spec("transactions: producer crash mid transaction", "a new instance fences and aborts the open txn (S08)",
-         Transactions(processes=3), client_crashes, broker_config=FAST_FAILOVER, catches=(("M5", "G1a"),)),
-    Spec("transactions: zombie fencing", "two processes share one transactional.id and fence each other (S09)",
-         Transactions(processes=2, producer_config=(("transactional.id", "shared"),)), None,
-         broker_config=FAST_FAILOVER, catches=(("M6", "lost-write"),)),
-    Spec("transactions: delayed EndTxn", "an EndTxn held past its timeout arrives during the next txn (S12)",
-         Transactions(processes=2, txns_per_process=150, abort_p=0.4), delayed_end_txn, broker_config=FAST_FAILOVER,
-         safety_ms=12_000,
-         catches=(("M7", "G1a"),)),
-    Spec("transactions: late produce after abort", "transactional batches delayed past their txn (S13)",
-         Transactions(processes=2, abort_p=0.3), delayed_produce, broker_config=FAST_FAILOVER,
-         catches=(("M8", "hanging-transaction"),)),
-    Spec("transactions: timeout", "a paused producer outlives transaction.timeout.ms (S14)",
-         Transactions(processes=2, transaction_timeout_ms=2_000), pauses, broker_config=FAST_FAILOVER,
-         catches=(("M14", "lost-write"),)),
-    Spec("isolation: levels", "transactions with random aborts under light partitions (S15)",
-         Transactions(processes=3, abort_p=0.2), light_partitions, broker_config=FAST_FAILOVER,
-         catches=(("M5", "G1a"),)),
-    Spec("isolation: lso off by one", "read_committed readers poll while transactions are open (S16)",
-         Transactions(processes=2, abort_p=0.3, readers=2), None, broker_config=FAST_FAILOVER,
-         catches=(("M10", "G1a"),)),
-    Spec("isolation: aborted index across fetches", "aborted transactions interleaved with committed ones (S17)",
-         Transactions(processes=3, abort_p=0.4, sends_per_txn=(2, 6)), None, broker_config=FAST_FAILOVER,
-         catches=(("M11", "G1a"),)),
-    Spec("coordinator: marker delivery retry", "WriteTxnMarkers lost for a while; the coordinator retries (S19)",
-         Transactions(processes=2), marker_retry, broker_config=FAST_FAILOVER),
-    Spec("durability: correlated power loss", "all replicas lose their unflushed tail at once (S20, positive control)",
-         IdempotentSends(sends_per_process=80), power_loss,
-         broker_config=(*FAST_FAILOVER, ("log.flush.interval.ms", 600_000)),
-         must_report=("lost-write", "unseen", "inconsistent-offsets", "nonmonotonic-send", "L12-lost-ack")),
-    Spec("client: indefinite errors", "NOT_LEADER_OR_FOLLOWER after a successful append (S22, KAFKA-13574)",
-         SENDS, not_leader_after_append, broker_config=FAST_FAILOVER, catches=(("M1", "duplicate"),)),
-    Spec("at-least-once: baseline", "no idempotence, lost acks: duplicates allowed, loss not (S23)",
-         IdempotentSends(producer_config=(("enable.idempotence", False),)), lost_acks, broker_config=FAST_FAILOVER,
-         allowed="at-least-once"),
-    Spec("swarm: soak", "transactions and idempotent sends under a random subset of fault kinds (S24)",
-         Transactions(processes=3, abort_p=0.1), swarm, broker_config=FAST_FAILOVER, safety_ms=8_000,
-         catches=(("M5", "G1a"), ("M10", "G1a"), ("M11", "G1a"))),
+    Spec(
+        "idempotence: lost ack retry",
+        "lost acks are retried and deduplicated (S01)",
+        SENDS,
+        lost_acks,
+        broker_config=FAST_FAILOVER,
+        catches=(("M1", "duplicate"),),
+    ),
+    Spec(
+        "idempotence: reordered in-flight batches",
+        "a delayed batch is rejected out of order and resent (S02)",
+        SENDS,
+        reorders,
+        broker_config=FAST_FAILOVER,
+        catches=(("M1", "duplicate"),),
+    ),
+    Spec(
+        "idempotence: dedup window",
+        "retries of older in-flight batches hit the 5-batch cache (S03)",
+        IdempotentSends(processes_per_producer=5, sends_per_process=60),
+        lost_ack_burst,
+        broker_config=FAST_FAILOVER,
+        catches=(("M2", "G1a"),),
+    ),
+    Spec(
+        "replication: leader crash with acks=all",
+        "hard bounces of brokers under idempotent sends (S04)",
+        IdempotentSends(sends_per_process=80),
+        rolling_crashes,
+        broker_config=FAST_FAILOVER,
+        safety_ms=9_000,
+        catches=(("M16", "G1a"),),
+    ),
+    Spec(
+        "replication: unclean election",
+        "the ISR shrinks to the leader, which then crashes (S05)",
+        IdempotentSends(sends_per_process=80),
+        unclean_setup,
+        broker_config=FAST_FAILOVER,
+        safety_ms=7_000,
+        catches=(("M4", "inconsistent-offsets"),),
+    ),
+    Spec(
+        "replication: isolated old leader",
+        "a leader cut off from its followers and the controller (S06)",
+        IdempotentSends(sends_per_process=80),
+        isolated_leader,
+        broker_config=FAST_FAILOVER,
+        safety_ms=6_000,
+        catches=(("M3", "unseen"),),
+    ),
+    Spec(
+        "coordinator: failover",
+        "coordinators fail over while transactions commit (S07)",
+        Transactions(txns_per_process=30),
+        coordinator_failover,
+        broker_config=FAST_FAILOVER,
+        safety_ms=9_000,
+        catches=(("M9", "unseen"),),
+    ),
+    Spec(
+        "transactions: producer crash mid transaction",
+        "a new instance fences and aborts the open txn (S08)",
+        Transactions(processes=3),
+        client_crashes,
+        broker_config=FAST_FAILOVER,
+        catches=(("M5", "G1a"),),
+    ),
+    Spec(
+        "transactions: zombie fencing",
+        "two processes share one transactional.id and fence each other (S09)",
+        Transactions(processes=2, producer_config=(("transactional.id", "shared"),)),
+        None,
+        broker_config=FAST_FAILOVER,
+        catches=(("M6", "lost-write"),),
+    ),
+    Spec(
+        "transactions: delayed EndTxn",
+        "an EndTxn held past its timeout arrives during the next txn (S12)",
+        Transactions(processes=2, txns_per_process=150, abort_p=0.4),
+        delayed_end_txn,
+        broker_config=FAST_FAILOVER,
+        safety_ms=12_000,
+        catches=(("M7", "G1a"),),
+    ),
+    Spec(
+        "transactions: late produce after abort",
+        "transactional batches delayed past their txn (S13)",
+        Transactions(processes=2, abort_p=0.3),
+        delayed_produce,
+        broker_config=FAST_FAILOVER,
+        catches=(("M8", "hanging-transaction"),),
+    ),
+    Spec(
+        "transactions: timeout",
+        "a paused producer outlives transaction.timeout.ms (S14)",
+        Transactions(processes=2, transaction_timeout_ms=2_000),
+        pauses,
+        broker_config=FAST_FAILOVER,
+        catches=(("M14", "lost-write"),),
+    ),
+    Spec(
+        "isolation: levels",
+        "transactions with random aborts under light partitions (S15)",
+        Transactions(processes=3, abort_p=0.2),
+        light_partitions,
+        broker_config=FAST_FAILOVER,
+        catches=(("M5", "G1a"),),
+    ),
+    Spec(
+        "isolation: lso off by one",
+        "read_committed readers poll while transactions are open (S16)",
+        Transactions(processes=2, abort_p=0.3, readers=2),
+        None,
+        broker_config=FAST_FAILOVER,
+        catches=(("M10", "G1a"),),
+    ),
+    Spec(
+        "isolation: aborted index across fetches",
+        "aborted transactions interleaved with committed ones (S17)",
+        Transactions(processes=3, abort_p=0.4, sends_per_txn=(2, 6)),
+        None,
+        broker_config=FAST_FAILOVER,
+        catches=(("M11", "G1a"),),
+    ),
+    Spec(
+        "coordinator: marker delivery retry",
+        "WriteTxnMarkers lost for a while; the coordinator retries (S19)",
+        Transactions(processes=2),
+        marker_retry,
+        broker_config=FAST_FAILOVER,
+    ),
+    Spec(
+        "durability: correlated power loss",
+        "all replicas lose their unflushed tail at once (S20, positive control)",
+        IdempotentSends(sends_per_process=80),
+        power_loss,
+        broker_config=(*FAST_FAILOVER, ("log.flush.interval.ms", 600_000)),
+        must_report=("lost-write", "unseen", "inconsistent-offsets", "nonmonotonic-send", "L12-lost-ack"),
+    ),
+    Spec(
+        "client: indefinite errors",
+        "NOT_LEADER_OR_FOLLOWER after a successful append (S22, KAFKA-13574)",
+        SENDS,
+        not_leader_after_append,
+        broker_config=FAST_FAILOVER,
+        catches=(("M1", "duplicate"),),
+    ),
+    Spec(
+        "at-least-once: baseline",
+        "no idempotence, lost acks: duplicates allowed, loss not (S23)",
+        IdempotentSends(producer_config=(("enable.idempotence", False),)),
+        lost_acks,
+        broker_config=FAST_FAILOVER,
+        allowed="at-least-once",
+    ),
+    Spec(
+        "swarm: soak",
+        "transactions and idempotent sends under a random subset of fault kinds (S24)",
+        Transactions(processes=3, abort_p=0.1),
+        swarm,
+        broker_config=FAST_FAILOVER,
+        safety_ms=8_000,
+        catches=(("M5", "G1a"), ("M10", "G1a"), ("M11", "G1a")),
+    ),
 )
 
 BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
@@ -229,15 +371,48 @@ GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
 
 SPECS = (
     *SPECS,
-    Spec("copier: client hard bounce", "TransactionsTest: 2 inputs -> 3 outputs, copiers crash and restart (S10)",
-         Copier(crash_p=0.1), None, topics=COPIER_TOPICS, broker_config=FAST_FAILOVER, safety_ms=8_000,
-         liveness_ms=20_000, catches=(("M12", "copier-duplicate"),)),
-    Spec("copier: random aborts", "copiers abort 1 in 3 transactions and rewind to the committed offsets (S11)",
-         Copier(abort_p=0.33, crash_p=0.0), None, topics=COPIER_TOPICS, broker_config=FAST_FAILOVER,
-         safety_ms=8_000, liveness_ms=20_000, catches=(("M13", "copier-lost"),)),
-    Spec("copier: group mode rebalance", "3 copiers in one group; one is paused mid-transaction through a rebalance (S18)",
-         Copier(copiers=3, input_partitions=9, records_per_partition=60, crash_p=0.0, group_mode=True, pause_slot=0,
-                pause_ms=9_000, txn_size=5), None, topics=GROUP_TOPICS, broker_config=FAST_FAILOVER, safety_ms=14_000,
-         liveness_ms=20_000, allowed="subscribe", catches=(("M15", "copier-duplicate"),)),
+    Spec(
+        "copier: client hard bounce",
+        "TransactionsTest: 2 inputs -> 3 outputs, copiers crash and restart (S10)",
+        Copier(crash_p=0.1),
+        None,
+        topics=COPIER_TOPICS,
+        broker_config=FAST_FAILOVER,
+        safety_ms=8_000,
+        liveness_ms=20_000,
+        catches=(("M12", "copier-duplicate"),),
+    ),
+    Spec(
+        "copier: random aborts",
+        "copiers abort 1 in 3 transactions and rewind to the committed offsets (S11)",
+        Copier(abort_p=0.33, crash_p=0.0),
+        None,
+        topics=COPIER_TOPICS,
+        broker_config=FAST_FAILOVER,
+        safety_ms=8_000,
+        liveness_ms=20_000,
+        catches=(("M13", "copier-lost"),),
+    ),
+    Spec(
+        "copier: group mode rebalance",
+        "3 copiers in one group; one is paused mid-transaction through a rebalance (S18)",
+        Copier(
+            copiers=3,
+            input_partitions=9,
+            records_per_partition=60,
+            crash_p=0.0,
+            group_mode=True,
+            pause_slot=0,
+            pause_ms=9_000,
+            txn_size=5,
+        ),
+        None,
+        topics=GROUP_TOPICS,
+        broker_config=FAST_FAILOVER,
+        safety_ms=14_000,
+        liveness_ms=20_000,
+        allowed="subscribe",
+        catches=(("M15", "copier-duplicate"),),
+    ),
 )
 BY_NAME = {s.name: s for s in SPECS}

@@ -123,7 +123,7 @@ class Run:
         for t in spec.topics:
             self.cluster.create_topic(t.name, t.partitions, t.replication_factor, dict(t.config))
         self.world = self.cluster.world
-        from engine.check.timeline import PartitionTimeline  # noqa: PLC0415
+        from engine.check.timeline import PartitionTimeline
 
         self.timeline = PartitionTimeline.attach(self.cluster)
         self.rng = self.world.rng.stream("workload")
@@ -171,9 +171,9 @@ class Run:
 
     def history_size_hint(self) -> int:
         """Return how many records the history holds (a cheap unique counter for values)."""
-        return len(self.history._ops)  # noqa: SLF001 - read-only peek at the recorder
+        return len(self.history._ops)
 
-    def keys(self) -> list[tuple[str, int]]:
+    def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]
 
@@ -245,14 +245,14 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
     if sentinel:
         # X4: a record written after quiescence must become visible, or a transaction hangs.
         p = c.producer({"linger.ms": 0, "client.id": "sentinel-producer"})
-        for topic, part in run.keys():
+        for topic, part in run.topic_partitions():
             p.produce(topic, value=f"sentinel-{topic}-{part}", partition=part)
         p.flush(timeout=30)
     reader = c.consumer(run.consumer_config({"isolation.level": "read_committed", "client.id": "final-reader"}))
-    reader.assign(run.keys())
+    reader.assign(run.topic_partitions())
     pid = 10_000 + run.next_process
     run.next_process += 1
-    op = run.history.invoke(pid, "assign", (), run.now_ms, keys=run.keys())
+    op = run.history.invoke(pid, "assign", (), run.now_ms, keys=run.topic_partitions())
     run.history.complete(op, "ok", (), run.now_ms)
     seen_sentinels: set[str] = set()
     idle = 0
@@ -269,7 +269,7 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
         run.history.complete(op, "ok", polls, run.now_ms)
         idle = 0 if msgs else idle + 1
     if sentinel:
-        missing = [f"sentinel-{t}-{p}" for t, p in run.keys() if f"sentinel-{t}-{p}" not in seen_sentinels]
+        missing = [f"sentinel-{t}-{p}" for t, p in run.topic_partitions() if f"sentinel-{t}-{p}" not in seen_sentinels]
         if missing:
             run.notes.append(f"hanging-transaction: sentinel never visible on {', '.join(missing)}")
 
@@ -280,7 +280,7 @@ ALLOWED_INVARIANT_KINDS = frozenset({"L4-duplicate-marker"})
 
 def white_box(run: Run, history: Any) -> list[str]:
     """Run the white-box invariants L1–L14 over the final engine state; return them as findings."""
-    from engine.check.invariants import check_invariants  # noqa: PLC0415
+    from engine.check.invariants import check_invariants
 
     acked: dict[tuple[str, int], set[Any]] = {}
     for op in history:
@@ -308,7 +308,7 @@ def run_spec(
     """
     run = Run(spec, seed, mutant)
     if plan is None and swarm:
-        from engine.scenarios.catalog import swarm as swarm_plan  # noqa: PLC0415 - avoids an import cycle
+        from engine.scenarios.catalog import swarm as swarm_plan
 
         plan = swarm_plan(run.fault_rng, run)
     if plan is None and spec.faults is not None:
@@ -339,8 +339,19 @@ def run_spec(
         expected = frozenset(spec.must_report)
         report = Report.classify(strict.anomalies, strict.allowed_kinds | expected, strict.stats)
         findings = [f for f in findings if f.split(":")[0] not in expected]
-    return RunResult(spec, seed, mutant.id if mutant else None, report, findings, missing,
-                     run.cluster.fingerprint(), run.cluster, len(history), run.extra["fault_plan"], run.extra)
+    return RunResult(
+        spec,
+        seed,
+        mutant.id if mutant else None,
+        report,
+        findings,
+        missing,
+        run.cluster.fingerprint(),
+        run.cluster,
+        len(history),
+        run.extra["fault_plan"],
+        run.extra,
+    )
 
 
 def shrink(spec: Spec, seed: int, plan: FaultPlan, *, mutant: Mutant | None = None, max_runs: int = 200) -> FaultPlan:

@@ -66,8 +66,8 @@ def get_scenario(name: str) -> Callable[..., ScenarioResult]:
 
 def _load_all() -> None:
     # Importing the modules registers their scenarios.
-    from engine.scenarios import demo  # noqa: F401, PLC0415
-    from engine.scenarios.catalog import SPECS  # noqa: PLC0415
+    from engine.scenarios import demo  # noqa: F401
+    from engine.scenarios.catalog import SPECS
 
     for spec in SPECS:
         if spec.name not in SCENARIOS:
@@ -77,10 +77,14 @@ def _load_all() -> None:
 
 def _spec_runner(spec: Any) -> Callable[..., ScenarioResult]:
     def run(seed: int, *, mutant: Any = None, swarm: bool = False) -> ScenarioResult:
-        from engine.scenarios.harness import run_spec  # noqa: PLC0415
+        from engine.scenarios.harness import run_spec
 
         r = run_spec(spec, seed, mutant=mutant, swarm=swarm)
-        summary = {"history_ops": r.history_size, "simulated_ms": r.cluster.now_ms, "fault_plan": f"{len(r.plan)} entries"}
+        summary = {
+            "history_ops": r.history_size,
+            "simulated_ms": r.cluster.now_ms,
+            "fault_plan": f"{len(r.plan)} entries",
+        }
         findings = [f"{a.kind}: {a.message}" for a in r.report.forbidden] + r.findings
         findings += [f"missing positive-control anomaly: {m}" for m in r.missing]
         return ScenarioResult(spec.name, seed, r.ok, findings, r.cluster, summary, extra=r)

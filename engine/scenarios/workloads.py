@@ -12,6 +12,7 @@ proves the write did not happen gives ``fail``; a timeout, a lost connection or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +33,12 @@ if TYPE_CHECKING:
     from engine.scenarios.harness import Process
 
 #: Errors that prove a send was not written.
-DEFINITE = (OutOfOrderSequenceException, InvalidProducerEpochException, ProducerFencedException,
-            TransactionAbortedException)
+DEFINITE = (
+    OutOfOrderSequenceException,
+    InvalidProducerEpochException,
+    ProducerFencedException,
+    TransactionAbortedException,
+)
 
 
 def completion_type(err: KafkaError | None) -> str:
@@ -60,15 +65,18 @@ class Workload:
 def _reader(run: Run, pid: int, *, isolation: str = "read_committed", pause_ms: int = 50) -> Process:
     """A process that polls every key and records each poll."""
     consumer = run.cluster.consumer(run.consumer_config({"isolation.level": isolation}))
-    keys = run.keys()
+    keys = run.topic_partitions()
     op = run.history.invoke(pid, "assign", (), run.now_ms, keys=keys)
     consumer.assign(keys)
     run.history.complete(op, "ok", (), run.now_ms)
     while not run.stopping:
         op = run.history.invoke(pid, "poll", (), run.now_ms)
         msgs = consumer.consume(200, timeout=0.05)
-        polls = [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs
-                 if isinstance(m.value(), str) and not m.value().startswith("sentinel-")]
+        polls = [
+            Poll(m.topic(), m.partition(), m.offset(), m.value())
+            for m in msgs
+            if isinstance(m.value(), str) and not m.value().startswith("sentinel-")
+        ]
         run.history.complete(op, "ok", polls, run.now_ms)
         yield Sleep(pause_ms)
 
@@ -100,7 +108,7 @@ class IdempotentSends(Workload):
             run.spawn(lambda r, pid: _reader(r, pid, isolation=self.reader_isolation))
 
     def _sender(self, run: Run, pid: int, producer: Any) -> Process:
-        keys = run.keys()
+        keys = run.topic_partitions()
         for seq in range(self.sends_per_process):
             if run.stopping:
                 return
@@ -109,7 +117,9 @@ class IdempotentSends(Workload):
             op = run.history.invoke(pid, "send", (Send(topic, part, value),), run.now_ms)
             box: list[Any] = []
             try:
-                producer.produce(topic, value=value, partition=part, on_delivery=lambda e, m: box.append((e, m)))
+                producer.produce(
+                    topic, value=value, partition=part, on_delivery=lambda e, m, box=box: box.append((e, m))
+                )
             except (KafkaError, IllegalStateError) as exc:
                 run.history.complete(op, "fail", None, run.now_ms, error=type(exc).__name__)
                 return
@@ -122,8 +132,13 @@ class IdempotentSends(Workload):
             err, msg = box[0]
             kind = completion_type(err)
             offset = msg.offset() if err is None and msg.offset() >= 0 else None
-            run.history.complete(op, kind, (Send(topic, part, value, offset),), run.now_ms,
-                                 error=None if err is None else type(err).__name__)
+            run.history.complete(
+                op,
+                kind,
+                (Send(topic, part, value, offset),),
+                run.now_ms,
+                error=None if err is None else type(err).__name__,
+            )
             yield Sleep(run.rng.randint(0, 5))
 
 
@@ -154,9 +169,15 @@ class Transactions(Workload):
             run.spawn(lambda r, pid: _reader(r, pid))
 
     def _new_producer(self, run: Run, txn_id: str) -> Any:
-        base = {"transactional.id": txn_id, "linger.ms": 0, "request.timeout.ms": 1_500, "retry.backoff.ms": 20,
-                "transaction.timeout.ms": self.transaction_timeout_ms, "delivery.timeout.ms": 30_000,
-                "max.block.ms": 20_000}
+        base = {
+            "transactional.id": txn_id,
+            "linger.ms": 0,
+            "request.timeout.ms": 1_500,
+            "retry.backoff.ms": 20,
+            "transaction.timeout.ms": self.transaction_timeout_ms,
+            "delivery.timeout.ms": 30_000,
+            "max.block.ms": 20_000,
+        }
         base.update(dict(self.producer_config))
         producer = run.cluster.producer(run.producer_config(base))
         producer.init_transactions()
@@ -169,7 +190,7 @@ class Transactions(Workload):
         except (KafkaError, IllegalStateError):
             return
         consumer = run.cluster.consumer(run.consumer_config({"isolation.level": "read_committed"}))
-        keys = run.keys()
+        keys = run.topic_partitions()
         consumer.assign(keys)
         for t in range(self.txns_per_process):
             if run.stopping:
@@ -190,13 +211,19 @@ class Transactions(Workload):
             try:
                 producer.begin_transaction()
                 for snd in sends:
-                    producer.produce(snd.topic, value=snd.value, partition=snd.partition,
-                                     on_delivery=lambda e, m: reports.__setitem__(m.value(), (e, m)))
+                    producer.produce(
+                        snd.topic,
+                        value=snd.value,
+                        partition=snd.partition,
+                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
+                    )
                     yield
                 if do_poll:
-                    for m in consumer.consume(50, timeout=0.02):
-                        if isinstance(m.value(), str) and not m.value().startswith("sentinel-"):
-                            polls.append(Poll(m.topic(), m.partition(), m.offset(), m.value()))
+                    polls.extend(
+                        Poll(m.topic(), m.partition(), m.offset(), m.value())
+                        for m in consumer.consume(50, timeout=0.02)
+                        if isinstance(m.value(), str) and not m.value().startswith("sentinel-")
+                    )
                 if abort:
                     producer.abort_transaction()
                     outcome = "fail"
@@ -300,14 +327,32 @@ class Copier(Workload):
             yield Sleep(50)
 
     def _clients(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
-        producer = run.cluster.producer(run.producer_config({
-            "transactional.id": f"copier-{slot}", "client.id": f"copier-{slot}-producer-{gen}", "linger.ms": 0,
-            "request.timeout.ms": 1_500, "retry.backoff.ms": 20, "transaction.timeout.ms": 10_000,
-            "delivery.timeout.ms": 30_000, "max.block.ms": 20_000}))
+        producer = run.cluster.producer(
+            run.producer_config(
+                {
+                    "transactional.id": f"copier-{slot}",
+                    "client.id": f"copier-{slot}-producer-{gen}",
+                    "linger.ms": 0,
+                    "request.timeout.ms": 1_500,
+                    "retry.backoff.ms": 20,
+                    "transaction.timeout.ms": 10_000,
+                    "delivery.timeout.ms": 30_000,
+                    "max.block.ms": 20_000,
+                }
+            )
+        )
         producer.init_transactions()
-        consumer = run.cluster.consumer(run.consumer_config({
-            "isolation.level": "read_committed", "group.id": "copiers", "client.id": f"copier-{slot}-consumer-{gen}",
-            "session.timeout.ms": 6_000, "heartbeat.interval.ms": 1_000}))
+        consumer = run.cluster.consumer(
+            run.consumer_config(
+                {
+                    "isolation.level": "read_committed",
+                    "group.id": "copiers",
+                    "client.id": f"copier-{slot}-consumer-{gen}",
+                    "session.timeout.ms": 6_000,
+                    "heartbeat.interval.ms": 1_000,
+                }
+            )
+        )
         if self.group_mode:
             consumer.subscribe(["in"])
         else:
@@ -315,7 +360,7 @@ class Copier(Workload):
         return producer, consumer
 
     def _done(self, run: Run, consumer: Any) -> bool:
-        ends = {p: self.records_per_partition for p in range(self.input_partitions)}
+        ends = dict.fromkeys(range(self.input_partitions), self.records_per_partition)
         committed = consumer.committed([TopicPartition("in", p) for p in range(self.input_partitions)])
         return all(tp.offset >= ends[tp.partition] for tp in committed)
 
@@ -330,10 +375,8 @@ class Copier(Workload):
                 continue
             result = yield from self._copy_loop(run, pid, slot, producer, consumer)
             if consumer.is_up:
-                try:
+                with contextlib.suppress(KafkaError, IllegalStateError):
                     consumer.close()  # leave the group, as a restarting application's old instance would
-                except (KafkaError, IllegalStateError):
-                    pass
             if result == "done":
                 return
             gen += 1
@@ -366,8 +409,10 @@ class Copier(Workload):
             polls = [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs]
             # Values stay unique per attempt (the checker's assumption); the lineage is the prefix.
             attempt = f"p{pid}-n{run.history_size_hint()}"
-            sends = [Send("out", m.offset() % self.output_partitions,
-                          f"{m.topic()}:{m.partition()}:{m.offset()}:{attempt}") for m in msgs]
+            sends = [
+                Send("out", m.offset() % self.output_partitions, f"{m.topic()}:{m.partition()}:{m.offset()}:{attempt}")
+                for m in msgs
+            ]
             op = run.history.invoke(pid, "txn", tuple(sends), run.now_ms)
             last: dict[int, int] = {}
             for m in msgs:
@@ -379,8 +424,12 @@ class Copier(Workload):
             try:
                 producer.begin_transaction()
                 for s in sends:
-                    producer.produce("out", value=s.value, partition=s.partition,
-                                     on_delivery=lambda e, m: reports.__setitem__(m.value(), (e, m)))
+                    producer.produce(
+                        "out",
+                        value=s.value,
+                        partition=s.partition,
+                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
+                    )
                 if run.rng.random() < self.crash_p:
                     raise _Crash
                 if slot == self.pause_slot and self.pause_ms and not run.extra.get("paused"):
@@ -431,7 +480,7 @@ class Copier(Workload):
 
     def judge(self, run: Run) -> list[str]:
         """Kafka's copier oracle on the final committed output (X1, X2)."""
-        from engine.check.copier import check_copier  # noqa: PLC0415
+        from engine.check.copier import check_copier
 
         reader = run.cluster.consumer({"isolation.level": "read_committed", "client.id": "copier-judge"})
         reader.assign([("out", p) for p in range(self.output_partitions)])

@@ -78,9 +78,7 @@ class Model:
         return reads, pos
 
     def record(self, process, f, typ, mops, *, keys=(), error=None) -> None:
-        inv = self.rec.invoke(
-            process, f, [m._replace(offset=None) for m in mops if type(m) is Send], self.time_ms
-        )
+        inv = self.rec.invoke(process, f, [m._replace(offset=None) for m in mops if type(m) is Send], self.time_ms)
         self.rec.complete(inv, typ, mops, self.time_ms + 1, error=error, keys=keys)
         self.time_ms += 2
 
@@ -167,9 +165,7 @@ def serial_histories(draw, min_actions=0, with_abort=False):
     if with_abort:
         # Make sure there is an aborted transaction to read from.
         at = draw(st.integers(0, len(plan)))
-        plan.insert(
-            at, ("txn", draw(st.integers(0, PROCESSES - 1)), [draw(st.sampled_from(KEYS))], False, "abort")
-        )
+        plan.insert(at, ("txn", draw(st.integers(0, PROCESSES - 1)), [draw(st.sampled_from(KEYS))], False, "abort"))
     for action in plan:
         run(model, action)
     final_reads(model)
@@ -233,9 +229,7 @@ def test_reading_an_aborted_value_is_a_g1a(model, data):
     _op, victim = data.draw(st.sampled_from(aborted))
     last = final_op(h)
     read = Poll(victim.topic, victim.partition, victim.offset, victim.value)
-    mutated = last._replace(
-        mops=tuple(sorted((*last.mops, read), key=lambda m: (m.topic, m.partition, m.offset)))
-    )
+    mutated = last._replace(mops=tuple(sorted((*last.mops, read), key=lambda m: (m.topic, m.partition, m.offset))))
     assert "G1a" in forbidden_kinds(replace_op(h, last.index, mutated))
 
 
@@ -255,9 +249,7 @@ def test_removing_every_read_of_a_committed_value_below_a_read_one_is_a_lost_wri
     for op in h:
         if op.type == "ok" and any(type(m) is Poll for m in op.mops):
             kept = tuple(
-                m
-                for m in op.mops
-                if not (type(m) is Poll and (m.topic, m.partition) == key and m.value == value)
+                m for m in op.mops if not (type(m) is Poll and (m.topic, m.partition) == key and m.value == value)
             )
             op = op._replace(mops=kept)
         ops.append(op)
@@ -275,9 +267,7 @@ def test_replacing_the_value_of_a_read_at_an_acknowledged_offset_is_an_inconsist
     i = data.draw(st.sampled_from(positions))
     mops = list(last.mops)
     mops[i] = mops[i]._replace(value="mutant")
-    assert "inconsistent-offsets" in forbidden_kinds(
-        replace_op(h, last.index, last._replace(mops=tuple(mops)))
-    )
+    assert "inconsistent-offsets" in forbidden_kinds(replace_op(h, last.index, last._replace(mops=tuple(mops))))
 
 
 @PROFILE

@@ -120,9 +120,7 @@ def test_docs_example_loads_and_checks_clean(tmp_path):
     assert report.ok
     assert report.anomalies == ()
     assert "OK: 0 forbidden, 0 allowed anomalies (ops=6 reads=3 sends=4 keys=1)" in text
-    assert (
-        str(report).splitlines()[0] == "OK: 0 forbidden, 0 allowed anomalies (ops=6 reads=3 sends=4 keys=1)"
-    )
+    assert str(report).splitlines()[0] == "OK: 0 forbidden, 0 allowed anomalies (ops=6 reads=3 sends=4 keys=1)"
 
 
 def test_blank_lines_are_ignored(tmp_path):

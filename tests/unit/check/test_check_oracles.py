@@ -15,9 +15,7 @@ INPUTS = [InputRecord("in", p, o, f"v{p}-{o}") for p in (0, 1) for o in range(3)
 
 def copy_all():
     # Output partition = input partition, offsets in input order (the 1 -> 1 variant).
-    return [
-        OutputRecord("out", r.partition, r.offset, r.topic, r.partition, r.offset, r.value) for r in INPUTS
-    ]
+    return [OutputRecord("out", r.partition, r.offset, r.topic, r.partition, r.offset, r.value) for r in INPUTS]
 
 
 def kinds(anomalies):

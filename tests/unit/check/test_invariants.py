@@ -539,7 +539,7 @@ def test_at_least_once_skips_idempotence_and_fencing() -> None:
     assert "L2-sequence-gap" not in kinds(check_invariants(c, at_least_once=True))
 
 
-# -- engine bugs the invariants found (fixed; these runs now stay clean) ----------------------------------------------------------------------------
+# -- engine bugs the invariants found (fixed; these runs now stay clean) --
 
 
 def stuck_completion_run() -> Cluster:

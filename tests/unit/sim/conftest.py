@@ -66,9 +66,7 @@ class KvClient(Node):
 
     def put(self, server: str, key: str, value: int) -> Message:
         self.next_correlation_id += 1
-        return self.world.network.send(
-            self.name, server, Put(key, value), "request", self.next_correlation_id
-        )
+        return self.world.network.send(self.name, server, Put(key, value), "request", self.next_correlation_id)
 
     def handle(self, message: Message) -> None:
         self.received.append(message)

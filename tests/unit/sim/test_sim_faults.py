@@ -168,7 +168,5 @@ def test_swarm_kinds_picks_a_non_empty_subset_that_depends_on_the_seed() -> None
     subsets = {tuple(swarm_kinds(random.Random(s), RANDOM_KINDS)) for s in range(50)}
     assert all(sub and set(sub) <= set(RANDOM_KINDS) for sub in subsets)
     assert len(subsets) > 10
-    assert swarm_kinds(random.Random(3), RANDOM_KINDS) == swarm_kinds(
-        random.Random(3), list(reversed(RANDOM_KINDS))
-    )
+    assert swarm_kinds(random.Random(3), RANDOM_KINDS) == swarm_kinds(random.Random(3), list(reversed(RANDOM_KINDS)))
     assert swarm_kinds(random.Random(0), ["crash"]) == ["crash"]

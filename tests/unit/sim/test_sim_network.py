@@ -107,9 +107,7 @@ def test_skip_and_count_pick_which_matches_the_rule_acts_on(sim) -> None:
 def test_count_none_acts_on_every_match_and_body_type_and_where_narrow_it(sim) -> None:
     world = World(1)
     rec = sim.Recorder(world, "r")
-    rid = world.network.add_rule(
-        MessageRule("drop", body_type="int", count=None, where=lambda m: m.body % 2 == 0)
-    )
+    rid = world.network.add_rule(MessageRule("drop", body_type="int", count=None, where=lambda m: m.body % 2 == 0))
     for body in [0, 1, 2, 3, "four"]:
         world.network.send("x", "r", body)
     world.run_for(10)
