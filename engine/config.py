@@ -82,6 +82,8 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_version: int = 2
     group_initial_rebalance_delay_ms: int = 0  # sim default: Kafka's is 3 s
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
 
     def __post_init__(self) -> None:
         if self.min_insync_replicas < 1:

@@ -25,6 +25,9 @@ field                              mutant  guarantee it removes when weakened
                                            rejected (KIP-447)
 ``followers_track_producer_state`` M16     followers rebuild producer state while replicating,
                                            so a new leader deduplicates retries
+``reject_unknown_producer_sequence``  -    a producer the broker does not know gets
+                                           UNKNOWN_PRODUCER_ID for a non-zero sequence (the
+                                           pre-KIP-360 broker rule); off: any sequence is taken
 =================================  ======  ==================================================
 """
 
@@ -46,6 +49,7 @@ class Weakenings:
     bump_epoch_on_timeout: bool = True
     fence_stale_generation: bool = True
     followers_track_producer_state: bool = True
+    reject_unknown_producer_sequence: bool = True
 
     @property
     def weakened(self) -> list[str]:

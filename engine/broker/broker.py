@@ -136,6 +136,17 @@ class Broker(RpcNode):
         self._heartbeat()
         self.set_timer(self.config.log_flush_interval_ms, self._flush_tick)
         self.set_timer(self.config.replica_lag_time_max_ms // 2, self._isr_tick)
+        self.set_timer(self.config.producer_id_expiration_check_interval_ms, self._expire_producers_tick)
+
+    def _expire_producers_tick(self) -> None:
+        """Forget producers idle for ``producer.id.expiration.ms`` (Kafka's removeExpiredProducers)."""
+        cutoff = self.world.now_ms - self.config.producer_id_expiration_ms
+        for key in sorted(self.replicas):
+            for pid in self.replicas[key].producers.expire(cutoff):
+                self.world.trace.emit(
+                    self.name, "state", "producer.expired", ("tp", f"{key[0]}-{key[1]}"), ("pid", pid)
+                )
+        self.set_timer(self.config.producer_id_expiration_check_interval_ms, self._expire_producers_tick)
 
     def on_crash(self) -> None:
         """Drop volatile state: roles, producer tables, purgatory, metadata."""

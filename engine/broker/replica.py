@@ -78,7 +78,12 @@ class Replica:
     # -- producer state --------------------------------------------------------------------
 
     def _new_producer_state(self) -> ProducerStateManager:
-        return ProducerStateManager(self.tp, window=self.weak.dedup_window, fence_epochs=self.weak.fence_epochs)
+        return ProducerStateManager(
+            self.tp,
+            window=self.weak.dedup_window,
+            fence_epochs=self.weak.fence_epochs,
+            reject_unknown=self.weak.reject_unknown_producer_sequence,
+        )
 
     def take_snapshot(self, offset: int | None = None) -> ProducerSnapshot:
         """Write a producer-state snapshot at ``offset`` (the log end by default)."""

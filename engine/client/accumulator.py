@@ -35,6 +35,7 @@ class ProducerBatch:
         "is_transactional",
         "keys",
         "last_error",
+        "maybe_written",
         "partition",
         "producer_epoch",
         "producer_id",
@@ -63,6 +64,8 @@ class ProducerBatch:
         self.attempts = 0
         self.is_transactional = False
         self.last_error: Any = None
+        #: an attempt got no definite answer (timeout, NOT_LEADER after append...): it may be in a log
+        self.maybe_written = False
         self.retry_after_ms = 0
         self.wire: Any = None
 

@@ -56,6 +56,18 @@ _METADATA_ERRORS = frozenset(
 )
 
 
+#: Answers after which an attempt may still have been appended (KAFKA-13574): its outcome is unknown.
+_MAYBE_WRITTEN = frozenset(
+    {
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+    }
+)
+
+
 class Producer(ClientNode):
     """A simulated Kafka producer (see the module docstring)."""
 
@@ -405,6 +417,8 @@ class Producer(ClientNode):
         code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
         message = "no response within request.timeout.ms" if resp is None else resp.error_message
         b.last_error = (code, message)
+        if code in _MAYBE_WRITTEN:
+            b.maybe_written = True
         if code is ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
             self._complete(q, b, -1, None)
         elif self._proven_written(q, b):
@@ -420,6 +434,8 @@ class Producer(ClientNode):
         elif code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._predecessor_unacked(q, b):
             self.world.trace.mark(self.name, "producer: out-of-order batch retried behind its predecessor")
             self._retry(q, b, code)
+        elif code is ErrorCode.UNKNOWN_PRODUCER_ID and self.idempotent and not self._predecessor_unacked(q, b):
+            self._unknown_producer(q, b, message)
         elif code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID) and self.idempotent:
             self._fail_partition(q, b, code, message)
         elif code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
@@ -433,6 +449,30 @@ class Producer(ClientNode):
             if self.idempotent:
                 self._bump_epoch()
         self._wake()
+
+    def _unknown_producer(self, q: PartitionQueue, b: ProducerBatch, message: str | None) -> None:
+        """The broker forgot this producer (expired or lost state), KIP-360.
+
+        A batch never answered before cannot be in the log: bump the epoch and send it again from
+        sequence 0. A batch whose earlier attempt got no answer may be in the log already: sending
+        it again under a new epoch could write it twice, so it fails with an *unknown* outcome.
+        """
+        if not b.maybe_written:
+            self.world.trace.mark(self.name, "producer: unknown producer id, epoch bumped and batch resent")
+            b.retry_after_ms = self.world.now_ms + self.config.retry_backoff_ms
+            q.requeue_in_order(b)
+            if b in q.unacked:
+                q.unacked.remove(b)
+            self._bump_epoch()
+            return
+        self.world.trace.mark(self.name, "producer: unknown producer id after an unanswered attempt, outcome unknown")
+        self._fail(
+            q,
+            b,
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"outcome unknown: an earlier attempt got no answer and the broker no longer knows the producer ({message})",
+        )
+        self._bump_epoch()
 
     def _proven_written(self, q: PartitionQueue, b: ProducerBatch) -> bool:
         return (

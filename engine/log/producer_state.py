@@ -183,6 +183,7 @@ class ProducerAppendInfo:
         "fence_epochs",
         "origin",
         "producer_id",
+        "reject_unknown",
         "started_txn_offsets",
         "topic_partition",
         "updated",
@@ -200,6 +201,7 @@ class ProducerAppendInfo:
         self.started_txn_offsets: list[int] = []
         self.completed_txns: list[CompletedTxn] = []
         self.window = NUM_BATCHES_TO_RETAIN
+        self.reject_unknown = True
         self.fence_epochs = True
 
     # -- checks -----------------------------------------------------------------------------
@@ -222,7 +224,7 @@ class ProducerAppendInfo:
                     f"Invalid sequence number for new epoch of producer {self.producer_id} in {self.topic_partition}: "
                     f"{epoch} (request epoch), {first_seq} (seq. number), {entry.producer_epoch} (current epoch)",
                 )
-            if first_seq != 0 and entry.producer_epoch == NO_PRODUCER_EPOCH:
+            if first_seq != 0 and entry.producer_epoch == NO_PRODUCER_EPOCH and self.reject_unknown:
                 # Modelled on pre-KIP-360 brokers: the broker has no state for this producer
                 # (never seen, or lost) and cannot vouch for sequence continuity.
                 raise LogValidationError(
@@ -292,20 +294,40 @@ class ProducerAppendInfo:
 class ProducerStateManager:
     """All producers' state in one partition replica (volatile; rebuilt from snapshot + log)."""
 
-    def __init__(self, topic_partition: str, *, window: int = NUM_BATCHES_TO_RETAIN, fence_epochs: bool = True) -> None:
+    def __init__(
+        self,
+        topic_partition: str,
+        *,
+        window: int = NUM_BATCHES_TO_RETAIN,
+        fence_epochs: bool = True,
+        reject_unknown: bool = True,
+    ) -> None:
         self.window = window
         self.fence_epochs = fence_epochs
+        self.reject_unknown = reject_unknown
         self.topic_partition = topic_partition
         self.producers: dict[int, ProducerStateEntry] = {}
         self.ongoing_txns: dict[int, int] = {}
         self.unreplicated_txns: dict[int, CompletedTxn] = {}
         self.last_map_offset = 0
 
+    def expire(self, cutoff_ms: int) -> list[int]:
+        """Forget producers last seen before ``cutoff_ms`` with no open transaction; return their ids."""
+        gone = [
+            pid
+            for pid, e in sorted(self.producers.items())
+            if e.last_timestamp < cutoff_ms and e.current_txn_first_offset is None
+        ]
+        for pid in gone:
+            del self.producers[pid]
+        return gone
+
     def prepare_update(self, producer_id: int, origin: AppendOrigin) -> ProducerAppendInfo:
         """Return a staged update for one producer; nothing here changes until ``update``."""
         info = ProducerAppendInfo(self.topic_partition, producer_id, self.producers.get(producer_id), origin)
         info.window = self.window
         info.fence_epochs = self.fence_epochs
+        info.reject_unknown = self.reject_unknown
         return info
 
     def plain_entry(self, batch: RecordBatch, origin: AppendOrigin) -> ProducerStateEntry | None:

@@ -503,7 +503,22 @@ class Copier(Workload):
         early = check_copier(prefix, concurrent, check_order=not self.group_mode)
         anomalies += [a for a in early if a.kind != "copier-lost"]
         run.extra["copier_outputs"] = outputs
-        return [f"{a.kind}: {a.message}" for a in anomalies]
+        return [f"{a.kind}: {a.message}" for a in anomalies] + self._group_offsets_match(run, outputs)
+
+    def _group_offsets_match(self, run: Run, outputs: list[tuple]) -> list[str]:
+        """L11: at quiescence each input partition's committed offset is its last copied offset + 1."""
+        view = run.cluster.group_view("copiers")
+        findings = []
+        for p in range(self.input_partitions):
+            copied = [so for _t, _p, _o, st, sp, so in outputs if (st, sp) == ("in", p)]
+            expected = max(copied) + 1 if copied else None
+            committed = view.committed_offset("in", p) if view is not None else None
+            if committed != expected:
+                findings.append(
+                    f"L11-group-offset: group 'copiers' committed {committed} for in-{p}, but its last copied input "
+                    f"offset + 1 is {expected}"
+                )
+        return findings
 
 
 def _lineage(value: Any) -> tuple[str, int, int] | None:

@@ -26,8 +26,8 @@ Invariants
 
 What it does not do
 -------------------
-L11 (group offsets equal the last committed input + 1) needs a copy workload with lineage in
-its values and a finished group coordinator; it is pending (see ``docs/invariants.md``).
+L11 (group offsets equal the last committed input + 1) is checked by the copier workload
+(``engine/scenarios/workloads.py``), which knows the lineage of every output (see ``docs/invariants.md``).
 """
 
 from __future__ import annotations
