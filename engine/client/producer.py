@@ -470,7 +470,7 @@ class Producer(ClientNode):
             q,
             b,
             ErrorCode.REQUEST_TIMED_OUT,
-            f"outcome unknown: an earlier attempt got no answer and the broker no longer knows the producer ({message})",
+            f"outcome unknown: an earlier attempt got no answer and the broker forgot the producer ({message})",
         )
         self._bump_epoch()
 

@@ -225,7 +225,7 @@ SPECS: tuple[Spec, ...] = (
         rolling_crashes,
         broker_config=FAST_FAILOVER,
         safety_ms=9_000,
-        catches=(("M16", "G1a"),),
+        catches=(("M16", "L13-producer-state"),),
     ),
     Spec(
         "replication: unclean election",
