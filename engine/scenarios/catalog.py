@@ -364,7 +364,7 @@ SPECS: tuple[Spec, ...] = (
 BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
 
 
-from engine.scenarios.workloads import Copier  # noqa: E402 - the copier specs extend the table above
+from engine.scenarios.workloads import Aggregator, Copier  # noqa: E402 - the copier specs extend the table above
 
 COPIER_TOPICS = (TopicSpec("in", 2), TopicSpec("out", 3))
 GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
@@ -413,6 +413,20 @@ SPECS = (
         liveness_ms=20_000,
         allowed="subscribe",
         catches=(("M15", "copier-duplicate"),),
+    ),
+)
+SPECS = (
+    *SPECS,
+    Spec(
+        "copier: streams-style aggregate",
+        "a running sum per input partition, restored from its output after crashes (X3, EosTestDriver)",
+        Aggregator(crash_p=0.1, input_partitions=2, output_partitions=2),
+        None,
+        topics=(TopicSpec("in", 2), TopicSpec("out", 2)),
+        broker_config=FAST_FAILOVER,
+        safety_ms=8_000,
+        liveness_ms=20_000,
+        catches=(("M12", "aggregate-mismatch"),),
     ),
 )
 BY_NAME = {s.name: s for s in SPECS}

@@ -197,3 +197,22 @@ def test_transactional_producer_metrics_time_every_call() -> None:
     assert m["txn-init-time-ns-total"] > 0
     assert m["txn-commit-time-ns-total"] > 0
     assert m["txn-begin-time-ns-total"] == 0  # begin is local: no simulated time passes
+
+
+def test_epoch_exhaustion_gives_the_transactional_id_a_new_producer_id() -> None:
+    from engine.coordinator.txn_state import MAX_PRODUCER_EPOCH
+
+    c = _cluster()
+    first = _txn_producer(c)
+    coordinators = [b.extensions[0] for b in c.brokers.values()]
+    md = next(co.describe()["tx"] for co in coordinators if "tx" in co.describe())
+    md.producer_epoch = MAX_PRODUCER_EPOCH  # as if 32767 producers had initialised this id before
+    second = _txn_producer(c)
+    assert second.producer_id != first.producer_id
+    assert second.producer_epoch == 0
+    assert c.world.trace.marks["coordinator: epoch exhausted, new producer id"] == 1
+    second.begin_transaction()
+    second.produce("t", value=b"after-exhaustion", partition=0)
+    second.commit_transaction()
+    c.run_for(500)
+    assert _read(c, "read_committed", [0]) == [b"after-exhaustion"]
