@@ -102,3 +102,23 @@ def test_stale_epoch_is_answered_invalid_producer_epoch() -> None:
     c.run_until(lambda: bool(box))
     assert box[0].error is ErrorCode.INVALID_PRODUCER_EPOCH
     assert log_values(c, "t") == [b"new"]
+
+
+def test_expired_producer_state_makes_the_client_bump_its_epoch_and_resend_without_loss_or_duplicate() -> None:
+    c = Cluster(
+        seed=5, brokers=1, config={"producer.id.expiration.ms": 1_000, "producer.id.expiration.check.interval.ms": 100}
+    )
+    c.create_topic("t", partitions=1, replication_factor=1)
+    p = c.producer({"linger.ms": 0})
+    got: list[Any] = []
+    p.produce("t", value=b"before", on_delivery=lambda e, m: got.append(e))
+    p.flush()
+    c.run_for(2_000)  # idle past producer.id.expiration.ms: the broker forgets the producer
+    assert c.world.trace.select(name="producer.expired")
+    assert c.producer_state("t").producers == ()
+    p.produce("t", value=b"after", on_delivery=lambda e, m: got.append(e))
+    p.flush()
+    assert got == [None, None]  # both delivered: the UNKNOWN_PRODUCER_ID answer was handled (KIP-360)
+    assert c.world.trace.marks["producer: unknown producer id, epoch bumped and batch resent"] == 1
+    assert log_values(c, "t") == [b"before", b"after"]
+    assert p.producer_epoch == 1
