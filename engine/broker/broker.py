@@ -423,7 +423,10 @@ class Broker(RpcNode):
             self.respond(m, FetchResponse(req.topic, req.partition, code))
             return
         if req.replica_id >= 0:
-            self._follower_progress(r, req)
+            if 0 <= req.current_leader_epoch < (r.state.leader_epoch if r.state else -1):
+                # A follower still following an older leader epoch: its offsets prove nothing here.
+                self.respond(m, FetchResponse(req.topic, req.partition, ErrorCode.FENCED_LEADER_EPOCH))
+                return
             if req.last_fetched_epoch >= 0:
                 epoch, end = r.log.end_offset_for_epoch(req.last_fetched_epoch)
                 if epoch != req.last_fetched_epoch or end < req.fetch_offset:
@@ -440,6 +443,9 @@ class Broker(RpcNode):
                         ),
                     )
                     return
+            # Only a fetch whose tail matches this leader's epoch history counts as progress: a
+            # divergent follower's offset must never move the HW or earn it a place in the ISR.
+            self._follower_progress(r, req)
         elif req.fetch_offset > r.log_end_offset or req.fetch_offset < r.log.log_start_offset:
             self._count_error(ErrorCode.OFFSET_OUT_OF_RANGE)
             self.respond(
@@ -525,7 +531,11 @@ class Broker(RpcNode):
         if req.fetch_offset >= leo:
             r.follower_caught_up_ms[follower] = self._sched.now_ms
         assert r.state is not None
-        if follower not in r.state.isr and req.fetch_offset >= r.high_watermark and not r.pending_isr_change:
+        if (
+            follower not in r.state.isr
+            and req.fetch_offset >= max(r.high_watermark, r.leader_epoch_start_offset)
+            and not r.pending_isr_change
+        ):
             self._propose_isr(r, (*r.state.isr, follower))
         elif r.maybe_advance_hw():
             self._leader_hw_moved(r)
@@ -549,6 +559,7 @@ class Broker(RpcNode):
     def _propose_isr(self, r: Replica, new_isr: tuple[int, ...]) -> None:
         assert r.state is not None
         r.pending_isr_change = True
+        r.joining_isr = tuple(b for b in new_isr if b not in r.state.isr)
         self.world.trace.emit(self.name, "state", "isr.propose", ("tp", r.tp), ("isr", list(new_isr)))
         req = AlterPartitionRequest(
             self.broker_id,
@@ -567,6 +578,7 @@ class Broker(RpcNode):
 
     def _isr_answer(self, r: Replica, resp: AlterPartitionResponse | None) -> None:
         r.pending_isr_change = False
+        r.joining_isr = ()
         if resp is None or resp.error is not ErrorCode.NONE or resp.state is None:
             return
         key = (r.topic, r.partition)

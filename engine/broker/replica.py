@@ -73,6 +73,8 @@ class Replica:
         self.follower_leo: dict[int, int] = {}
         self.follower_caught_up_ms: dict[int, int] = {}
         self.pending_isr_change = False
+        self.leader_epoch_start_offset = 0
+        self.joining_isr: tuple[int, ...] = ()
         self.rebuild_producer_state()
 
     # -- producer state --------------------------------------------------------------------
@@ -109,8 +111,12 @@ class Replica:
         """Take leadership in ``state.leader_epoch``."""
         self.state = state
         self.is_leader = True
+        # Kafka's leaderEpochStartOffset: a follower is in sync only once it holds everything this
+        # leader had when it took over, even if the (possibly lagging) HW is lower.
+        self.leader_epoch_start_offset = self.log.log_end_offset
         self.follower_leo = {r: 0 for r in state.replicas if r != self.broker_id}
         self.follower_caught_up_ms = dict.fromkeys(self.follower_leo, now_ms)
+        self.joining_isr = ()
         self.pending_isr_change = False
 
     def become_follower(self, state: PartitionState) -> None:
@@ -145,11 +151,16 @@ class Replica:
         return hw if fuo is None or fuo > hw else fuo
 
     def maybe_advance_hw(self) -> bool:
-        """Leader: set the HW to the smallest LEO in the ISR; return True if it moved."""
+        """Leader: set the HW to the smallest LEO in the ISR; return True if it moved.
+
+        While an ISR expansion is in flight the *maximal* ISR counts (Kafka's KIP-497 rule): a
+        follower about to join must already hold what the HW covers, or a record committed just
+        before the join would be missing from an ISR member that may later be elected.
+        """
         assert self.state is not None
         leo = self.log.log_end_offset
         new_hw = leo
-        for r in self.state.isr:
+        for r in (*self.state.isr, *self.joining_isr):
             if r != self.broker_id:
                 f = self.follower_leo.get(r, 0)
                 if f < new_hw:

@@ -563,6 +563,11 @@ class TransactionCoordinator(BrokerExtension):
 
     # -- markers -------------------------------------------------------------------------------
 
+    def _is_current(self, md: TransactionMetadata) -> bool:
+        """Return True if ``md`` is the loaded metadata of its id (not an object from before a reload)."""
+        txns = self.txns.get(self.partition_of(md.transactional_id))
+        return txns is not None and txns.get(md.transactional_id) is md
+
     def _send_markers(self, md: TransactionMetadata, value: TxnLogValue) -> None:
         txn_id = md.transactional_id
         pending = set(value.partitions)
@@ -576,7 +581,9 @@ class TransactionCoordinator(BrokerExtension):
     def _send_marker(self, md: TransactionMetadata, value: TxnLogValue, tp: tuple[str, int]) -> None:
         broker = self.broker
         txn_id = md.transactional_id
-        if tp not in self._markers_pending.get(txn_id, set()) or self._owner_error(txn_id) is not ErrorCode.NONE:
+        if not self._is_current(md) or tp not in self._markers_pending.get(txn_id, set()):
+            return
+        if self._owner_error(txn_id) is not ErrorCode.NONE:
             return
         state = broker.metadata.get(tp)
         if state is None or state.leader < 0:
@@ -607,7 +614,9 @@ class TransactionCoordinator(BrokerExtension):
         resp: WriteTxnMarkersResponse | None,
     ) -> None:
         pending = self._markers_pending.get(md.transactional_id)
-        if pending is None or tp not in pending:
+        if not self._is_current(md) or pending is None or tp not in pending:
+            # An answer for metadata this coordinator has since reloaded: the reloaded copy owns
+            # the markers now, and completing the stale copy would leave the real one stuck.
             return
         if resp is None or resp.error is not ErrorCode.NONE:
             # Retry until written: a marker may never be given up on, or the partition hangs.
@@ -618,6 +627,8 @@ class TransactionCoordinator(BrokerExtension):
             self._complete(md, value)
 
     def _complete(self, md: TransactionMetadata, value: TxnLogValue) -> None:
+        if not self._is_current(md):
+            return
         self._markers_pending.pop(md.transactional_id, None)
         target = S.COMPLETE_COMMIT if value.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         if md.pending_state is not None or md.state is not value.state:

@@ -170,7 +170,7 @@ def marker_retry(rng: random.Random, run: Run) -> FaultPlan:
 
 def power_loss(rng: random.Random, run: Run) -> FaultPlan:
     """Crash every replica at once, losing what the OS had not flushed (a correlated power loss)."""
-    t = rng.randint(500, 1_000)
+    t = rng.randint(1_200, 2_000)
     entries = [FaultEntry.of(t, "crash", node=b, lose_unflushed_tail=True) for b in BROKERS]
     entries += [FaultEntry.of(t + 200, "restart", node=b) for b in BROKERS]
     return FaultPlan(tuple(entries))
@@ -329,7 +329,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "durability: correlated power loss",
         "all replicas lose their unflushed tail at once (S20, positive control)",
-        IdempotentSends(sends_per_process=80),
+        IdempotentSends(sends_per_process=250),
         power_loss,
         broker_config=(*FAST_FAILOVER, ("log.flush.interval.ms", 600_000)),
         must_report=("lost-write", "unseen", "inconsistent-offsets", "nonmonotonic-send", "L12-lost-ack"),
