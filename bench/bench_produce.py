@@ -45,9 +45,7 @@ from __future__ import annotations
 import argparse
 import gc
 import heapq
-import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -57,6 +55,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import BenchError, check, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
+
 sys.path.insert(0, str(ROOT))
 
 TOPIC = "bench"
@@ -66,10 +67,6 @@ RF = 3
 VALUE_BYTES = 100
 MAX_IN_FLIGHT = 5
 PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-class BenchError(RuntimeError):
-    """The simulated run did not deliver what was sent."""
 
 
 # ==========================================================================================
@@ -96,17 +93,6 @@ def rss_bytes() -> int:
     """Return the resident set size now (from /proc/self/statm)."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
-
-
-def peak_rss_bytes() -> int:
-    """Return the process's peak RSS so far (ru_maxrss is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def check(cond: bool, what: str) -> None:
-    """Fail loudly."""
-    if not cond:
-        raise BenchError(what)
 
 
 # ==========================================================================================
@@ -392,11 +378,7 @@ def run_child(kind: str, records: int, batch: int, idem: bool, args: argparse.Na
         cmd.append("--no-idempotence")
     if args.model_coalesce:
         cmd.append("--model-coalesce")
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False, cwd=ROOT)
-    if proc.returncode != 0:
-        msg = f"{kind} batch={batch} idempotence={idem} exited {proc.returncode}:\n{proc.stderr.strip()}"
-        raise BenchError(msg)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_json_child(cmd, timeout=args.timeout, what=f"{kind} batch={batch} idempotence={idem}")
 
 
 def label(kind: str, batch: int, idem: bool) -> str:
@@ -485,11 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         idem = not args.no_idempotence
         r = child(args.child, args.records, args.batch, idem, args.seed, args.model_coalesce)
-        if args.json:
-            print(json.dumps(r))
-        else:
-            for k, v in r.items():
-                print(f"{k:>14}: {v}")
+        print_child_result(r, as_json=args.json)
         return 0
 
     print(

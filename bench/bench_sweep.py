@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -48,13 +47,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import BenchError, machine_note  # noqa: E402 - after the path setup
+
 sys.path.insert(0, str(ROOT))
 
 SMALL_DEFAULT = "idempotence: lost ack retry"
-
-
-class BenchError(RuntimeError):
-    """A child failed."""
 
 
 # ==========================================================================================
@@ -242,30 +240,6 @@ def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
         f"seeds/min; {sum(r['records'] for r in rows) / len(rows):,.0f} records/seed, "
         f"{sum(r['records'] for r in rows) / sum(secs):,.0f} records/s"
     )
-
-
-def machine_note() -> str:
-    """Return the load average and the engine's git state (others may be editing it)."""
-    load = "/".join(f"{x:.2f}" for x in os.getloadavg())
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False, timeout=10
-        ).stdout.strip()
-        dirty = (
-            subprocess.run(
-                ["git", "status", "--porcelain", "engine"],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                check=False,
-                timeout=10,
-            )
-            .stdout.strip()
-            .splitlines()
-        )
-    except (OSError, subprocess.SubprocessError):
-        head, dirty = "?", []
-    return f"{os.cpu_count()} CPUs, load {load}; git {head or '?'}, {len(dirty)} uncommitted file(s) under engine/"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,9 +52,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import resource
 import subprocess
 import sys
 import time
@@ -62,6 +59,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import BenchError, check, machine_note, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
+
 sys.path.insert(0, str(ROOT))
 
 TOPIC = "bench"
@@ -72,21 +72,6 @@ CONSUME_MAX = 5000
 CONSUME_TIMEOUT_S = 1.0
 #: Simulated time given to the coordinator after the last commit, so every marker is written.
 SETTLE_MS = 500
-
-
-class BenchError(RuntimeError):
-    """The simulated run did not deliver what was sent."""
-
-
-def check(cond: bool, what: str) -> None:
-    """Fail loudly."""
-    if not cond:
-        raise BenchError(what)
-
-
-def peak_rss_bytes() -> int:
-    """Return the process's peak RSS so far (ru_maxrss is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 # ==========================================================================================
@@ -405,10 +390,7 @@ def run_child(extra: list[str], args: argparse.Namespace, what: str) -> dict[str
         "--json",
         *extra,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, check=False, cwd=ROOT)
-    if proc.returncode != 0:
-        raise BenchError(f"{what} exited {proc.returncode}:\n{proc.stderr.strip()[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_json_child(cmd, timeout=args.timeout, what=what)
 
 
 def fmt_errors(r: dict[str, Any]) -> str:
@@ -486,30 +468,6 @@ def print_consume(rows: dict[str, dict[str, Any]]) -> None:
         )
 
 
-def machine_note() -> str:
-    """Return the load average and the engine's git state (others may be editing it)."""
-    load = "/".join(f"{x:.2f}" for x in os.getloadavg())
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT, check=False, timeout=10
-        ).stdout.strip()
-        dirty = (
-            subprocess.run(
-                ["git", "status", "--porcelain", "engine"],
-                capture_output=True,
-                text=True,
-                cwd=ROOT,
-                check=False,
-                timeout=10,
-            )
-            .stdout.strip()
-            .splitlines()
-        )
-    except (OSError, subprocess.SubprocessError):
-        head, dirty = "?", []
-    return f"{os.cpu_count()} CPUs, load {load}; git {head or '?'}, {len(dirty)} uncommitted file(s) under engine/"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse the options; run every variant (or one, with --child)."""
     ap = argparse.ArgumentParser(
@@ -551,11 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.child == "txn":
             args.commit_every = args.commit_every[0]
         r = child_main(args)
-        if args.json:
-            print(json.dumps(r))
-        else:
-            for k, v in r.items():
-                print(f"{k:>14}: {v}")
+        print_child_result(r, as_json=args.json)
         return 0
 
     print(

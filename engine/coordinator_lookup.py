@@ -8,6 +8,8 @@ simulated coordinator of ``"my-txn"`` the same partition number as on a real clu
 
 from __future__ import annotations
 
+import functools
+
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -31,6 +33,7 @@ def java_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+@functools.lru_cache(maxsize=4096)
 def partition_for(key: str, partitions: int) -> int:
     """Return the internal-topic partition that owns ``key``."""
     return java_abs(java_string_hash(key)) % partitions

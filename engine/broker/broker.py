@@ -430,34 +430,14 @@ class Broker(RpcNode):
             if req.last_fetched_epoch >= 0:
                 epoch, end = r.log.end_offset_for_epoch(req.last_fetched_epoch)
                 if epoch != req.last_fetched_epoch or end < req.fetch_offset:
-                    self.respond(
-                        m,
-                        FetchResponse(
-                            req.topic,
-                            req.partition,
-                            ErrorCode.NONE,
-                            r.high_watermark,
-                            r.last_stable_offset,
-                            diverging_epoch=(epoch, end),
-                            leader_epoch=r.state.leader_epoch if r.state else -1,
-                        ),
-                    )
+                    self.respond(m, self._fetch_response(req, r, ErrorCode.NONE, diverging_epoch=(epoch, end)))
                     return
             # Only a fetch whose tail matches this leader's epoch history counts as progress: a
             # divergent follower's offset must never move the HW or earn it a place in the ISR.
             self._follower_progress(r, req)
         elif req.fetch_offset > r.log_end_offset or req.fetch_offset < r.log.log_start_offset:
             self._count_error(ErrorCode.OFFSET_OUT_OF_RANGE)
-            self.respond(
-                m,
-                FetchResponse(
-                    req.topic,
-                    req.partition,
-                    ErrorCode.OFFSET_OUT_OF_RANGE,
-                    r.high_watermark,
-                    r.last_stable_offset,
-                ),
-            )
+            self.respond(m, self._fetch_response(req, r, ErrorCode.OFFSET_OUT_OF_RANGE, leader_epoch=-1))
             return
         if req.max_wait_ms > 0 and not self._has_data_for(req, r):
             key = (req.topic, req.partition)
@@ -480,6 +460,11 @@ class Broker(RpcNode):
         else:
             req: FetchRequest = holder[0].request.body
             self.respond(holder[0].request, FetchResponse(req.topic, req.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def _fetch_response(self, req: FetchRequest, r: Replica, code: ErrorCode, **fields: Any) -> FetchResponse:
+        """A fetch answer carrying the partition's HW, LSO and leader epoch as of now."""
+        fields.setdefault("leader_epoch", r.state.leader_epoch if r.state else -1)
+        return FetchResponse(req.topic, req.partition, code, r.high_watermark, r.last_stable_offset, **fields)
 
     def fetch_upper_bound(self, req: FetchRequest, r: Replica) -> int:
         """Return the exclusive upper offset a fetch may read: LEO, HW or LSO."""
@@ -509,16 +494,13 @@ class Broker(RpcNode):
             aborted = tuple(r.txn_index.collect(req.fetch_offset, upper))
         self.respond(
             m,
-            FetchResponse(
-                req.topic,
-                req.partition,
+            self._fetch_response(
+                req,
+                r,
                 ErrorCode.NONE,
-                r.high_watermark,
-                r.last_stable_offset,
-                r.log.log_start_offset,
-                batches,
-                aborted,
-                leader_epoch=r.state.leader_epoch if r.state else -1,
+                log_start_offset=r.log.log_start_offset,
+                batches=batches,
+                aborted_transactions=aborted,
             ),
         )
 

@@ -322,6 +322,10 @@ class HistoryRecorder:
         self._ops.append(op)
         return op
 
+    def __len__(self) -> int:
+        """Return how many records (invocations and completions) were made so far."""
+        return len(self._ops)
+
     def history(self) -> History:
         """Return the records so far as a :class:`History` (in-flight ops stay invocations)."""
         return History(self._ops)

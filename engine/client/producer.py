@@ -71,11 +71,8 @@ _MAYBE_WRITTEN = frozenset(
 class Producer(ClientNode):
     """A simulated Kafka producer (see the module docstring)."""
 
-    _count = 0
-
     def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any] | None = None) -> None:
         self.config: ProducerConfig = parse_config(ProducerConfig, config, what="producer")
-        Producer._count += 1
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
         super().__init__(world, name, bootstrap, self.config.retry_backoff_ms)
         self._rng = world.rng.stream(f"{name}:partitioner")

@@ -29,17 +29,13 @@ from engine.errors import (
 )
 from engine.protocol import (
     AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnRequest,
-    EndTxnResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     InitProducerIdRequest,
-    InitProducerIdResponse,
     TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse,
 )
 
 if TYPE_CHECKING:
@@ -101,18 +97,11 @@ class TransactionalProducer(Producer):
         """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
         start = self.world.now_ms
         self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
-        self.txn.transition_to(T.INITIALIZING)
-        resp = self._coordinator_call(
-            KEY_TYPE_TRANSACTION,
-            self.transactional_id,
-            lambda: InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
+        self._obtain_epoch(
             timeout,
             "init_transactions",
+            InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
         )
-        if resp.error is not ErrorCode.NONE:
-            self._fail_call(resp.error, resp.error_message, abortable=False)
-        self._set_epoch(resp.producer_id, resp.producer_epoch)
-        self.txn.transition_to(T.READY)
         self.world.trace.emit(
             self.name,
             "state",
@@ -218,23 +207,13 @@ class TransactionalProducer(Producer):
         if self._need_epoch_bump:
             # KIP-360: after an abort caused by a sequence problem, get a fresh epoch.
             self._need_epoch_bump = False
-            self.txn.transition_to(T.INITIALIZING)
-            resp = self._coordinator_call(
-                KEY_TYPE_TRANSACTION,
-                self.transactional_id,
-                lambda: InitProducerIdRequest(
-                    self.transactional_id,
-                    self.config.transaction_timeout_ms,
-                    self.producer_id,
-                    self.producer_epoch,
-                ),
+            self._obtain_epoch(
                 timeout,
                 "abort_transaction",
+                InitProducerIdRequest(
+                    self.transactional_id, self.config.transaction_timeout_ms, self.producer_id, self.producer_epoch
+                ),
             )
-            if resp.error is not ErrorCode.NONE:
-                self._fail_call(resp.error, resp.error_message, abortable=False)
-            self._set_epoch(resp.producer_id, resp.producer_epoch)
-            self.txn.transition_to(T.READY)
         self._add_time("txn-abort-time-ns-total", start)
 
     def metrics(self) -> dict[str, float]:
@@ -296,6 +275,15 @@ class TransactionalProducer(Producer):
     # ======================================================================================
     # internals
     # ======================================================================================
+
+    def _obtain_epoch(self, timeout: float | None, action: str, request: InitProducerIdRequest) -> None:
+        """INITIALIZING → InitProducerId → READY with the new producer id and epoch (sequences reset)."""
+        self.txn.transition_to(T.INITIALIZING)
+        resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id, lambda: request, timeout, action)
+        if resp.error is not ErrorCode.NONE:
+            self._fail_call(resp.error, resp.error_message, abortable=False)
+        self._set_epoch(resp.producer_id, resp.producer_epoch)
+        self.txn.transition_to(T.READY)
 
     def _add_time(self, metric: str, start_ms: int) -> None:
         self.txn_metrics[metric] += (self.world.now_ms - start_ms) * 1_000_000
@@ -485,6 +473,3 @@ def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
     except AttributeError:
         msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
         raise IllegalStateError(msg) from None
-
-
-_ = (InitProducerIdResponse, AddOffsetsToTxnResponse, EndTxnResponse, TxnOffsetCommitResponse)

@@ -35,7 +35,7 @@ def measure(max_seeds: int) -> list[tuple[str, str, str, str, int | None, str]]:
             needed, seen = None, ""
             for seed in range(1, max_seeds + 1):
                 r = run_spec(spec, seed, mutant=mutant)
-                kinds = sorted({a.kind for a in r.report.forbidden} | {f.split(":")[0] for f in r.findings})
+                kinds = r.kinds
                 if check in kinds:
                     needed, seen = seed, ",".join(kinds)
                     break

@@ -116,7 +116,7 @@ def _one(task: tuple) -> tuple:
 
     name, seed, mutant_id, swarm = task
     r = run_spec(BY_NAME[name], seed, mutant=get_mutant(mutant_id) if mutant_id else None, swarm=swarm)
-    kinds = sorted({a.kind for a in r.report.forbidden} | {f.split(":")[0] for f in r.findings})
+    kinds = r.kinds
     return (
         name,
         seed,

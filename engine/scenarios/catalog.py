@@ -12,7 +12,7 @@ import random
 from typing import TYPE_CHECKING
 
 from engine.scenarios.harness import Spec, TopicSpec
-from engine.scenarios.workloads import IdempotentSends, Transactions
+from engine.scenarios.workloads import Aggregator, Copier, IdempotentSends, Transactions
 from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
 
 if TYPE_CHECKING:
@@ -191,7 +191,9 @@ def swarm(rng: random.Random, run: Run) -> FaultPlan:
 
 
 SENDS = IdempotentSends()
-TXNS = Transactions()
+
+COPIER_TOPICS = (TopicSpec("in", 2), TopicSpec("out", 3))
+GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
 
 SPECS: tuple[Spec, ...] = (
     Spec(
@@ -359,18 +361,6 @@ SPECS: tuple[Spec, ...] = (
         safety_ms=8_000,
         catches=(("M5", "G1a"), ("M10", "G1a"), ("M11", "G1a")),
     ),
-)
-
-BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
-
-
-from engine.scenarios.workloads import Aggregator, Copier  # noqa: E402 - the copier specs extend the table above
-
-COPIER_TOPICS = (TopicSpec("in", 2), TopicSpec("out", 3))
-GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
-
-SPECS = (
-    *SPECS,
     Spec(
         "copier: client hard bounce",
         "TransactionsTest: 2 inputs -> 3 outputs, copiers crash and restart (S10)",
@@ -414,9 +404,6 @@ SPECS = (
         allowed="subscribe",
         catches=(("M15", "copier-duplicate"),),
     ),
-)
-SPECS = (
-    *SPECS,
     Spec(
         "copier: streams-style aggregate",
         "a running sum per input partition, restored from its output after crashes (X3, EosTestDriver)",
@@ -429,4 +416,4 @@ SPECS = (
         catches=(("M12", "aggregate-mismatch"),),
     ),
 )
-BY_NAME = {s.name: s for s in SPECS}
+BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}

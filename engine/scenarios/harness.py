@@ -169,10 +169,6 @@ class Run:
         self.wake_at[pid] = self.now_ms
         return pid
 
-    def history_size_hint(self) -> int:
-        """Return how many records the history holds (a cheap unique counter for values)."""
-        return len(self.history._ops)
-
     def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]
@@ -227,6 +223,11 @@ class RunResult:
         return self.report.ok and not self.findings
 
     @property
+    def kinds(self) -> list[str]:
+        """Return every forbidden anomaly kind and finding kind of the run, sorted."""
+        return sorted({a.kind for a in self.report.forbidden} | {finding_kind(f) for f in self.findings})
+
+    @property
     def replay(self) -> str:
         """Return the one command that replays this run."""
         m = f" --mutant {self.mutant}" if self.mutant else ""
@@ -237,6 +238,16 @@ class RunResult:
         kinds = sorted({a.kind for a in self.report.forbidden})
         what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
         return f"{'PASS' if self.ok else 'FAIL'} {self.spec.name} seed={self.seed}: {what}"
+
+
+def finding_kind(finding: str) -> str:
+    """Return the kind of a finding string ``"kind: detail"``."""
+    return finding.split(":", 1)[0]
+
+
+def is_sentinel(value: object) -> bool:
+    """Return True for the records :func:`final_reads` writes after quiescence (not workload data)."""
+    return isinstance(value, str) and value.startswith("sentinel-")
 
 
 def final_reads(run: Run, *, sentinel: bool = True) -> None:
@@ -262,7 +273,7 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
         polls = []
         for m in msgs:
             v = m.value()
-            if isinstance(v, str) and v.startswith("sentinel-"):
+            if is_sentinel(v):
                 seen_sentinels.add(v)
                 continue
             polls.append(Poll(m.topic(), m.partition(), m.offset(), v))
@@ -331,14 +342,14 @@ def run_spec(
     history = run.history.history()
     strict = check_history(history, allowed=spec.allowed)
     findings = list(run.notes) + spec.workload.judge(run) + white_box(run, history)
-    found_kinds = {a.kind for a in strict.forbidden} | {f.split(":")[0] for f in findings}
+    found_kinds = {a.kind for a in strict.forbidden} | {finding_kind(f) for f in findings}
     missing = [] if not spec.must_report or found_kinds & set(spec.must_report) else ["|".join(spec.must_report)]
     report = strict
     if spec.must_report:
         # A positive control: the expected anomaly is the point of the scenario, not a failure.
         expected = frozenset(spec.must_report)
         report = Report.classify(strict.anomalies, strict.allowed_kinds | expected, strict.stats)
-        findings = [f for f in findings if f.split(":")[0] not in expected]
+        findings = [f for f in findings if finding_kind(f) not in expected]
     return RunResult(
         spec,
         seed,

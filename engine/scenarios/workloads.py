@@ -27,7 +27,7 @@ from engine.errors import (
     TimeoutException,
     TransactionAbortedException,
 )
-from engine.scenarios.harness import Run, Sleep
+from engine.scenarios.harness import Run, Sleep, is_sentinel
 
 if TYPE_CHECKING:
     from engine.scenarios.harness import Process
@@ -39,6 +39,15 @@ DEFINITE = (
     ProducerFencedException,
     TransactionAbortedException,
 )
+
+
+def _abort_after_error(producer: Any) -> bool:
+    """Abort after an abortable error; return False when even the abort failed (outcome unknown)."""
+    try:
+        producer.abort_transaction()
+    except (KafkaError, IllegalStateError):
+        return False
+    return True
 
 
 def completion_type(err: KafkaError | None) -> str:
@@ -72,11 +81,7 @@ def _reader(run: Run, pid: int, *, isolation: str = "read_committed", pause_ms: 
     while not run.stopping:
         op = run.history.invoke(pid, "poll", (), run.now_ms)
         msgs = consumer.consume(200, timeout=0.05)
-        polls = [
-            Poll(m.topic(), m.partition(), m.offset(), m.value())
-            for m in msgs
-            if isinstance(m.value(), str) and not m.value().startswith("sentinel-")
-        ]
+        polls = [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs if not is_sentinel(m.value())]
         run.history.complete(op, "ok", polls, run.now_ms)
         yield Sleep(pause_ms)
 
@@ -222,7 +227,7 @@ class Transactions(Workload):
                     polls.extend(
                         Poll(m.topic(), m.partition(), m.offset(), m.value())
                         for m in consumer.consume(50, timeout=0.02)
-                        if isinstance(m.value(), str) and not m.value().startswith("sentinel-")
+                        if not is_sentinel(m.value())
                     )
                 if abort:
                     producer.abort_transaction()
@@ -237,11 +242,8 @@ class Transactions(Workload):
                 producer = None
             except (KafkaError, IllegalStateError) as exc:
                 error = type(exc).__name__
-                try:
-                    producer.abort_transaction()
-                    outcome = "fail"
-                except (KafkaError, IllegalStateError):
-                    outcome = "info"
+                outcome = "fail" if _abort_after_error(producer) else "info"
+                if outcome == "info":
                     producer = None
             done_sends = []
             for snd in sends:
@@ -422,7 +424,7 @@ class Copier(Workload):
             idle = 0
             polls = [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs]
             # Values stay unique per attempt (the checker's assumption); the lineage is the prefix.
-            attempt = f"p{pid}-n{run.history_size_hint()}"
+            attempt = f"p{pid}-n{len(run.history)}"
             sends = self._outputs(run, slot, msgs, attempt)
             op = run.history.invoke(pid, "txn", tuple(sends), run.now_ms)
             last: dict[int, int] = {}
@@ -468,11 +470,7 @@ class Copier(Workload):
                 return "restart"
             except (KafkaError, IllegalStateError) as exc:
                 error = type(exc).__name__
-                try:
-                    producer.abort_transaction()
-                    outcome = "fail"
-                except (KafkaError, IllegalStateError):
-                    outcome = "info"
+                outcome = "fail" if _abort_after_error(producer) else "info"
             done = []
             for s in sends:
                 rep = reports.get(s.value)
