@@ -118,7 +118,9 @@ class ProducerConfig:
     request_timeout_ms: int = 30_000
     delivery_timeout_ms: int = 120_000
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
+    max_request_size: int = 1_048_576
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
     max_block_ms: int = 60_000

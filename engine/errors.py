@@ -158,6 +158,7 @@ __all__ = [
     "OperationNotAttemptedException",
     "OutOfOrderSequenceException",
     "ProducerFencedException",
+    "PurgedException",
     "RebalanceInProgressException",
     "RecordBatchTooLargeException",
     "RecordTooLargeException",
@@ -1092,6 +1093,18 @@ class TransactionAbortedException(KafkaError):
     """A batch failed because its transaction was aborted before the batch was sent (client-side only)."""
 
     default_message = "The batch was failed because its transaction was aborted."
+
+
+class PurgedException(KafkaError):
+    """A record was dropped by ``Producer.purge()`` before it was delivered (client-side only).
+
+    confluent-kafka reports these as ``_PURGE_QUEUE`` (never sent: definitely not written) and
+    ``_PURGE_INFLIGHT`` (sent, unanswered: it may still be written); the latter carries
+    ``in_flight=True`` in its context. In a transaction it is abortable, as every failed send is.
+    """
+
+    abortable = True
+    default_message = "The record was purged before it was delivered."
 
 
 class CommitFailedException(KafkaError):

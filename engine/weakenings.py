@@ -25,6 +25,9 @@ field                              mutant  guarantee it removes when weakened
                                            rejected (KIP-447)
 ``followers_track_producer_state`` M16     followers rebuild producer state while replicating,
                                            so a new leader deduplicates retries
+``abort_on_failed_send``           M17     (client) a record that fails for good makes its
+                                           transaction abortable, so commit cannot succeed
+                                           without it
 ``reject_unknown_producer_sequence``  -    a producer the broker does not know gets
                                            UNKNOWN_PRODUCER_ID for a non-zero sequence (the
                                            pre-KIP-360 broker rule); off: any sequence is taken
@@ -49,6 +52,7 @@ class Weakenings:
     bump_epoch_on_timeout: bool = True
     fence_stale_generation: bool = True
     followers_track_producer_state: bool = True
+    abort_on_failed_send: bool = True
     reject_unknown_producer_sequence: bool = True
 
     @property

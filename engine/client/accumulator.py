@@ -39,6 +39,7 @@ class ProducerBatch:
         "partition",
         "producer_epoch",
         "producer_id",
+        "purged",
         "retry_after_ms",
         "size",
         "timestamps",
@@ -68,6 +69,8 @@ class ProducerBatch:
         self.maybe_written = False
         self.retry_after_ms = 0
         self.wire: Any = None
+        #: Producer.purge() reported it already; its answer, if one comes, is ignored
+        self.purged = False
 
     @property
     def count(self) -> int:

@@ -3,6 +3,14 @@
 Clients learn partition leaders with MetadataRequest to any broker, as real clients do, and
 refresh when a broker answers NOT_LEADER_OR_FOLLOWER or a request times out. Refreshes are
 coalesced: callers waiting on one refresh are all called back when it lands.
+
+Refreshes are rate limited as Kafka's ``Metadata`` does (KIP-580): after a request is sent, the
+next may go only ``retry.backoff.ms`` later, and each answer that brings nothing new (or no answer)
+doubles that wait, up to ``retry.backoff.max.ms``; an answer that changes anything starts again
+from ``retry.backoff.ms``. So a client waiting for a topic that does not exist, or a partition
+without a leader, asks about once a second, not once per round trip. Kafka adds 20 % random
+jitter to the wait; the engine does not (the wait is already deterministic and jitter would only
+spread refreshes that the simulation never needs spread).
 """
 
 from __future__ import annotations
@@ -24,15 +32,23 @@ METADATA_TIMEOUT_MS = 1_000
 class ClientNode(RpcNode):
     """A client node with a metadata cache."""
 
-    def __init__(self, world: World, name: str, bootstrap: list[str], retry_backoff_ms: int) -> None:
+    def __init__(
+        self, world: World, name: str, bootstrap: list[str], retry_backoff_ms: int, retry_backoff_max_ms: int = 1_000
+    ) -> None:
         super().__init__(world, name)
         self.bootstrap = sorted(bootstrap)
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_ms, retry_backoff_max_ms)
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.partition_counts: dict[str, int] = {}
         self.live_brokers: tuple[int, ...] = ()
         self._metadata_waiters: list[Callable[[], None]] = []
         self._metadata_in_flight = False
+        self._metadata_timer_set = False
+        #: the earliest time the next MetadataRequest may be sent, and how many answers in a row were stale
+        self._metadata_next_ms = 0
+        self._metadata_stale = 0
+        self._metadata_last: tuple[tuple[int, ...], tuple[PartitionState, ...]] | None = None
         self._bootstrap_index = 0
         self.metadata_refreshes = 0
 
@@ -48,13 +64,29 @@ class ClientNode(RpcNode):
             self.partitions[(topic, partition)] = dataclasses.replace(s, leader=-1)
 
     def refresh_metadata(self, then: Callable[[], None] | None = None) -> None:
-        """Ask a broker for metadata; ``then()`` runs when an answer arrives."""
+        """Ask a broker for metadata (at once, or when the backoff allows); ``then()`` runs on the answer."""
         if then is not None:
             self._metadata_waiters.append(then)
+        if self._metadata_in_flight or self._metadata_timer_set:
+            return
+        wait = self._metadata_next_ms - self.world.now_ms
+        if wait > 0:
+            self._metadata_timer_set = True
+            self.set_timer(wait, self._send_metadata_request)
+            return
+        self._send_metadata_request()
+
+    def metadata_backoff_ms(self) -> int:
+        """Return the wait before the next refresh: doubled per stale answer, capped (KIP-580)."""
+        return min(self.retry_backoff_ms << min(self._metadata_stale, 20), self.retry_backoff_max_ms)
+
+    def _send_metadata_request(self) -> None:
+        self._metadata_timer_set = False
         if self._metadata_in_flight:
             return
         self._metadata_in_flight = True
         self.metadata_refreshes += 1
+        self._metadata_next_ms = self.world.now_ms + self.metadata_backoff_ms()
         target = self._pick_broker()
         self.request(target, MetadataRequest(), self._on_metadata, timeout_ms=METADATA_TIMEOUT_MS)
 
@@ -71,9 +103,14 @@ class ClientNode(RpcNode):
         self._metadata_in_flight = False
         if resp is None or not resp.partitions:
             # No answer or an empty cache: try another broker after the backoff.
+            self._metadata_stale += 1
+            self._metadata_next_ms = max(self._metadata_next_ms, self.world.now_ms + self.metadata_backoff_ms())
             self.live_brokers = ()
-            self.set_timer(self.retry_backoff_ms, self.refresh_metadata)
+            self.refresh_metadata()
             return
+        answer = (resp.brokers, resp.partitions)
+        self._metadata_stale = 0 if answer != self._metadata_last else self._metadata_stale + 1
+        self._metadata_last = answer
         self.live_brokers = resp.brokers
         for s in resp.partitions:
             self.partitions[(s.topic, s.partition)] = s
@@ -87,3 +124,4 @@ class ClientNode(RpcNode):
         super().on_crash()
         self._metadata_waiters = []
         self._metadata_in_flight = False
+        self._metadata_timer_set = False

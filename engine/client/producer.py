@@ -18,8 +18,25 @@ Idempotence (``enable.idempotence``, on by default as in Kafka ≥ 3.0)
   partition fail with ``OutOfOrderSequenceException`` and the producer bumps its epoch and
   restarts sequences (Kafka ≥ 2.5, KIP-360), once nothing else is in flight.
 
+When a record cannot be sent (Kafka's ``RecordAccumulator`` and ``KafkaProducer.waitOnMetadata``)
+----------------------------------------------------------------------------------------------
+- A record for a topic the producer has no metadata for, or for a partition number at or above
+  the topic's partition count, waits for metadata (refreshed with exponential backoff, see
+  ``engine/client/base.py``) for at most ``max.block.ms``; then its delivery report carries
+  ``UnknownTopicOrPartitionException`` saying how long it waited. (Kafka's ``send()`` blocks for
+  that time and throws ``TimeoutException``; confluent-kafka reports ``UNKNOWN_TOPIC_OR_PART``
+  in the delivery report, as here.)
+- A batch that waits in the queue (no leader, no producer id, a retry behind its predecessor)
+  expires ``delivery.timeout.ms`` after it was created, with ``TimeoutException``.
+- A record larger than ``max.request.size`` fails at once with ``RecordTooLargeException``.
+- Every failed record reaches its ``on_delivery`` callback (if one was given) on the next
+  ``poll``/``flush``; a transactional producer's transaction becomes abortable.
+- Bad arguments (a value that is not bytes, str or None, a negative partition, headers of the
+  wrong shape) raise ``TypeError``/``ValueError`` at once and change nothing.
+
 What is simplified: one partition per produce request; ``max.in.flight.requests.per.connection``
-is enforced per partition; no compression, no ``buffer.memory`` back-pressure, no ``max.block.ms``.
+is enforced per partition; no compression, no ``buffer.memory`` back-pressure. Values and keys
+are kept as given (``str`` stays ``str``; confluent-kafka encodes it as UTF-8 bytes).
 """
 
 from __future__ import annotations
@@ -32,7 +49,15 @@ from engine.client.base import ClientNode
 from engine.client.message import Message
 from engine.client.partitioner import partition_for_key
 from engine.config import ProducerConfig, parse_config
-from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
+from engine.errors import (
+    ErrorCode,
+    IllegalStateError,
+    KafkaError,
+    PurgedException,
+    RecordTooLargeException,
+    UnknownTopicOrPartitionException,
+    exception_for,
+)
 from engine.log.records import RecordBatch, none_keys
 from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 from engine.sim.node import NodeStatus
@@ -74,14 +99,16 @@ class Producer(ClientNode):
     def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any] | None = None) -> None:
         self.config: ProducerConfig = parse_config(ProducerConfig, config, what="producer")
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
-        super().__init__(world, name, bootstrap, self.config.retry_backoff_ms)
+        super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
         self._rng = world.rng.stream(f"{name}:partitioner")
         self.idempotent = self.config.enable_idempotence
         self.producer_id = -1
         self.producer_epoch = -1
         self.fatal_error: KafkaError | None = None
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
+        #: records waiting for metadata: (deadline, topic, value, key, partition, cb, timestamp, headers)
         self._waiting_metadata: list[tuple[Any, ...]] = []
+        self._waiting_expiry_at: int | None = None
         self._sticky: dict[str, int] = {}
         self._reports: deque[tuple[Any, KafkaError | None, Message]] = deque()
         self._outstanding = 0
@@ -116,15 +143,34 @@ class Producer(ClientNode):
         headers: Any = None,
         callback: Callable[[KafkaError | None, Message], None] | None = None,
     ) -> None:
-        """Queue one record for ``topic``; the delivery report comes through ``poll``/``flush``."""
+        """Queue one record for ``topic``; the delivery report comes through ``poll``/``flush``.
+
+        Raises ``TypeError``/``ValueError`` for bad arguments (nothing is queued), the producer's
+        fatal error, or ``IllegalStateError`` when the producer cannot send now. Every other
+        failure arrives as the record's delivery report.
+        """
+        cb = on_delivery if on_delivery is not None else callback
+        _check_record(topic, value, key, partition, cb, timestamp, headers)
         self._check_usable()
         self.before_produce(topic)
-        cb = on_delivery or callback
         ts = timestamp or self.world.now_ms
-        if topic not in self.partition_counts:
-            self._waiting_metadata.append((topic, value, key, partition, cb, ts, headers))
+        size = _record_size(key, value)
+        if size > self.config.max_request_size:
+            err = RecordTooLargeException(
+                f"the record is {size} bytes, more than max.request.size={self.config.max_request_size}; "
+                "send a smaller record or raise max.request.size",
+                topic=topic,
+            )
+            self._fail_unsent(topic, partition, key, value, ts, cb, err)
+            return
+        count = self.partition_counts.get(topic)
+        if count is None or partition >= count:
+            self._waiting_metadata.append(
+                (self.world.now_ms + self.config.max_block_ms, topic, value, key, partition, cb, ts, headers)
+            )
             self._outstanding += 1
             self.refresh_metadata(self._drain_waiting_metadata)
+            self._expire_waiting_at(self.world.now_ms + self.config.max_block_ms)
             return
         p = partition if partition >= 0 else self._choose_partition(topic, key)
         self._append(topic, p, key, value, headers, ts, cb)
@@ -138,7 +184,23 @@ class Producer(ClientNode):
         keys: list[Any] | None = None,
         on_delivery: Callable[[KafkaError | None, Message], None] | None = None,
     ) -> None:
-        """Queue many records for one partition as one batch (an extension of the confluent API)."""
+        """Queue many records for one partition as one batch (an extension of the confluent API).
+
+        The partition must be given; a partition past the topic's known count is refused.
+        """
+        if not isinstance(values, list) or not values:
+            raise TypeError("produce_batch: values must be a non-empty list of bytes, str or None")
+        if not set(map(type, values)) <= _VALUE_TYPES:
+            raise TypeError("produce_batch: every value must be bytes, str or None; encode other objects first")
+        if keys is not None and (not isinstance(keys, list) or len(keys) != len(values)):
+            raise TypeError("produce_batch: keys must be None or a list as long as values")
+        if keys is not None and not set(map(type, keys)) <= _VALUE_TYPES:
+            raise TypeError("produce_batch: every key must be bytes, str or None")
+        _check_record(topic, None, None, partition, on_delivery, 0, None)
+        count = self.partition_counts.get(topic)
+        if partition < 0 or (count is not None and partition >= count):
+            msg = f"produce_batch: topic {topic!r} has no partition {partition} (it has {count}); name one that exists"
+            raise ValueError(msg)
         self._check_usable()
         self.before_produce(topic)
         q = self._queue(topic, partition)
@@ -151,6 +213,7 @@ class Producer(ClientNode):
 
     def poll(self, timeout: float | None = 0) -> int:
         """Let ``timeout`` simulated seconds pass, then serve delivery reports; return how many."""
+        _check_timeout(timeout, "poll")
         if timeout:
             self.world.run_for(int(timeout * 1000))
         return self._serve_reports()
@@ -160,6 +223,7 @@ class Producer(ClientNode):
 
         With ``timeout`` (simulated seconds) stop after that long.
         """
+        _check_timeout(timeout, "flush")
         # Without a timeout, delivery.timeout.ms bounds the wait: every record is resolved by then.
         wait_ms = (
             int(timeout * 1000)
@@ -197,6 +261,74 @@ class Producer(ClientNode):
             "batch-send-total": t["batches_sent"],
         }
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not yet delivered (confluent-kafka's ``purge``); their reports say so.
+
+        ``in_queue``: records never sent fail with ``PurgedException`` (definitely not written).
+        ``in_flight``: records sent but not yet answered fail too; they may still be written, the
+        report says "outcome unknown", and an idempotent producer bumps its epoch once their
+        answers are in (its sequences can no longer be trusted). ``blocking`` is accepted for
+        compatibility; the engine never blocks here. A transactional producer's transaction
+        becomes abortable if it lost any record.
+        """
+        for name, flag in (("in_queue", in_queue), ("in_flight", in_flight), ("blocking", blocking)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"purge: {name} must be True or False")
+        purged = 0
+        if in_queue:
+            waiting, self._waiting_metadata = self._waiting_metadata, []
+            for _deadline, topic, value, key, partition, cb, ts, _headers in waiting:
+                self._outstanding -= 1
+                self._fail_unsent(topic, partition, key, value, ts, cb, PurgedException("purged from the queue"))
+                purged += 1
+            for q in self._queues.values():
+                for b in [x for x in q.queue if x.wire is None]:
+                    q.queue.remove(b)
+                    self._complete(q, b, -1, PurgedException("purged from the queue before it was sent"))
+                    purged += 1
+        if in_flight:
+            for q in self._queues.values():
+                for b in [x for x in q.queue if x.wire is not None] + [x for x in q.unacked if x not in q.queue]:
+                    if b in q.queue:
+                        q.queue.remove(b)
+                    b.purged = True
+                    self._complete(
+                        q, b, -1, PurgedException("purged while in flight: the outcome is unknown", in_flight=True)
+                    )
+                    purged += 1
+                    if self.idempotent:
+                        self._bump_epoch()
+        self.world.trace.emit(self.name, "state", "producer.purge", ("batches", purged))
+
+    # -- transactions belong to a producer with transactional.id ------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Raise: only a producer created with ``transactional.id`` has transactions."""
+        self._not_transactional("init_transactions")
+
+    def begin_transaction(self) -> None:
+        """Raise: only a producer created with ``transactional.id`` has transactions."""
+        self._not_transactional("begin_transaction")
+
+    def send_offsets_to_transaction(self, offsets: Any, group_metadata: Any, timeout: float | None = None) -> None:
+        """Raise: only a producer created with ``transactional.id`` has transactions."""
+        self._not_transactional("send_offsets_to_transaction")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Raise: only a producer created with ``transactional.id`` has transactions."""
+        self._not_transactional("commit_transaction")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Raise: only a producer created with ``transactional.id`` has transactions."""
+        self._not_transactional("abort_transaction")
+
+    def _not_transactional(self, action: str) -> None:
+        msg = (
+            f"{action}() needs a transactional producer; {self.name} has no 'transactional.id': "
+            "create it with producer({'transactional.id': 'my-app'})"
+        )
+        raise IllegalStateError(msg)
+
     # -- hooks for the transactional layer ----------------------------------------------------
 
     def before_produce(self, topic: str) -> None:
@@ -209,6 +341,9 @@ class Producer(ClientNode):
     def may_send(self, batch: ProducerBatch) -> bool:
         """Return True when a batch may go now (the transactional layer waits for AddPartitions)."""
         return True
+
+    def on_send_error(self, err: KafkaError) -> None:
+        """A record failed for good (the transactional layer makes its transaction abortable)."""
 
     # ======================================================================================
     # internals
@@ -239,11 +374,7 @@ class Producer(ClientNode):
 
     def _append(self, topic: str, p: int, key: Any, value: Any, headers: Any, ts: int, cb: Any) -> None:
         q = self._queue(topic, p)
-        size = (
-            RECORD_OVERHEAD_BYTES
-            + (len(key) if key is not None and hasattr(key, "__len__") else 0)
-            + (len(value) if value is not None and hasattr(value, "__len__") else 0)
-        )
+        size = _record_size(key, value)
         b = q.open_batch()
         if b is None or (b.size + size > self.config.batch_size and b.count > 0):
             if b is not None and key is None:
@@ -263,16 +394,66 @@ class Producer(ClientNode):
         return None
 
     def _drain_waiting_metadata(self) -> None:
+        """Send the records whose partition metadata arrived; expire those past ``max.block.ms``."""
+        if not self.is_up:
+            return
         waiting, self._waiting_metadata = self._waiting_metadata, []
-        for topic, value, key, partition, cb, ts, headers in waiting:
-            self._outstanding -= 1
-            if topic not in self.partition_counts:
-                err = exception_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, topic=topic)
-                self._report(cb, err, Message(topic, partition, -1, key, value, error=err))
-                self.metrics_totals["records_failed"] += 1
-                continue
-            p = partition if partition >= 0 else self._choose_partition(topic, key)
-            self._append(topic, p, key, value, headers, ts, cb)
+        now = self.world.now_ms
+        for entry in waiting:
+            deadline, topic, value, key, partition, cb, ts, headers = entry
+            count = self.partition_counts.get(topic)
+            if count is not None and partition < count:
+                self._outstanding -= 1
+                p = partition if partition >= 0 else self._choose_partition(topic, key)
+                self._append(topic, p, key, value, headers, ts, cb)
+            elif now >= deadline:
+                self._outstanding -= 1
+                waited = self.config.max_block_ms
+                what = (
+                    f"topic {topic!r} not present in metadata"
+                    if count is None
+                    else f"partition {partition} of topic {topic!r} (partition count {count}) not present in metadata"
+                )
+                err = UnknownTopicOrPartitionException(
+                    f"{what} after {waited} ms (max.block.ms); create it first, or produce to an existing one",
+                    topic=topic,
+                    partition=partition,
+                )
+                self._fail_unsent(topic, partition, key, value, ts, cb, err)
+            else:
+                self._waiting_metadata.append(entry)
+        if self._waiting_metadata:
+            self.refresh_metadata(self._drain_waiting_metadata)
+            self._expire_waiting_at(min(e[0] for e in self._waiting_metadata))
+
+    def _expire_waiting_at(self, at_ms: int) -> None:
+        """Make sure the waiting records are looked at by ``at_ms`` even if no metadata answer comes."""
+        if self._waiting_expiry_at is not None and self._waiting_expiry_at <= at_ms:
+            return
+        self._waiting_expiry_at = at_ms
+        self.set_timer(max(0, at_ms - self.world.now_ms), self._on_waiting_expiry, at_ms)
+
+    def _on_waiting_expiry(self, at_ms: int) -> None:
+        if self._waiting_expiry_at == at_ms:
+            self._waiting_expiry_at = None
+            self._drain_waiting_metadata()
+
+    def _fail_unsent(self, topic: str, partition: int, key: Any, value: Any, ts: int, cb: Any, err: KafkaError) -> None:
+        """A record that never joined a batch failed: report it, count it, tell the transactional layer."""
+        self.metrics_totals["records_failed"] += 1
+        self.world.trace.emit(
+            self.name,
+            "state",
+            "produce.failed",
+            ("tp", f"{topic}-{partition}"),
+            ("offset", -1),
+            ("seq", -1),
+            ("n", 1),
+            ("error", type(err).__name__),
+        )
+        self.on_send_error(err)
+        if cb is not None:
+            self._report(cb, err, Message(topic, partition, -1, key, value, error=err, timestamp=ts))
 
     # -- producer id ------------------------------------------------------------------------
 
@@ -316,9 +497,10 @@ class Producer(ClientNode):
         if self._wakeup_at != scheduled_for:
             return
         self._wakeup_at = None
-        if not self._has_producer_id() or self._epoch_bump_pending:
-            return
         now = self._sched.now_ms
+        if not self._has_producer_id() or self._epoch_bump_pending:
+            self._expire_queued(now)
+            return
         next_wake: int | None = None
         linger = self.config.linger_ms
         max_in_flight = self.config.max_in_flight_requests_per_connection
@@ -326,6 +508,9 @@ class Producer(ClientNode):
             q = self._queues[key]
             while q.queue and q.in_flight < max_in_flight:
                 b = q.queue[0]
+                if b.deadline_ms <= now:
+                    self._expire(q, b)
+                    continue
                 if b.retry_after_ms > now:
                     next_wake = b.retry_after_ms if next_wake is None else min(next_wake, b.retry_after_ms)
                     break
@@ -346,15 +531,44 @@ class Producer(ClientNode):
                 ):
                     break  # a retry waits until every earlier sequence is acknowledged
                 leader = self.leader_of(*key)
-                if leader < 0:
-                    self.refresh_metadata(self._wake)
-                    break
-                if not self.may_send(b):
+                if leader < 0 or not self.may_send(b):
+                    if leader < 0:
+                        self.refresh_metadata(self._wake)
+                    # nothing else may wake the sender before this batch expires
+                    next_wake = b.deadline_ms if next_wake is None else min(next_wake, b.deadline_ms)
                     break
                 q.queue.popleft()
                 self._send_batch(q, b, leader)
         if next_wake is not None:
             self._wake_at(next_wake)
+
+    def _expire_queued(self, now: int) -> None:
+        """Expire queued batches past ``delivery.timeout.ms`` while nothing can be sent."""
+        next_wake: int | None = None
+        for key in sorted(self._queues):
+            q = self._queues[key]
+            while q.queue and q.queue[0].deadline_ms <= now:
+                self._expire(q, q.queue[0])
+            if q.queue:
+                d = q.queue[0].deadline_ms
+                next_wake = d if next_wake is None else min(next_wake, d)
+        if next_wake is not None:
+            self._wake_at(next_wake)
+
+    def _expire(self, q: PartitionQueue, b: ProducerBatch) -> None:
+        """A queued batch's ``delivery.timeout.ms`` ran out (RecordAccumulator.expiredBatches)."""
+        q.queue.remove(b)
+        waited = self.world.now_ms - b.created_ms
+        last = f"; last error {b.last_error[0].name}" if b.last_error else ""
+        self._fail(
+            q,
+            b,
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"expiring {b.count} record(s) for {b.topic}-{b.partition}: {waited} ms has passed since batch "
+            f"creation (delivery.timeout.ms){last}",
+        )
+        if self.idempotent and b.base_sequence >= 0:
+            self._bump_epoch()  # its sequences were used: the ones after it would be out of order
 
     def _send_batch(self, q: PartitionQueue, b: ProducerBatch, leader: int) -> None:
         if b.wire is None:
@@ -407,6 +621,9 @@ class Producer(ClientNode):
 
     def _on_produce_response(self, q: PartitionQueue, b: ProducerBatch, resp: ProduceResponse | None) -> None:
         q.in_flight -= 1
+        if b.purged:
+            self._wake()
+            return  # purge() already reported it
         if resp is not None and resp.error is ErrorCode.NONE:
             self._complete(q, b, resp.base_offset, None)
             self._wake()
@@ -523,6 +740,8 @@ class Producer(ClientNode):
             ("error", None if err is None else type(err).__name__),
         )
         self.on_batch_done(b, base_offset, err)
+        if err is not None:
+            self.on_send_error(err)
         if b.callbacks is not None:
             for i, cb in enumerate(b.callbacks):
                 if cb is not None:
@@ -599,7 +818,8 @@ class Producer(ClientNode):
             q.unacked = []
 
     def _report(self, cb: Any, err: KafkaError | None, msg: Message) -> None:
-        self._reports.append((cb, err, msg))
+        if cb is not None:
+            self._reports.append((cb, err, msg))
 
     def _serve_reports(self) -> int:
         n = 0
@@ -614,5 +834,48 @@ class Producer(ClientNode):
         super().on_crash()
         self._queues = {}
         self._waiting_metadata = []
+        self._waiting_expiry_at = None
         self._wakeup_at = None
         self._outstanding = 0
+
+
+#: The types a record's key and value may have (confluent-kafka takes bytes or str; None is a null).
+_VALUE_TYPES = frozenset({bytes, bytearray, str, type(None)})
+
+
+def _record_size(key: Any, value: Any) -> int:
+    return RECORD_OVERHEAD_BYTES + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+
+
+def _check_timeout(timeout: Any, action: str) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout or timeout < 0:
+        msg = f"{action}: timeout must be a number of simulated seconds >= 0, or None (got {timeout!r})"
+        raise ValueError(msg)
+
+
+def _check_record(topic: Any, value: Any, key: Any, partition: Any, cb: Any, timestamp: Any, headers: Any) -> None:
+    """Reject a bad produce() argument with a one-line TypeError/ValueError that says what to pass."""
+    if not isinstance(topic, str) or not topic:
+        raise TypeError(f"produce: topic must be a non-empty str, not {topic!r}")
+    for name, x in (("value", value), ("key", key)):
+        if type(x) not in _VALUE_TYPES:
+            msg = f"produce: {name} must be bytes, str or None, not {type(x).__name__}; encode it first"
+            raise TypeError(msg)
+    if isinstance(partition, bool) or not isinstance(partition, int):
+        raise TypeError(f"produce: partition must be an int (-1 lets the partitioner choose), not {partition!r}")
+    if partition < -1:
+        raise ValueError(f"produce: partition must be >= 0, or -1 to let the partitioner choose; got {partition}")
+    if cb is not None and not callable(cb):
+        raise TypeError("produce: on_delivery must be a function (err, msg) or None")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+        raise ValueError(f"produce: timestamp must be an int >= 0 in ms (0: now), not {timestamp!r}")
+    if headers is not None:
+        pairs = headers.items() if isinstance(headers, dict) else headers
+        if not isinstance(headers, (dict, list, tuple)) or not all(
+            isinstance(h, tuple) and len(h) == 2 and isinstance(h[0], str) and type(h[1]) in _VALUE_TYPES
+            for h in (tuple(x) if isinstance(x, list) else x for x in pairs)
+        ):
+            msg = "produce: headers must be a dict or a list of (str, bytes|str|None) pairs"
+            raise TypeError(msg)

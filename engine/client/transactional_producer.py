@@ -5,6 +5,14 @@
 runs the simulation until the answer comes or ``timeout`` simulated seconds pass (then
 ``TimeoutException``). The client-side state machine is in ``engine/client/transactions.py``.
 
+Errors (Kafka's ``TransactionManager``): a record that fails for good (unknown topic after
+``max.block.ms``, expired after ``delivery.timeout.ms``, too large, rejected by the broker)
+makes the transaction *abortable*: commit raises that error, and only ``abort_transaction`` (then
+a new transaction) is allowed. A call that times out (``TimeoutException``) may be *retried*: the
+same call again waits for the same result (a commit that timed out may already be completing, so
+it cannot be aborted instead: retry it, or close the producer), as Kafka's ``KafkaProducer`` and
+confluent-kafka allow.
+
 Transaction version 1 sends AddPartitionsToTxn before the first batch to each partition;
 version 2 (KIP-890 part 2, the default) does not: partition leaders verify with the coordinator,
 and every EndTxn returns a bumped epoch that the next transaction uses, with sequences from 0.
@@ -37,6 +45,7 @@ from engine.protocol import (
     InitProducerIdRequest,
     TxnOffsetCommitRequest,
 )
+from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -64,9 +73,16 @@ class TransactionalProducer(Producer):
     """A producer with ``transactional.id`` set."""
 
     def __init__(
-        self, world: World, bootstrap: list[str], config: dict[str, Any], *, transaction_version: int = 2
+        self,
+        world: World,
+        bootstrap: list[str],
+        config: dict[str, Any],
+        *,
+        transaction_version: int = 2,
+        weakenings: Weakenings = CORRECT,
     ) -> None:
         super().__init__(world, bootstrap, config)
+        self.weakenings = weakenings
         self.transactional_id: str = self.config.transactional_id or ""
         self.transaction_version = transaction_version
         self.txn = TransactionStateMachine(self.transactional_id)
@@ -78,6 +94,8 @@ class TransactionalProducer(Producer):
         self._txn_offsets_sent = False
         self._need_epoch_bump = False
         self.last_error: KafkaError | None = None
+        #: a call that raised TimeoutException and may be called again to wait for its result
+        self._pending_call: str | None = None
         self.txn_metrics = dict.fromkeys(
             (
                 "txn-init-time-ns-total",
@@ -96,12 +114,27 @@ class TransactionalProducer(Producer):
     def init_transactions(self, timeout: float | None = None) -> None:
         """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
         start = self.world.now_ms
-        self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
-        self._obtain_epoch(
-            timeout,
-            "init_transactions",
-            InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
-        )
+        _check_call_timeout(timeout, "init_transactions")
+        self._raise_if_fatal()
+        if self._resuming("init_transactions"):
+            self._resumable(
+                lambda: self._obtain_epoch(
+                    timeout,
+                    "init_transactions",
+                    InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
+                    resume=True,
+                )
+            )
+        else:
+            self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
+            self._pending_call = "init_transactions"
+            self._resumable(
+                lambda: self._obtain_epoch(
+                    timeout,
+                    "init_transactions",
+                    InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
+                )
+            )
         self.world.trace.emit(
             self.name,
             "state",
@@ -115,6 +148,7 @@ class TransactionalProducer(Producer):
     def begin_transaction(self) -> None:
         """Start a transaction (local: nothing is sent until the first record or offsets)."""
         self._raise_if_fatal()
+        self._refuse_if_pending("begin_transaction")
         self.txn.require(T.READY, action="begin_transaction()")
         self.txn.transition_to(T.IN_TRANSACTION)
         self.added = set()
@@ -129,10 +163,13 @@ class TransactionalProducer(Producer):
     ) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit)."""
         start = self.world.now_ms
-        self._raise_if_fatal()
-        self._raise_if_abortable()
-        self.txn.require(T.IN_TRANSACTION, action="send_offsets_to_transaction()")
+        triples = _offset_triples(offsets)
         group_id, generation, member, instance = _group_fields(group_metadata)
+        _check_call_timeout(timeout, "send_offsets_to_transaction")
+        self._raise_if_fatal()
+        self._refuse_if_pending("send_offsets_to_transaction")
+        self._raise_if_abortable("send_offsets_to_transaction")
+        self.txn.require(T.IN_TRANSACTION, action="send_offsets_to_transaction()")
         resp = self._coordinator_call(
             KEY_TYPE_TRANSACTION,
             self.transactional_id,
@@ -143,7 +180,6 @@ class TransactionalProducer(Producer):
         if resp.error is not ErrorCode.NONE:
             self._fail_call(resp.error, resp.error_message, abortable=True)
         self._txn_offsets_sent = True
-        triples = tuple((tp.topic, tp.partition, tp.offset) for tp in offsets)
         resp2 = self._coordinator_call(
             KEY_TYPE_GROUP,
             group_id,
@@ -176,44 +212,74 @@ class TransactionalProducer(Producer):
         self._add_time("txn-send-offsets-time-ns-total", start)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush, then commit: EndTxn(COMMIT). Raises on fencing (fatal) or an abortable error."""
+        """Flush, then commit: EndTxn(COMMIT).
+
+        Raises the fatal error (fencing), the abortable error that any failed record or call of
+        this transaction left (then call ``abort_transaction``), or ``TimeoutException`` (then call
+        ``commit_transaction`` again: the commit may already be under way).
+        """
         start = self.world.now_ms
+        _check_call_timeout(timeout, "commit_transaction")
         self._raise_if_fatal()
-        self._raise_if_abortable()
-        self.txn.require(T.IN_TRANSACTION, action="commit_transaction()")
-        self.txn.transition_to(T.COMMITTING_TRANSACTION)
-        self._flush_for_end(timeout)
-        self._raise_if_fatal()
-        if self.txn.state is T.ABORTABLE_ERROR:
-            self._raise_if_abortable()
-        self._end(committed=True, timeout=timeout)
+        if not self._resuming("commit_transaction"):
+            self._raise_if_abortable("commit_transaction")
+            self.txn.require(T.IN_TRANSACTION, action="commit_transaction()")
+            self.txn.transition_to(T.COMMITTING_TRANSACTION)
+            self._pending_call = "commit_transaction"
+
+        def finish() -> None:
+            self._flush_for_end(timeout)
+            self._raise_if_fatal()
+            self._raise_if_abortable("commit_transaction")
+            self._end(committed=True, timeout=timeout)
+
+        self._resumable(finish)
         self._add_time("txn-commit-time-ns-total", start)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        """Abort: drop unsent records, wait for in-flight ones, then EndTxn(ABORT)."""
+        """Abort: drop unsent records, wait for in-flight ones, then EndTxn(ABORT).
+
+        After ``TimeoutException``, call ``abort_transaction`` again to wait for the same abort.
+        """
         start = self.world.now_ms
+        _check_call_timeout(timeout, "abort_transaction")
         self._raise_if_fatal()
-        self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
-        self.txn.transition_to(T.ABORTING_TRANSACTION)
-        aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
-        for q in self._queues.values():
-            for b in [x for x in q.queue if x.wire is None and x.attempts == 0]:
-                q.queue.remove(b)
-                self._complete(q, b, -1, aborted)
-        self._flush_for_end(timeout)
-        self._raise_if_fatal()
-        self._end(committed=False, timeout=timeout)
-        self.last_error = None
-        if self._need_epoch_bump:
-            # KIP-360: after an abort caused by a sequence problem, get a fresh epoch.
-            self._need_epoch_bump = False
-            self._obtain_epoch(
-                timeout,
-                "abort_transaction",
-                InitProducerIdRequest(
-                    self.transactional_id, self.config.transaction_timeout_ms, self.producer_id, self.producer_epoch
-                ),
-            )
+        if not self._resuming("abort_transaction"):
+            self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
+            self.txn.transition_to(T.ABORTING_TRANSACTION)
+            self._pending_call = "abort_transaction"
+            aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
+            waiting, self._waiting_metadata = self._waiting_metadata, []
+            for _deadline, topic, value, key, partition, cb, ts, _headers in waiting:
+                self._outstanding -= 1
+                self._fail_unsent(topic, partition, key, value, ts, cb, aborted)
+            for q in self._queues.values():
+                for b in [x for x in q.queue if x.wire is None and x.attempts == 0]:
+                    q.queue.remove(b)
+                    self._complete(q, b, -1, aborted)
+
+        def finish() -> None:
+            if self.txn.state is T.ABORTING_TRANSACTION:
+                self._flush_for_end(timeout)
+                self._raise_if_fatal()
+                self._end(committed=False, timeout=timeout, keep_state=self._need_epoch_bump)
+                self.last_error = None
+            if self._need_epoch_bump:
+                # KIP-360: after an abort caused by a sequence problem, get a fresh epoch.
+                self._obtain_epoch(
+                    timeout,
+                    "abort_transaction",
+                    InitProducerIdRequest(
+                        self.transactional_id,
+                        self.config.transaction_timeout_ms,
+                        self.producer_id,
+                        self.producer_epoch,
+                    ),
+                    resume=self.txn.state is T.INITIALIZING,
+                )
+                self._need_epoch_bump = False
+
+        self._resumable(finish)
         self._add_time("txn-abort-time-ns-total", start)
 
     def metrics(self) -> dict[str, float]:
@@ -227,7 +293,8 @@ class TransactionalProducer(Producer):
     def before_produce(self, topic: str) -> None:
         """Records may only be sent inside a transaction."""
         self._raise_if_fatal()
-        self._raise_if_abortable()
+        self._refuse_if_pending("produce")
+        self._raise_if_abortable("produce")
         self.txn.require(T.IN_TRANSACTION, action="produce()")
         self._txn_has_data = True
 
@@ -246,9 +313,9 @@ class TransactionalProducer(Producer):
         self._send_add_partitions()
         return False
 
-    def on_batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
-        """A failed batch makes the transaction abortable."""
-        if err is None or isinstance(err, TransactionAbortedException):
+    def on_send_error(self, err: KafkaError) -> None:
+        """A failed record makes the transaction abortable (TransactionManager.maybeTransitionToErrorState)."""
+        if isinstance(err, TransactionAbortedException) or not self.weakenings.abort_on_failed_send:
             return
         if self.txn.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION):
             self.last_error = err
@@ -276,9 +343,12 @@ class TransactionalProducer(Producer):
     # internals
     # ======================================================================================
 
-    def _obtain_epoch(self, timeout: float | None, action: str, request: InitProducerIdRequest) -> None:
+    def _obtain_epoch(
+        self, timeout: float | None, action: str, request: InitProducerIdRequest, *, resume: bool = False
+    ) -> None:
         """INITIALIZING → InitProducerId → READY with the new producer id and epoch (sequences reset)."""
-        self.txn.transition_to(T.INITIALIZING)
+        if not resume:
+            self.txn.transition_to(T.INITIALIZING)
         resp = self._coordinator_call(KEY_TYPE_TRANSACTION, self.transactional_id, lambda: request, timeout, action)
         if resp.error is not ErrorCode.NONE:
             self._fail_call(resp.error, resp.error_message, abortable=False)
@@ -296,10 +366,47 @@ class TransactionalProducer(Producer):
         if self.fatal_error is not None:
             raise self.fatal_error
 
-    def _raise_if_abortable(self) -> None:
-        if self.txn.state is T.ABORTABLE_ERROR:
-            err = self.last_error or exception_for(ErrorCode.UNKNOWN_SERVER_ERROR, "transaction is abortable")
-            raise err
+    def _raise_if_abortable(self, action: str) -> None:
+        """Raise the transaction's abortable error, saying that only abort_transaction() is left."""
+        if self.txn.state is not T.ABORTABLE_ERROR:
+            return
+        cause = self.last_error or exception_for(ErrorCode.UNKNOWN_SERVER_ERROR, "transaction is abortable")
+        err = type(cause)(
+            f"cannot {action}(): the transaction has an abortable error ({type(cause).__name__}: "
+            f"{cause._base_message}); call abort_transaction(), then begin a new transaction",
+            **cause.context,
+        )
+        raise err from cause
+
+    def _resuming(self, action: str) -> bool:
+        """Return True when ``action`` timed out before and this call waits for its result again."""
+        if self._pending_call == action:
+            return True
+        self._refuse_if_pending(action)
+        return False
+
+    def _refuse_if_pending(self, action: str) -> None:
+        if self._pending_call is None:
+            return
+        pending = self._pending_call
+        msg = (
+            f"cannot {action}(): {pending}() timed out and is still pending; call {pending}() again "
+            f"to wait for its result (it may already be completing), or close this producer"
+        )
+        raise IllegalStateError(msg)
+
+    def _resumable(self, work: Callable[[], None]) -> None:
+        """Run the rest of a pending call: a timeout keeps it pending (retry it), anything else ends it."""
+        try:
+            work()
+        except TimeoutException:
+            if self.txn.state in (T.ABORTABLE_ERROR, T.FATAL_ERROR):
+                self._pending_call = None
+            raise
+        except BaseException:
+            self._pending_call = None
+            raise
+        self._pending_call = None
 
     def _set_epoch(self, producer_id: int, producer_epoch: int) -> None:
         changed = (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch)
@@ -328,13 +435,18 @@ class TransactionalProducer(Producer):
         return self.world.now_ms + (int(timeout * 1000) if timeout is not None else self.config.max_block_ms)
 
     def _flush_for_end(self, timeout: float | None) -> None:
+        start = self.world.now_ms
         end = self._deadline(timeout)
         self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None or self.world.now_ms >= end)
         if self._outstanding and self.fatal_error is None:
-            raise TimeoutException(f"records of the transaction were not delivered within {timeout} s")
+            msg = (
+                f"{self._outstanding} record(s) of the transaction were not delivered within "
+                f"{end - start} ms of simulated time; call the same method again to keep waiting"
+            )
+            raise TimeoutException(msg)
         self._serve_reports()
 
-    def _end(self, *, committed: bool, timeout: float | None) -> None:
+    def _end(self, *, committed: bool, timeout: float | None, keep_state: bool = False) -> None:
         touched = self._txn_has_data or self._txn_offsets_sent or bool(self.added)
         if touched:
             resp = self._coordinator_call(
@@ -355,8 +467,9 @@ class TransactionalProducer(Producer):
             ("txn_id", self.transactional_id),
             ("epoch", self.producer_epoch),
         )
-        self.txn.transition_to(T.READY)
         self.added = set()
+        if not keep_state:  # else an epoch bump follows: ABORTING_TRANSACTION -> INITIALIZING -> READY
+            self.txn.transition_to(T.READY)
 
     def _send_add_partitions(self) -> None:
         if self._add_in_flight or not self._adding:
@@ -429,6 +542,7 @@ class TransactionalProducer(Producer):
     ) -> Any:
         """Send a coordinator request, retrying retriable errors; wait for a final answer."""
         box: list[Any] = []
+        start = self.world.now_ms
         end = self._deadline(timeout)
 
         def attempt() -> None:
@@ -455,7 +569,10 @@ class TransactionalProducer(Producer):
         self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
         self._raise_if_fatal()
         if not box:
-            msg = f"{action} did not complete within {(end - self.world.now_ms) or timeout} ms of simulated time"
+            msg = (
+                f"{action}() did not complete within {end - start} ms of simulated time; "
+                f"call {action}() again to keep waiting for its result"
+            )
             raise TimeoutException(msg)
         return box[0]
 
@@ -473,3 +590,31 @@ def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
     except AttributeError:
         msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
         raise IllegalStateError(msg) from None
+
+
+def _check_call_timeout(timeout: Any, action: str) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout or timeout < 0:
+        msg = f"{action}: timeout must be a number of simulated seconds >= 0, or None for max.block.ms"
+        raise ValueError(msg)
+
+
+def _offset_triples(offsets: Any) -> tuple[tuple[str, int, int], ...]:
+    """Check send_offsets_to_transaction's offsets: TopicPartitions with topic, partition and offset >= 0."""
+    usage = (
+        "send_offsets_to_transaction: offsets must be a list of TopicPartition(topic, partition, offset) "
+        "with the next offset to read (offset >= 0), e.g. from consumer.position(consumer.assignment())"
+    )
+    if isinstance(offsets, (str, bytes)) or not hasattr(offsets, "__iter__"):
+        raise TypeError(usage)
+    out = []
+    for tp in offsets:
+        if not isinstance(tp, TopicPartition):
+            raise TypeError(f"{usage}; got {tp!r}")
+        if not isinstance(tp.topic, str) or not tp.topic or not isinstance(tp.partition, int) or tp.partition < 0:
+            raise ValueError(f"{usage}; got {tp!r}")
+        if not isinstance(tp.offset, int) or tp.offset < 0:
+            raise ValueError(f"{usage}; {tp.topic}-{tp.partition} has offset {tp.offset}")
+        out.append((tp.topic, tp.partition, tp.offset))
+    return tuple(out)

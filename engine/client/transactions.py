@@ -6,7 +6,7 @@ State table (Kafka's ``TransactionManager.State``)
 state                    entered from
 =======================  ======================================================================
 UNINITIALIZED            (start)
-INITIALIZING             UNINITIALIZED, READY, ABORTABLE_ERROR (an epoch bump)
+INITIALIZING             UNINITIALIZED, READY, ABORTING_TRANSACTION, ABORTABLE_ERROR (an epoch bump)
 READY                    INITIALIZING, COMMITTING_TRANSACTION, ABORTING_TRANSACTION
 IN_TRANSACTION           READY
 COMMITTING_TRANSACTION   IN_TRANSACTION
@@ -48,7 +48,7 @@ T = TxnClientState
 
 VALID_PREVIOUS: dict[TxnClientState, frozenset[TxnClientState]] = {
     T.UNINITIALIZED: frozenset(),
-    T.INITIALIZING: frozenset({T.UNINITIALIZED, T.READY, T.ABORTABLE_ERROR}),
+    T.INITIALIZING: frozenset({T.UNINITIALIZED, T.READY, T.ABORTING_TRANSACTION, T.ABORTABLE_ERROR}),
     T.READY: frozenset({T.INITIALIZING, T.COMMITTING_TRANSACTION, T.ABORTING_TRANSACTION}),
     T.IN_TRANSACTION: frozenset({T.READY}),
     T.COMMITTING_TRANSACTION: frozenset({T.IN_TRANSACTION}),
@@ -65,6 +65,9 @@ _HINT = {
     T.READY: "call begin_transaction() first",
     T.IN_TRANSACTION: "commit_transaction() or abort_transaction() the open transaction first",
     T.ABORTABLE_ERROR: "call abort_transaction(), then start a new transaction",
+    T.INITIALIZING: "init_transactions() has not finished: call it again to wait for it",
+    T.COMMITTING_TRANSACTION: "a commit is under way: call commit_transaction() again to wait for it",
+    T.ABORTING_TRANSACTION: "an abort is under way: call abort_transaction() again to wait for it",
     T.FATAL_ERROR: "this producer is unusable; close it and create a new one",
 }
 

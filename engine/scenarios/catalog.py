@@ -12,7 +12,7 @@ import random
 from typing import TYPE_CHECKING
 
 from engine.scenarios.harness import Spec, TopicSpec
-from engine.scenarios.workloads import Aggregator, Copier, IdempotentSends, Transactions
+from engine.scenarios.workloads import BAD_SEND_MAX_REQUEST_SIZE, Aggregator, Copier, IdempotentSends, Transactions
 from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
 
 if TYPE_CHECKING:
@@ -320,6 +320,21 @@ SPECS: tuple[Spec, ...] = (
         None,
         broker_config=FAST_FAILOVER,
         catches=(("M11", "G1a"),),
+    ),
+    Spec(
+        "transactions: failed sends",
+        "transactions mix good sends with sends to a missing topic or partition or over max.request.size",
+        Transactions(
+            processes=2,
+            txns_per_process=25,
+            abort_p=0.1,
+            bad_send_p=0.3,
+            producer_config=(("max.block.ms", 3_000), ("max.request.size", BAD_SEND_MAX_REQUEST_SIZE)),
+        ),
+        lost_acks,
+        broker_config=FAST_FAILOVER,
+        safety_ms=8_000,
+        catches=(("M17", "unseen"),),
     ),
     Spec(
         "coordinator: marker delivery retry",

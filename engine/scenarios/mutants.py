@@ -1,4 +1,4 @@
-"""The 16 weakened configurations (M1–M16) of eos-checking.md §5.1, each an explicit option.
+"""The weakened configurations (M1–M17) of eos-checking.md §5.1, each an explicit option.
 
 A mutant combines engine :class:`~engine.weakenings.Weakenings`, Kafka-named broker, producer or
 consumer config, and workload flags. ``eos run NAME --mutant M10`` runs a scenario with one; the
@@ -110,12 +110,18 @@ MUTANTS: dict[str, Mutant] = {
             "a new leader deduplicates retries of batches the old leader took",
             weakenings=Weakenings(followers_track_producer_state=False),
         ),
+        Mutant(
+            "M17",
+            "a failed send does not make the transaction abortable",
+            "a transaction commits only if every one of its sends was written",
+            weakenings=Weakenings(abort_on_failed_send=False),
+        ),
     )
 }
 
 
 def get_mutant(name: str) -> Mutant:
-    """Return a mutant by id (``M1`` … ``M16``), or raise KeyError naming the valid ids."""
+    """Return a mutant by id (``M1`` … ``M17``), or raise KeyError naming the valid ids."""
     m = MUTANTS.get(name.upper())
     if m is None:
         msg = f"no mutant {name!r}; use one of {', '.join(MUTANTS)}"

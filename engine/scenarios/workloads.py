@@ -155,6 +155,12 @@ class Transactions(Workload):
     read_committed consumer over every key. With probability ``abort_p`` the process aborts on
     purpose; after any abort it rewinds its consumer to where the transaction's polls began
     (the workload flag ``no-rewind`` removes that, mutant M13).
+
+    With ``bad_send_p`` a transaction also carries one send that must fail (a topic that does
+    not exist, a partition number past the topic's count, or a record over ``max.request.size``)
+    among its good sends. The transaction then cannot commit: the producer raises the send's
+    error, the process aborts, and none of the transaction's records may ever be read (mutant
+    M17 commits anyway).
     """
 
     processes: int = 2
@@ -165,6 +171,7 @@ class Transactions(Workload):
     readers: int = 1
     producer_config: tuple[tuple[str, Any], ...] = ()
     transaction_timeout_ms: int = 10_000
+    bad_send_p: float = 0.0
 
     def start(self, run: Run) -> None:
         """Spawn the transactional processes and readers."""
@@ -206,6 +213,8 @@ class Transactions(Workload):
             for s in range(n):
                 topic, part = keys[run.rng.randrange(len(keys))]
                 sends.append(Send(topic, part, f"p{pid}-t{t}-s{s}"))
+            if self.bad_send_p and run.rng.random() < self.bad_send_p:
+                sends.insert(run.rng.randrange(len(sends) + 1), _bad_send(run, keys, f"p{pid}-t{t}-bad"))
             do_poll = run.rng.random() < self.poll_p
             abort = run.rng.random() < self.abort_p
             op = run.history.invoke(pid, "txn", tuple(sends), run.now_ms)
@@ -262,6 +271,23 @@ class Transactions(Workload):
                     producer = self._new_producer(run, txn_id)
                 except (KafkaError, IllegalStateError):
                     return
+
+
+#: The ways a send is made to fail in :class:`Transactions` with ``bad_send_p`` (see its docstring).
+BAD_SENDS = ("unknown-topic", "bad-partition", "too-large")
+#: ``max.request.size`` for workloads with bad sends: a "too-large" value is longer.
+BAD_SEND_MAX_REQUEST_SIZE = 64
+
+
+def _bad_send(run: Run, keys: list[tuple[str, int]], value: str) -> Send:
+    """Return a send that must fail for good, of a kind drawn from the run's stream."""
+    kind = BAD_SENDS[run.rng.randrange(len(BAD_SENDS))]
+    topic, part = keys[run.rng.randrange(len(keys))]
+    if kind == "unknown-topic":
+        return Send("no-such-topic", 0, f"{value}-unknown-topic")
+    if kind == "bad-partition":
+        return Send(topic, 99, f"{value}-bad-partition")
+    return Send(topic, part, f"{value}-too-large-" + "x" * BAD_SEND_MAX_REQUEST_SIZE)
 
 
 @dataclasses.dataclass(frozen=True)
