@@ -131,7 +131,11 @@ class Cluster:
         """Create a producer with Kafka-named config (idempotent by default)."""
         if config and config.get("transactional.id") is not None:
             p: Producer = TransactionalProducer(
-                self.world, self.bootstrap(), config, transaction_version=self.config.transaction_version
+                self.world,
+                self.bootstrap(),
+                config,
+                transaction_version=self.config.transaction_version,
+                weakenings=self.weakenings,
             )
         else:
             p = Producer(self.world, self.bootstrap(), config)
