@@ -19,6 +19,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from engine.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
+from engine.errors import TimeoutException, UnknownTopicOrPartitionException
 from engine.protocol import MetadataRequest, MetadataResponse, PartitionState
 from engine.rpc import RpcNode
 
@@ -51,6 +53,37 @@ class ClientNode(RpcNode):
         self._metadata_last: tuple[tuple[int, ...], tuple[PartitionState, ...]] | None = None
         self._bootstrap_index = 0
         self.metadata_refreshes = 0
+
+    def list_topics(self, topic: str | None = None, timeout: float | None = -1) -> ClusterMetadata:
+        """Ask a broker for the cluster's metadata now (confluent-kafka's ``list_topics``).
+
+        ``topic`` limits the answer to one topic (an unknown one comes back with ``error`` set);
+        ``timeout`` is in simulated seconds (None or -1: ``request.timeout.ms``). Raises
+        ``TimeoutException`` when no broker answers in time.
+        """
+        if topic is not None and (not isinstance(topic, str) or not topic):
+            raise TypeError(f"list_topics: topic must be a topic name or None, not {topic!r}")
+        if timeout is None or timeout == -1:
+            wait_ms = self.request_timeout_ms()
+        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+            raise ValueError(f"list_topics: timeout must be seconds >= 0, or -1 for the default; got {timeout!r}")
+        else:
+            wait_ms = int(timeout * 1000)
+        if not self.is_up:
+            msg = f"{self.name} is not running ({self.status.value}); create a new client"
+            raise TimeoutException(msg)
+        box: list[MetadataResponse] = []
+        target = self._pick_broker()
+        self.request(target, MetadataRequest(), lambda resp: box.append(resp) if resp else None, timeout_ms=wait_ms)
+        end = self.world.now_ms + wait_ms
+        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
+        if not box:
+            raise TimeoutException(f"list_topics: no broker answered within {wait_ms} ms of simulated time")
+        return _cluster_metadata(box[0], topic, target)
+
+    def request_timeout_ms(self) -> int:
+        """Return how long a request may take (the client's ``request.timeout.ms``)."""
+        return METADATA_TIMEOUT_MS
 
     def leader_of(self, topic: str, partition: int) -> int:
         """Return the leader broker id as last known, or -1."""
@@ -125,3 +158,24 @@ class ClientNode(RpcNode):
         self._metadata_waiters = []
         self._metadata_in_flight = False
         self._metadata_timer_set = False
+
+
+def _cluster_metadata(resp: MetadataResponse, only: str | None, answered_by: str) -> ClusterMetadata:
+    topics: dict[str, dict[int, PartitionMetadata]] = {}
+    for s in resp.partitions:
+        if only is not None and s.topic != only:
+            continue
+        topics.setdefault(s.topic, {})[s.partition] = PartitionMetadata(
+            s.partition, s.leader, list(s.replicas), list(s.isr)
+        )
+    out = {name: TopicMetadata(name, dict(sorted(parts.items()))) for name, parts in sorted(topics.items())}
+    if only is not None and only not in out:
+        out[only] = TopicMetadata(only, {}, UnknownTopicOrPartitionException(f"topic {only!r} does not exist"))
+    return ClusterMetadata(
+        cluster_id="eos-magics-sim",
+        controller_id=resp.controller_id,
+        brokers={b: BrokerMetadata(b, f"broker-{b}") for b in resp.brokers},
+        topics=out,
+        orig_broker_id=int(answered_by.rsplit("-", 1)[1]) if answered_by.startswith("broker-") else -1,
+        orig_broker_name=answered_by,
+    )

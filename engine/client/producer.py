@@ -247,6 +247,10 @@ class Producer(ClientNode):
     def __len__(self) -> int:
         return self._outstanding + len(self._reports)
 
+    def request_timeout_ms(self) -> int:
+        """Return the producer's ``request.timeout.ms``."""
+        return self.config.request_timeout_ms
+
     def metrics(self) -> dict[str, float]:
         """Return Kafka's producer metrics: rates per simulated second, and totals."""
         elapsed_s = max(1, self.world.now_ms - self._started_ms) / 1000

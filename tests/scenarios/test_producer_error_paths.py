@@ -347,3 +347,22 @@ def test_every_failed_send_error_is_a_named_kafka_error() -> None:
     p.flush()
     assert len(box) == 3
     assert all(isinstance(e, KafkaError) for e, _ in box)
+
+
+def test_list_topics_names_brokers_topics_partitions_and_flags_an_unknown_topic() -> None:
+    c = _cluster()
+    p = c.producer()
+    md = p.list_topics(timeout=5)
+    assert sorted(md.brokers) == [1, 2, 3]
+    parts = md.topics["t"].partitions
+    assert sorted(parts) == [0, 1]
+    assert parts[0].leader == c.leader("t", 0)
+    assert sorted(parts[0].replicas) == sorted(parts[0].isrs) == [1, 2, 3]
+    only = p.list_topics("missing", timeout=5)
+    assert list(only.topics) == ["missing"]
+    assert isinstance(only.topics["missing"].error, UnknownTopicOrPartitionException)
+    c.isolate(p.name)
+    with pytest.raises(TimeoutException, match="no broker answered"):
+        p.list_topics(timeout=1)
+    with pytest.raises(ValueError, match="timeout"):
+        p.list_topics(timeout=-5)
