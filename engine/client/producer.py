@@ -213,7 +213,7 @@ class Producer(ClientNode):
 
     def poll(self, timeout: float | None = 0) -> int:
         """Let ``timeout`` simulated seconds pass, then serve delivery reports; return how many."""
-        _check_timeout(timeout, "poll")
+        check_timeout(timeout, "poll")
         if timeout:
             self.world.run_for(int(timeout * 1000))
         return self._serve_reports()
@@ -223,7 +223,7 @@ class Producer(ClientNode):
 
         With ``timeout`` (simulated seconds) stop after that long.
         """
-        _check_timeout(timeout, "flush")
+        check_timeout(timeout, "flush")
         # Without a timeout, delivery.timeout.ms bounds the wait: every record is resolved by then.
         wait_ms = (
             int(timeout * 1000)
@@ -851,10 +851,11 @@ def _record_size(key: Any, value: Any) -> int:
     return RECORD_OVERHEAD_BYTES + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
 
 
-def _check_timeout(timeout: Any, action: str) -> None:
+def check_timeout(timeout: Any, action: str) -> None:
+    """Reject a timeout that is not None or a number of simulated seconds >= 0 (NaN included)."""
     if timeout is None:
         return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout or timeout < 0:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
         msg = f"{action}: timeout must be a number of simulated seconds >= 0, or None (got {timeout!r})"
         raise ValueError(msg)
 

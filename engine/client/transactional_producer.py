@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.client.message import TopicPartition
-from engine.client.producer import Producer
+from engine.client.producer import Producer, check_timeout
 from engine.client.transactions import TransactionStateMachine, TxnClientState
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import (
@@ -114,7 +114,7 @@ class TransactionalProducer(Producer):
     def init_transactions(self, timeout: float | None = None) -> None:
         """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
         start = self.world.now_ms
-        _check_call_timeout(timeout, "init_transactions")
+        check_timeout(timeout, "init_transactions")
         self._raise_if_fatal()
         if self._resuming("init_transactions"):
             self._resumable(
@@ -165,7 +165,7 @@ class TransactionalProducer(Producer):
         start = self.world.now_ms
         triples = _offset_triples(offsets)
         group_id, generation, member, instance = _group_fields(group_metadata)
-        _check_call_timeout(timeout, "send_offsets_to_transaction")
+        check_timeout(timeout, "send_offsets_to_transaction")
         self._raise_if_fatal()
         self._refuse_if_pending("send_offsets_to_transaction")
         self._raise_if_abortable("send_offsets_to_transaction")
@@ -219,7 +219,7 @@ class TransactionalProducer(Producer):
         ``commit_transaction`` again: the commit may already be under way).
         """
         start = self.world.now_ms
-        _check_call_timeout(timeout, "commit_transaction")
+        check_timeout(timeout, "commit_transaction")
         self._raise_if_fatal()
         if not self._resuming("commit_transaction"):
             self._raise_if_abortable("commit_transaction")
@@ -242,7 +242,7 @@ class TransactionalProducer(Producer):
         After ``TimeoutException``, call ``abort_transaction`` again to wait for the same abort.
         """
         start = self.world.now_ms
-        _check_call_timeout(timeout, "abort_transaction")
+        check_timeout(timeout, "abort_transaction")
         self._raise_if_fatal()
         if not self._resuming("abort_transaction"):
             self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
@@ -590,14 +590,6 @@ def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
     except AttributeError:
         msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
         raise IllegalStateError(msg) from None
-
-
-def _check_call_timeout(timeout: Any, action: str) -> None:
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout != timeout or timeout < 0:
-        msg = f"{action}: timeout must be a number of simulated seconds >= 0, or None for max.block.ms"
-        raise ValueError(msg)
 
 
 def _offset_triples(offsets: Any) -> tuple[tuple[str, int, int], ...]:
