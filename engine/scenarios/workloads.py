@@ -28,6 +28,7 @@ from engine.errors import (
     TransactionAbortedException,
 )
 from engine.scenarios.harness import Run, Sleep, is_sentinel
+from engine.sim.node import NodeStatus
 
 if TYPE_CHECKING:
     from engine.scenarios.harness import Process
@@ -192,6 +193,15 @@ class Transactions(Workload):
         }
         base.update(dict(self.producer_config))
         producer = run.cluster.producer(run.producer_config(base))
+        for _ in range(INIT_ATTEMPTS - 1):
+            try:
+                producer.init_transactions()
+                return producer
+            except TimeoutException:
+                # the coordinator may still be finishing the last instance's transaction (its markers
+                # wait for a partition to recover): a timed-out init_transactions() may be called
+                # again, and an application restarting after a crash keeps calling it
+                continue
         producer.init_transactions()
         return producer
 
@@ -273,10 +283,17 @@ class Transactions(Workload):
                     return
 
 
+#: How often a new transactional instance calls init_transactions() before the process gives up.
+INIT_ATTEMPTS = 5
 #: The ways a send is made to fail in :class:`Transactions` with ``bad_send_p`` (see its docstring).
 BAD_SENDS = ("unknown-topic", "bad-partition", "too-large")
 #: ``max.request.size`` for workloads with bad sends: a "too-large" value is longer.
 BAD_SEND_MAX_REQUEST_SIZE = 64
+
+
+def _resume_if_paused(run: Run, node: Any) -> None:
+    if node.status is NodeStatus.PAUSED:
+        run.world.resume(node.name)
 
 
 def _bad_send(run: Run, keys: list[tuple[str, int]], value: str) -> Send:
@@ -475,8 +492,9 @@ class Copier(Workload):
                     run.extra["paused"] = True
                     run.world.pause(producer.name)
                     run.world.pause(consumer.name)
-                    run.world.scheduler.call_later(self.pause_ms, run.world.resume, producer.name)
-                    run.world.scheduler.call_later(self.pause_ms, run.world.resume, consumer.name)
+                    # a heal in between may have resumed them already: resume only what is still paused
+                    for node in (producer, consumer):
+                        run.world.scheduler.call_later(self.pause_ms, _resume_if_paused, run, node)
                     yield Sleep(self.pause_ms + 1)
                 if not run.flag("offsets-outside-txn"):
                     producer.send_offsets_to_transaction(offsets, meta)
