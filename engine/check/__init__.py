@@ -32,9 +32,8 @@ from engine.check.history import (
     Op,
     Poll,
     Send,
-    load_jsonl,
-    save_jsonl,
 )
+from engine.check.jsonl import load_jsonl, save_jsonl
 from engine.check.lost_writes import check_lost_writes
 from engine.check.offsets import check_inconsistent_offsets
 from engine.check.polls import check_polls

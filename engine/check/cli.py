@@ -7,7 +7,11 @@ table (or JSON with ``--json``) and returns the exit status:
 
 * 0 - no forbidden anomaly (allowed ones may be listed);
 * 1 - at least one forbidden anomaly;
-* 2 - the file is missing, unreadable or malformed: one short line on stderr, no traceback.
+* 2 - the file is missing, unreadable, empty or malformed: one short line on stderr naming the
+  line and the problem, no traceback.
+
+An internal error (70) and a closed stdout (141) are handled once for every command, by
+:func:`engine.cli.main`; ``docs/history-format.md`` lists every status.
 
 Invariants
 ----------
@@ -26,7 +30,8 @@ import sys
 
 from engine.check.anomaly import MODES
 from engine.check.checker import check_history
-from engine.check.history import HistoryFormatError, load_jsonl
+from engine.check.history import HistoryFormatError
+from engine.check.jsonl import load_jsonl
 
 __all__ = ["add_arguments", "run"]
 

@@ -17,15 +17,19 @@ An operation carries micro-operations (*mops*): :class:`Send` (topic, partition,
 offset-or-None) and :class:`Poll` (topic, partition, offset, value). A *key* is the pair
 ``(topic, partition)``; values are opaque strings, unique per key.
 
-The file form is JSON Lines, one record per line; ``docs/history-format.md`` documents it.
+The file form is JSON Lines, one record per line (:mod:`engine.check.jsonl` reads and writes
+it); ``docs/history-format.md`` documents it.
 
 Invariants
 ----------
 * Records are immutable (``NamedTuple``), cheap enough for histories of millions of mops.
 * :class:`History` keeps records in index order and pairs each completion with its invocation
   by process (a process runs one operation at a time).
-* Loading never trusts the file: any structural problem raises :class:`HistoryFormatError` with
-  the line number, never a bare ``KeyError`` or ``TypeError``.
+* Building a :class:`History` checks the pairing; any problem raises
+  :class:`HistoryFormatError` (naming the file line when the records came from a file).
+* An invocation only announces: it carries no polls and its sends have no offset, because an
+  empty completion takes its invocation's micro-ops. A completion has its invocation's ``f``.
+  Offsets and partitions are never negative.
 
 What it does not do
 -------------------
@@ -36,10 +40,9 @@ is simulated milliseconds supplied by the caller.
 
 from __future__ import annotations
 
-import json
-import os
+import reprlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 __all__ = [
     "COMPLETION_TYPES",
@@ -52,8 +55,7 @@ __all__ = [
     "Op",
     "Poll",
     "Send",
-    "load_jsonl",
-    "save_jsonl",
+    "short_repr",
 ]
 
 Key = tuple[str, int]
@@ -153,34 +155,56 @@ class History(Sequence[Op]):
     Raises
     ------
     HistoryFormatError
-        If indexes are not increasing or a completion has no pending invocation.
+        If indexes are not increasing, a completion has no pending invocation or another ``f``
+        than its invocation, or an invocation carries a poll or a send offset.
     """
 
     __slots__ = ("_completion_of", "_invocation_of", "_ops")
 
-    def __init__(self, ops: Iterable[Op] = ()) -> None:
+    def __init__(self, ops: Iterable[Op] = (), *, where: Sequence[str] = ()) -> None:
+        """Pair the records; ``where`` names each record's source (``"line 7"``) in error messages."""
         self._ops: tuple[Op, ...] = tuple(ops)
         self._invocation_of: dict[int, int] = {}
         self._completion_of: dict[int, int] = {}
         pending: dict[int, int] = {}
         last_index = -1
         for pos, op in enumerate(self._ops):
-            if op.index <= last_index:
-                raise HistoryFormatError(f"op index {op.index} does not increase (previous {last_index})")
-            last_index = op.index
-            if op.type == "invoke":
-                if op.process in pending:
-                    raise HistoryFormatError(
-                        f"op {op.index}: process {op.process} invoked again before op "
-                        f"{self._ops[pending[op.process]].index} completed"
-                    )
-                pending[op.process] = pos
-            else:
-                inv = pending.pop(op.process, None)
-                if inv is None:
-                    raise HistoryFormatError(f"op {op.index}: {op.type} completion without an invocation")
-                self._invocation_of[pos] = inv
-                self._completion_of[inv] = pos
+            try:
+                if op.index <= last_index:
+                    raise HistoryFormatError(f"op index {op.index} does not increase (previous {last_index})")
+                last_index = op.index
+                if op.type == "invoke":
+                    self._open(pos, op, pending)
+                else:
+                    self._close(pos, op, pending)
+            except HistoryFormatError as exc:
+                if pos < len(where):
+                    raise HistoryFormatError(f"{where[pos]}: {exc}") from None
+                raise
+
+    def _open(self, pos: int, op: Op, pending: dict[int, int]) -> None:
+        """Check an invocation and make it its process's pending one."""
+        if op.process in pending:
+            raise HistoryFormatError(
+                f"op {op.index}: process {op.process} invoked again before op "
+                f"{self._ops[pending[op.process]].index} completed"
+            )
+        _check_invocation_mops(op.mops, f"op {op.index}")
+        pending[op.process] = pos
+
+    def _close(self, pos: int, op: Op, pending: dict[int, int]) -> None:
+        """Pair a completion with its process's pending invocation."""
+        inv = pending.pop(op.process, None)
+        if inv is None:
+            raise HistoryFormatError(f"op {op.index}: {op.type} completion without an invocation")
+        invocation = self._ops[inv]
+        if op.f != invocation.f:
+            raise HistoryFormatError(
+                f"op {op.index}: an {op.type} completion with f={op.f!r} cannot complete op "
+                f"{invocation.index}, a {invocation.f!r}; a completion repeats its invocation's f"
+            )
+        self._invocation_of[pos] = inv
+        self._completion_of[inv] = pos
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -230,6 +254,33 @@ class History(Sequence[Op]):
         return self._ops[self._invocation_of[completion_pos]]
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlong = 40
+
+
+def short_repr(raw: object) -> str:
+    """Return a short repr of a (possibly huge or deeply nested) value for an error message."""
+    return _REPR.repr(raw)
+
+
+def _check_invocation_mops(mops: Iterable[Mop], where: str) -> None:
+    """Raise :class:`HistoryFormatError` unless ``mops`` only announce sends (no polls, no offsets).
+
+    An empty completion takes its invocation's micro-ops, so a poll or an offset here would
+    become a read or an acknowledgement nobody observed.
+    """
+    for m in mops:
+        if type(m) is Poll:
+            shown = short_repr(["poll", *m])
+            raise HistoryFormatError(
+                f"{where}: an invocation carries no polls (they belong in the completion): {shown}"
+            )
+        if m.offset is not None:
+            shown = short_repr(["send", *m])
+            raise HistoryFormatError(f"{where}: send offsets are null in an invocation (known only later): {shown}")
+
+
 class HistoryRecorder:
     """Builds a :class:`History` while clients run; the engine's clients call it.
 
@@ -265,13 +316,16 @@ class HistoryRecorder:
         Raises
         ------
         ValueError
-            If ``f`` is unknown or ``process`` already has an operation in flight.
+            If ``f`` is unknown, ``process`` already has an operation in flight, or ``mops``
+            holds a poll or a send with an offset (an invocation only announces its sends).
         """
         if f not in FUNCTIONS:
             raise ValueError(f"unknown op function {f!r}; expected one of {', '.join(FUNCTIONS)}")
         if process in self._pending:
             raise ValueError(f"process {process} already has op {self._pending[process].index} in flight")
-        op = Op(len(self._ops), process, "invoke", f, time_ms, tuple(mops), tuple(keys))
+        mops = tuple(mops)
+        _check_invocation_mops(mops, f"process {process} {f}")
+        op = Op(len(self._ops), process, "invoke", f, time_ms, mops, tuple(keys))
         self._ops.append(op)
         self._pending[process] = op
         return op
@@ -329,128 +383,3 @@ class HistoryRecorder:
     def history(self) -> History:
         """Return the records so far as a :class:`History` (in-flight ops stay invocations)."""
         return History(self._ops)
-
-
-# --------------------------------------------------------------------------------------------
-# JSON Lines
-# --------------------------------------------------------------------------------------------
-
-
-def _mop_to_json(m: Mop) -> list[Any]:
-    if type(m) is Send:
-        return ["send", m.topic, m.partition, m.value, m.offset]
-    return ["poll", m.topic, m.partition, m.offset, m.value]
-
-
-def op_to_json(op: Op) -> dict[str, Any]:
-    """Return the JSON object of one record (see ``docs/history-format.md``)."""
-    obj: dict[str, Any] = {
-        "index": op.index,
-        "time_ms": op.time_ms,
-        "process": op.process,
-        "type": op.type,
-        "f": op.f,
-        "value": [_mop_to_json(m) for m in op.mops],
-    }
-    if op.keys:
-        obj["keys"] = [list(k) for k in op.keys]
-    if op.rebalance_keys:
-        obj["rebalance_keys"] = [list(k) for k in op.rebalance_keys]
-    if op.error is not None:
-        obj["error"] = op.error
-    return obj
-
-
-def save_jsonl(history: Iterable[Op], path: str | os.PathLike[str]) -> None:
-    """Write ``history`` to ``path`` as JSON Lines, one record per line, in index order."""
-    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-    with open(path, "w", encoding="utf-8") as out:
-        for op in history:
-            out.write(dumps(op_to_json(op)))
-            out.write("\n")
-
-
-def _is_int(x: object) -> bool:
-    return type(x) is int
-
-
-def _key(raw: object, where: str) -> Key:
-    if not (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], str) and _is_int(raw[1])):
-        raise HistoryFormatError(f"{where}: a key must be [topic, partition], got {raw!r}")
-    return (raw[0], raw[1])
-
-
-def _mop(raw: object, where: str) -> Mop:
-    if not isinstance(raw, list) or len(raw) != 5 or raw[0] not in ("send", "poll"):
-        raise HistoryFormatError(
-            f'{where}: a micro-op must be ["send", topic, partition, value, offset|null] or '
-            f'["poll", topic, partition, offset, value], got {raw!r}'
-        )
-    f, topic, partition, a, b = raw
-    if not isinstance(topic, str) or not _is_int(partition):
-        raise HistoryFormatError(f"{where}: topic must be a string and partition an integer in {raw!r}")
-    if f == "send":
-        if not isinstance(a, str) or not (b is None or _is_int(b)):
-            raise HistoryFormatError(f"{where}: send needs a string value and an integer or null offset: {raw!r}")
-        return Send(topic, partition, a, b)
-    if not _is_int(a) or not isinstance(b, str):
-        raise HistoryFormatError(f"{where}: poll needs an integer offset and a string value: {raw!r}")
-    return Poll(topic, partition, a, b)
-
-
-def op_from_json(obj: object, where: str = "record") -> Op:
-    """Return the :class:`Op` of one JSON object; raise :class:`HistoryFormatError` if malformed."""
-    if not isinstance(obj, dict):
-        raise HistoryFormatError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    for name in ("index", "process", "type", "f"):
-        if name not in obj:
-            raise HistoryFormatError(f"{where}: missing field {name!r}")
-    index, process, typ, f = obj["index"], obj["process"], obj["type"], obj["f"]
-    time_ms = obj.get("time_ms", 0)
-    if not (_is_int(index) and _is_int(process) and _is_int(time_ms)):
-        raise HistoryFormatError(f"{where}: index, process and time_ms must be integers")
-    if typ not in TYPES:
-        raise HistoryFormatError(f"{where}: type must be one of {', '.join(TYPES)}, got {typ!r}")
-    if f not in FUNCTIONS:
-        raise HistoryFormatError(f"{where}: f must be one of {', '.join(FUNCTIONS)}, got {f!r}")
-    value = obj.get("value") or []
-    if not isinstance(value, list):
-        raise HistoryFormatError(f"{where}: value must be a list of micro-ops")
-    error = obj.get("error")
-    if error is not None and not isinstance(error, str):
-        error = json.dumps(error, sort_keys=True)
-    keys = obj.get("keys") or []
-    rebalance = obj.get("rebalance_keys") or []
-    if not isinstance(keys, list) or not isinstance(rebalance, list):
-        raise HistoryFormatError(f"{where}: keys and rebalance_keys must be lists of [topic, partition]")
-    return Op(
-        index,
-        process,
-        typ,
-        f,
-        time_ms,
-        tuple(_mop(m, where) for m in value),
-        tuple(_key(k, where) for k in keys),
-        tuple(_key(k, where) for k in rebalance),
-        error,
-    )
-
-
-def load_jsonl(path: str | os.PathLike[str]) -> History:
-    """Read a JSON Lines history written by :func:`save_jsonl`, by hand, or by another client.
-
-    Blank lines are skipped. Raises :class:`HistoryFormatError` naming the first bad line, and
-    ``OSError`` if the file cannot be read.
-    """
-    ops: list[Op] = []
-    with open(path, encoding="utf-8") as lines:
-        for lineno, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            where = f"line {lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HistoryFormatError(f"{where}: not valid JSON ({exc.msg})") from None
-            ops.append(op_from_json(obj, where))
-    return History(ops)

@@ -4,24 +4,98 @@ Each seed runs the scenario's safety phase (faults on), heal, liveness, and fina
 progress bar goes to stderr; the table to stdout. Every failure prints its seed and the one
 command that replays it; ``--shrink`` also deletes fault-plan entries while the run still fails
 and prints the smallest failing plan. ``NAME`` may be ``all``.
+
+A sweep never dies on one run: a run that raises (an internal error of the engine) is a ``FAIL``
+whose kind is ``error:<ExceptionName>``, and its traceback is printed under the table, once per
+distinct stack. A positive control whose fault kind swarm did not draw is ``SKIP``, counted
+apart from passes and failures.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import traceback
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("name", help="a catalog scenario name, or 'all'")
     parser.add_argument("--seeds", type=int, default=20, help="how many seeds (default 20)")
-    parser.add_argument("--first-seed", type=int, default=1, help="the first seed (default 1)")
+    parser.add_argument(
+        "--first-seed", type=int, default=1, help="the first seed; the sweep runs seeds FIRST..FIRST+N-1 (default 1)"
+    )
     parser.add_argument("--swarm", action="store_true", help="swarm mode: a random subset of fault kinds per seed")
     parser.add_argument("--mutant", help="sweep a weakened configuration M1..M16")
     parser.add_argument("--shrink", action="store_true", help="shrink the fault plan of the first failure")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; seeds are independent)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One judged (scenario, seed): what the table prints, picklable across worker processes."""
+
+    name: str
+    seed: int
+    #: PASS, FAIL or SKIP
+    status: str
+    kinds: str
+    verdict: str
+    replay: str
+    ops: int | None = None
+    sim_ms: int | None = None
+    fingerprint: str = "-"
+    #: the formatted traceback when the run raised (an internal error), else ""
+    traceback: str = ""
+    #: where the exception was raised (type, file, line), so that one bug hit on many seeds and
+    #: by many call paths is printed once
+    origin: str = ""
+
+
+def _one(task: tuple) -> Row:
+    """Run one (scenario, seed) and return its row; an exception becomes a FAIL row, never escapes."""
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import replay_command, run_spec
+    from engine.scenarios.mutants import get_mutant
+
+    name, seed, mutant_id, swarm = task
+    try:
+        r = run_spec(BY_NAME[name], seed, mutant=get_mutant(mutant_id) if mutant_id else None, swarm=swarm)
+    except Exception as exc:  # one run's internal error must not lose the whole table
+        return _error_row(name, seed, replay_command(name, seed, mutant=mutant_id, swarm=swarm), exc)
+    return Row(
+        name,
+        seed,
+        r.status,
+        ",".join(r.kinds) or "-",
+        r.verdict(),
+        r.replay,
+        r.history_size,
+        r.cluster.now_ms,
+        r.fingerprint[:12],
+    )
+
+
+def _error_row(name: str, seed: int, replay: str, exc: Exception) -> Row:
+    what = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return Row(
+        name,
+        seed,
+        "FAIL",
+        f"error:{type(exc).__name__}",
+        f"FAIL {name} seed={seed}: error: {what}",
+        replay,
+        traceback="".join(traceback.format_exception(exc)),
+        origin=_origin(exc),
+    )
+
+
+def _origin(exc: Exception) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}{where}"
 
 
 def _bar(done: int, total: int, fails: int, name: str) -> None:
@@ -31,100 +105,120 @@ def _bar(done: int, total: int, fails: int, name: str) -> None:
     sys.stderr.flush()
 
 
-def run(args: argparse.Namespace) -> int:
-    """Sweep; exit 1 if any seed failed."""
+def _run_all(tasks: list[tuple], jobs: int, quiet: bool) -> list[Row]:
+    """Run every task, in ``jobs`` worker processes when more than one; rows in task order."""
+    rows: list[Row] = []
+    fails = 0
+
+    def progress(row: Row) -> None:
+        nonlocal fails
+        rows.append(row)
+        fails += row.status == "FAIL"
+        if not quiet:
+            _bar(len(rows), len(tasks), fails, row.name)
+
+    if jobs > 1:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            for row in pool.imap(_one, tasks, chunksize=2):
+                progress(row)
+    else:
+        for task in tasks:
+            progress(_one(task))
+    if not quiet:
+        sys.stderr.write("\n")
+    return rows
+
+
+def _print_table(rows: list[Row]) -> None:
+    print(f"{'scenario':<46} {'seed':>6} {'verdict':<7} {'forbidden':<34} {'ops':>6} {'sim_ms':>8} fingerprint")
+    for r in rows:
+        ops = "-" if r.ops is None else r.ops
+        ms = "-" if r.sim_ms is None else r.sim_ms
+        print(f"{r.name[:46]:<46} {r.seed:>6} {r.status:<7} {r.kinds[:34]:<34} {ops:>6} {ms:>8} {r.fingerprint}")
+    by_scenario: dict[str, dict[str, int]] = {}
+    for r in rows:
+        counts = by_scenario.setdefault(r.name, {"PASS": 0, "FAIL": 0, "SKIP": 0})
+        counts[r.status] += 1
+    print()
+    print(f"{'scenario':<46} {'pass':>5} {'fail':>5} {'skip':>5}")
+    for name, c in by_scenario.items():
+        print(f"{name[:46]:<46} {c['PASS']:>5} {c['FAIL']:>5} {c['SKIP']:>5}")
+
+
+def _summary(rows: list[Row], mode: str) -> str:
+    """Return the one summary line: passed, failed (how many raised), skipped."""
+    count = {s: sum(1 for r in rows if r.status == s) for s in ("PASS", "FAIL", "SKIP")}
+    errors = sum(1 for r in rows if r.traceback)
+    raised = f" ({errors} raised an exception)" if errors else ""
+    skipped = f", {count['SKIP']} skipped (positive control's fault kind not drawn)" if count["SKIP"] else ""
+    return f"{len(rows)} runs{mode}: {count['PASS']} passed, {count['FAIL']} failed{raised}{skipped}"
+
+
+def _print_failures(failures: list[Row]) -> None:
+    for r in failures:
+        print(f"FAILED seed {r.seed}: {r.verdict[:300]}\n  replay: {r.replay}")
+    first_of: dict[str, Row] = {}
+    for r in failures:
+        if r.traceback:
+            first_of.setdefault(r.origin, r)
+    for origin, first in first_of.items():
+        seeds: dict[str, list[str]] = {}
+        for r in failures:
+            if r.origin == origin:
+                seeds.setdefault(r.name, []).append(str(r.seed))
+        where = "; ".join(f"'{name}' seeds {', '.join(s)}" for name, s in seeds.items())
+        print(f"\ninternal error {origin}, in {where}; traceback of seed {first.seed}:")
+        print("  " + first.traceback.rstrip("\n").replace("\n", "\n  "))
+
+
+def _shrink_first(first: Row, mutant: object, swarm: bool) -> None:
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import fault_plan, shrink
+
+    spec = BY_NAME[first.name]
+    plan = fault_plan(spec, first.seed, mutant=mutant, swarm=swarm)  # type: ignore[arg-type]
+    small = shrink(spec, first.seed, plan, mutant=mutant)  # type: ignore[arg-type]
+    print(f"\nshrunk fault plan for seed {first.seed} ({len(plan)} -> {len(small)} entries):\n{small}")
+
+
+def _specs(name: str) -> list:
     from engine.cli import UsageError
     from engine.scenarios.catalog import BY_NAME, SPECS
-    from engine.scenarios.harness import run_spec, shrink
+
+    if name == "all":
+        return list(SPECS)
+    if name in BY_NAME:
+        return [BY_NAME[name]]
+    import difflib
+
+    close = difflib.get_close_matches(name, list(BY_NAME), n=1)
+    hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
+    raise UsageError(f"eos sweep: no catalog scenario named '{name}'; {hint}")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Sweep; exit 1 if any seed failed (a run that raised counts as failed)."""
+    from engine.cli import UsageError
     from engine.scenarios.mutants import get_mutant
 
     if args.seeds < 1:
         raise UsageError("eos sweep: --seeds must be at least 1, e.g. --seeds 50")
-    if args.name == "all":
-        specs = list(SPECS)
-    elif args.name in BY_NAME:
-        specs = [BY_NAME[args.name]]
-    else:
-        import difflib
-
-        close = difflib.get_close_matches(args.name, list(BY_NAME), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
-        raise UsageError(f"eos sweep: no catalog scenario named '{args.name}'; {hint}")
+    specs = _specs(args.name)
     mutant = None
     if args.mutant:
         try:
             mutant = get_mutant(args.mutant)
         except KeyError as exc:
             raise UsageError(f"eos sweep: {exc.args[0]}") from None
-    rows = []
-    failures = []
-    total = len(specs) * args.seeds
-    tasks = [
-        (spec.name, seed, args.mutant, args.swarm)
-        for spec in specs
-        for seed in range(args.first_seed, args.first_seed + args.seeds)
-    ]
-    if args.jobs > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-            results = []
-            for done, res in enumerate(pool.imap(_one, tasks, chunksize=2), start=1):
-                results.append(res)
-                if not args.quiet:
-                    _bar(done, total, sum(1 for r in results if not r[2]), res[0])
-    else:
-        results = []
-        for done, task in enumerate(tasks, start=1):
-            results.append(_one(task))
-            if not args.quiet:
-                _bar(done, total, sum(1 for r in results if not r[2]), task[0])
-    for name, seed, ok, kinds, ops, ms, fp, verdict, replay in results:
-        rows.append((name, seed, "PASS" if ok else "FAIL", kinds, ops, ms, fp))
-        if not ok:
-            failures.append((seed, verdict, replay, name))
-    if not args.quiet:
-        sys.stderr.write("\n")
-    print(f"{'scenario':<46} {'seed':>6} {'verdict':<7} {'forbidden':<34} {'ops':>6} {'sim_ms':>8} fingerprint")
-    for name, seed, verdict, kinds, ops, ms, fp in rows:
-        print(f"{name[:46]:<46} {seed:>6} {verdict:<7} {kinds[:34]:<34} {ops:>6} {ms:>8} {fp}")
-    by_scenario: dict[str, list[int]] = {}
-    for name, _seed, verdict, *_ in rows:
-        counts = by_scenario.setdefault(name, [0, 0])
-        counts[0 if verdict == "PASS" else 1] += 1
-    print()
-    print(f"{'scenario':<46} {'pass':>5} {'fail':>5}")
-    for name, (p, f) in by_scenario.items():
-        print(f"{name[:46]:<46} {p:>5} {f:>5}")
-    mode = f" with {mutant.id}" if mutant else ""
-    print(f"\n{len(rows)} runs{mode}: {len(rows) - len(failures)} passed, {len(failures)} failed")
-    for seed, verdict, replay, _name in failures:
-        print(f"FAILED seed {seed}: {verdict[:300]}\n  replay: {replay}{' --swarm' if args.swarm else ''}")
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    tasks = [(spec.name, seed, args.mutant, args.swarm) for spec in specs for seed in seeds]
+    rows = _run_all(tasks, args.jobs, args.quiet)
+    _print_table(rows)
+    failures = [r for r in rows if r.status == "FAIL"]
+    print("\n" + _summary(rows, f" with {mutant.id}" if mutant else ""))
+    _print_failures(failures)
     if failures and args.shrink:
-        seed, _verdict, _replay, name = failures[0]
-        first = run_spec(BY_NAME[name], seed, mutant=mutant, swarm=args.swarm)
-        small = shrink(first.spec, first.seed, first.plan, mutant=mutant)
-        print(f"\nshrunk fault plan for seed {first.seed} ({len(first.plan)} -> {len(small)} entries):\n{small}")
+        _shrink_first(failures[0], mutant, args.swarm)
     return 1 if failures else 0
-
-
-def _one(task: tuple) -> tuple:
-    """Run one (scenario, seed) and return a picklable summary row."""
-    from engine.scenarios.catalog import BY_NAME
-    from engine.scenarios.harness import run_spec
-    from engine.scenarios.mutants import get_mutant
-
-    name, seed, mutant_id, swarm = task
-    r = run_spec(BY_NAME[name], seed, mutant=get_mutant(mutant_id) if mutant_id else None, swarm=swarm)
-    kinds = r.kinds
-    return (
-        name,
-        seed,
-        r.ok,
-        ",".join(kinds) or "-",
-        r.history_size,
-        r.cluster.now_ms,
-        r.fingerprint[:12],
-        r.verdict(),
-        r.replay,
-    )

@@ -15,7 +15,9 @@ record written after quiescence must be visible (a hanging transaction would hid
 
 The verdict joins the black-box report of the client history (``engine.check``), the
 scenario's own oracle (e.g. the copier's output == input) and, when available, the white-box
-invariants over the final engine state.
+invariants over the final engine state. It is ``PASS``, ``FAIL`` or ``SKIP``: a positive control
+(``must_report``) run under swarm whose fault kind swarm did not draw has nothing to show, so it
+is judged as an ordinary run and, when that is clean, skipped with the reason.
 """
 
 from __future__ import annotations
@@ -214,13 +216,27 @@ class RunResult:
     plan: FaultPlan = dataclasses.field(default_factory=FaultPlan)
     #: what the workload kept for later inspection (e.g. the copier's inputs and outputs)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: the run replaced its scenario's fault plan with a swarm plan
+    swarm: bool = False
+    #: the anomaly kinds this run had to report: a positive control whose fault was injected
+    expected: tuple[str, ...] = ()
+    #: why the run has no verdict of its own (``""`` when it has one): a clean positive control
+    #: under swarm whose fault kind swarm did not draw
+    skipped: str = ""
 
     @property
     def ok(self) -> bool:
         """Return True when nothing forbidden was found (a positive control: when its anomaly was)."""
-        if self.spec.must_report:
+        if self.expected:
             return not self.missing
         return self.report.ok and not self.findings
+
+    @property
+    def status(self) -> str:
+        """Return ``PASS``, ``FAIL`` or ``SKIP`` (a positive control that had nothing to show)."""
+        if self.skipped:
+            return "SKIP"
+        return "PASS" if self.ok else "FAIL"
 
     @property
     def kinds(self) -> list[str]:
@@ -230,14 +246,20 @@ class RunResult:
     @property
     def replay(self) -> str:
         """Return the one command that replays this run."""
-        m = f" --mutant {self.mutant}" if self.mutant else ""
-        return f"eos run '{self.spec.name}' --seed {self.seed}{m}"
+        return replay_command(self.spec.name, self.seed, mutant=self.mutant, swarm=self.swarm)
 
     def verdict(self) -> str:
         """Return a one-line verdict."""
+        if self.skipped:
+            return f"SKIP {self.spec.name} seed={self.seed}: {self.skipped}"
         kinds = sorted({a.kind for a in self.report.forbidden})
         what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
-        return f"{'PASS' if self.ok else 'FAIL'} {self.spec.name} seed={self.seed}: {what}"
+        return f"{self.status} {self.spec.name} seed={self.seed}: {what}"
+
+
+def replay_command(name: str, seed: int, *, mutant: str | None = None, swarm: bool = False) -> str:
+    """Return the one ``eos run`` command that replays a run (it needs no result: a run that raised has none)."""
+    return f"eos run '{name}' --seed {seed}" + (f" --mutant {mutant}" if mutant else "") + (" --swarm" if swarm else "")
 
 
 def finding_kind(finding: str) -> str:
@@ -316,17 +338,68 @@ def run_spec(
 
     ``plan`` replaces the fault plan the seed would expand into (used to replay or shrink a
     failing plan); ``swarm`` replaces it with a swarm plan (a random subset of fault kinds).
+
+    A positive control under swarm is judged as one only if swarm drew its fault kinds; if not,
+    it is judged as an ordinary run, and when that is clean its status is ``SKIP``, with the
+    kinds that were not drawn.
     """
     run = Run(spec, seed, mutant)
+    plan = _choose_plan(run, plan, swarm) or FaultPlan()
+    run.cluster.schedule_faults(plan)
+    run.extra["fault_plan"] = plan
+    _drive_phases(run)
+    history = run.history.history()
+    undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm and spec.must_report else []
+    expected = () if undrawn else spec.must_report
+    report, findings, missing = _judge(run, history, expected)
+    skipped = ""
+    if undrawn and report.ok and not findings:
+        skipped = f"n/a: positive control's fault kind ({', '.join(undrawn)}) was not drawn by swarm"
+    return RunResult(
+        spec,
+        seed,
+        mutant.id if mutant else None,
+        report,
+        findings,
+        missing,
+        run.cluster.fingerprint(),
+        run.cluster,
+        len(history),
+        plan,
+        run.extra,
+        swarm=swarm,
+        expected=expected,
+        skipped=skipped,
+    )
+
+
+def _choose_plan(run: Run, plan: FaultPlan | None, swarm: bool) -> FaultPlan | None:
+    """Return the plan to inject: the one given, else a swarm plan, else the scenario's own."""
     if plan is None and swarm:
         from engine.scenarios.catalog import swarm as swarm_plan
 
         plan = swarm_plan(run.fault_rng, run)
-    if plan is None and spec.faults is not None:
-        plan = spec.faults(run.fault_rng, run)
-    if plan is not None:
-        run.cluster.schedule_faults(plan)
-    run.extra["fault_plan"] = plan or FaultPlan()
+    if plan is None and run.spec.faults is not None:
+        plan = run.spec.faults(run.fault_rng, run)
+    return plan
+
+
+def fault_plan(spec: Spec, seed: int, *, mutant: Mutant | None = None, swarm: bool = False) -> FaultPlan:
+    """Return the fault plan a run would inject, without running it (e.g. to shrink a run that raised)."""
+    return _choose_plan(Run(spec, seed, mutant), None, swarm) or FaultPlan()
+
+
+def _undrawn_control_kinds(spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan) -> list[str]:
+    """Return the fault kinds a positive control's own plan starts that ``plan`` does not."""
+    if spec.faults is None:
+        return []
+    own = fault_plan(spec, seed, mutant=mutant)
+    return sorted(own.started_kinds() - plan.started_kinds())
+
+
+def _drive_phases(run: Run) -> None:
+    """Run safety, heal, liveness and the final reads; a stalled simulation becomes a note."""
+    spec = run.spec
     spec.workload.start(run)
     try:
         run.world.set_phase("safety")
@@ -339,34 +412,33 @@ def run_spec(
         final_reads(run)
     except SimulationStalled as exc:
         run.notes.append(f"stalled: {exc}")
-    history = run.history.history()
+
+
+def _judge(run: Run, history: Any, expected: tuple[str, ...]) -> tuple[Report, list[str], list[str]]:
+    """Return (report, findings, missing); ``expected`` anomaly kinds are the point, not a failure."""
+    spec = run.spec
     strict = check_history(history, allowed=spec.allowed)
     findings = list(run.notes) + spec.workload.judge(run) + white_box(run, history)
+    if not expected:
+        return strict, findings, []
     found_kinds = {a.kind for a in strict.forbidden} | {finding_kind(f) for f in findings}
-    missing = [] if not spec.must_report or found_kinds & set(spec.must_report) else ["|".join(spec.must_report)]
-    report = strict
-    if spec.must_report:
-        # A positive control: the expected anomaly is the point of the scenario, not a failure.
-        expected = frozenset(spec.must_report)
-        report = Report.classify(strict.anomalies, strict.allowed_kinds | expected, strict.stats)
-        findings = [f for f in findings if finding_kind(f) not in expected]
-    return RunResult(
-        spec,
-        seed,
-        mutant.id if mutant else None,
-        report,
-        findings,
-        missing,
-        run.cluster.fingerprint(),
-        run.cluster,
-        len(history),
-        run.extra["fault_plan"],
-        run.extra,
-    )
+    missing = [] if found_kinds & set(expected) else ["|".join(expected)]
+    # A positive control: the expected anomaly is the point of the scenario, not a failure.
+    report = Report.classify(strict.anomalies, strict.allowed_kinds | frozenset(expected), strict.stats)
+    findings = [f for f in findings if finding_kind(f) not in expected]
+    return report, findings, missing
+
+
+def _fails(spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan) -> bool:
+    """Return True when the run with ``plan`` fails or raises (an internal error fails too)."""
+    try:
+        return not run_spec(spec, seed, mutant=mutant, plan=plan).ok
+    except Exception:  # shrinking a run that raised keeps the entries that make it raise
+        return True
 
 
 def shrink(spec: Spec, seed: int, plan: FaultPlan, *, mutant: Mutant | None = None, max_runs: int = 200) -> FaultPlan:
-    """Delete fault-plan entries while the run still fails; return the smallest failing plan found."""
+    """Delete fault-plan entries while the run still fails (or raises); return the smallest such plan."""
     current = plan
     runs = 0
     changed = True
@@ -375,7 +447,7 @@ def shrink(spec: Spec, seed: int, plan: FaultPlan, *, mutant: Mutant | None = No
         for i in range(len(current.entries)):
             candidate = current.without(i)
             runs += 1
-            if not run_spec(spec, seed, mutant=mutant, plan=candidate).ok:
+            if _fails(spec, seed, mutant, candidate):
                 current = candidate
                 changed = True
                 break

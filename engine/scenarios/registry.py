@@ -28,6 +28,8 @@ class ScenarioResult:
     cluster: Any
     summary: dict[str, Any] = dataclasses.field(default_factory=dict)
     extra: Any = None
+    #: why the run has no verdict of its own (a positive control whose fault swarm did not draw)
+    skipped: str = ""
 
     @property
     def fingerprint(self) -> str:
@@ -35,7 +37,9 @@ class ScenarioResult:
         return self.cluster.fingerprint()
 
     def verdict(self) -> str:
-        """Return a one-line verdict."""
+        """Return a one-line verdict: PASS, FAIL, or SKIP with the reason."""
+        if self.skipped:
+            return f"SKIP {self.name} seed={self.seed}: {self.skipped}"
         head = "PASS" if self.ok else "FAIL"
         detail = "; ".join(self.findings) if self.findings else "no anomalies"
         return f"{head} {self.name} seed={self.seed}: {detail}"
@@ -87,7 +91,7 @@ def _spec_runner(spec: Any) -> Callable[..., ScenarioResult]:
         }
         findings = [f"{a.kind}: {a.message}" for a in r.report.forbidden] + r.findings
         findings += [f"missing positive-control anomaly: {m}" for m in r.missing]
-        return ScenarioResult(spec.name, seed, r.ok, findings, r.cluster, summary, extra=r)
+        return ScenarioResult(spec.name, seed, r.ok, findings, r.cluster, summary, extra=r, skipped=r.skipped)
 
     run.spec = spec  # type: ignore[attr-defined]
     return run

@@ -32,6 +32,12 @@ kind                   params
 ``isolate``, ``partition``, ``partition_one_way``, ``clog``, ``drop``, ``delay``, ``hold``,
 ``duplicate``) and adds the matching end itself (``restart``, ``resume``, ``heal``,
 ``unclog``, ``release``).
+
+A plan is drawn before the run, so it cannot know a node's state when an entry comes due: a
+node step that state forbids (resume a node that is up, restart one the world already healed,
+pause one that crashed on its own) is skipped and traced as ``fault.skipped`` with the reason,
+never raised. Called directly, :meth:`~engine.sim.world.World.resume` and the others still raise
+:class:`~engine.sim.node.IllegalNodeTransitionError`.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ NODE_KINDS = ("crash", "restart", "pause", "resume", "isolate")
 LINK_KINDS = ("partition", "partition_one_way", "clog", "unclog")
 MESSAGE_KINDS = ("drop", "delay", "hold", "duplicate")
 ALL_KINDS = (*NODE_KINDS, *LINK_KINDS, *MESSAGE_KINDS, "heal", "release")
+#: The kinds that end a fault another entry started.
+END_KINDS = ("restart", "resume", "heal", "unclog", "release")
 #: The kinds :func:`random_plan` can start; each one's end is added by the plan itself.
 RANDOM_KINDS = ("crash", "pause", "isolate", "partition", "partition_one_way", "clog", *MESSAGE_KINDS)
 #: The default mix of :func:`random_plan` (hold is left out: a held message waits for the end
@@ -124,6 +132,18 @@ class FaultPlan:
     def kinds(self) -> list[str]:
         """Return the distinct kinds in the plan, sorted."""
         return sorted({e.kind for e in self.entries})
+
+    def started_kinds(self) -> frozenset[str]:
+        """Return the kinds of fault the plan starts, each named with its true flags.
+
+        A crash that loses the unflushed tail is ``crash+lose_unflushed_tail``: a power loss is
+        not the same fault as a crash. Ends (``restart``, ``heal`` ...) are left out.
+        """
+        return frozenset(
+            "+".join([e.kind, *sorted(k for k, v in e.params if v is True)])
+            for e in self.entries
+            if e.kind not in END_KINDS
+        )
 
     def without(self, index: int) -> FaultPlan:
         """Return the plan minus one entry (used when shrinking a failing plan)."""

@@ -87,11 +87,34 @@ class MessageRule:
     where: Callable[[Message], bool] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     ACTIONS = ("drop", "delay", "hold", "duplicate")
+    KINDS = ("request", "response", "oneway")
+    #: The fields a rule is built from, besides ``action``.
+    FIELDS = ("src", "dst", "kind", "body_type", "skip", "count", "delay_ms", "where")
 
     def __post_init__(self) -> None:
         if self.action not in self.ACTIONS:
             msg = f"unknown message fault action {self.action!r}; use one of {', '.join(self.ACTIONS)}"
             raise ValueError(msg)
+        if self.kind is not None and self.kind not in self.KINDS:
+            msg = f"unknown message kind {self.kind!r}; use one of {', '.join(self.KINDS)}, or None for any"
+            raise ValueError(msg)
+        for name in ("src", "dst", "body_type"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                msg = f"{name} must be a node name or type name (str) or None, got {value!r}"
+                raise TypeError(msg)
+        if not _is_int(self.skip) or self.skip < 0:
+            msg = f"skip must be an int >= 0 (matches to let through first), got {self.skip!r}"
+            raise ValueError(msg)
+        if self.count is not None and (not _is_int(self.count) or self.count < 1):
+            msg = f"count must be an int >= 1 (matches to act on), or None for every match; got {self.count!r}"
+            raise ValueError(msg)
+        if not _is_int(self.delay_ms) or self.delay_ms < 0:
+            msg = f"delay_ms must be an int >= 0, got {self.delay_ms!r}"
+            raise ValueError(msg)
+        if self.where is not None and not callable(self.where):
+            msg = f"where must be a function of the message, or None; got {self.where!r}"
+            raise TypeError(msg)
 
     def matches(self, m: Message) -> bool:
         """Return True when the message fits every given field."""
@@ -102,6 +125,10 @@ class MessageRule:
             and (self.body_type is None or self.body_type == type(m.body).__name__)
             and (self.where is None or self.where(m))
         )
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 _new_message = tuple.__new__
@@ -283,9 +310,19 @@ class Network:
         )
         return self._next_rule_id
 
-    def remove_rule(self, rule_id: int) -> None:
-        """Remove a message fault (its held messages stay held until released)."""
+    def remove_rule(self, rule_id: int) -> bool:
+        """Remove a message fault (its held messages stay held until released); return whether it was active."""
+        before = len(self._rules)
         self._rules = [r for r in self._rules if r.rule_id != rule_id]
+        return len(self._rules) != before
+
+    def rule_was_added(self, rule_id: int) -> bool:
+        """Return True if :meth:`add_rule` ever returned ``rule_id`` (the rule may have ended since)."""
+        return 1 <= rule_id <= self._next_rule_id
+
+    def active_rule_ids(self) -> list[int]:
+        """Return the ids of the rules still matching messages, oldest first."""
+        return [r.rule_id for r in self._rules]
 
     def _match(self, m: Message) -> _ActiveRule | None:
         for active in self._rules:

@@ -143,11 +143,15 @@ class Node:
 
     # -- life cycle (called by the world) ---------------------------------------------------
 
-    def _transition_to(self, operation: str, target: NodeStatus) -> None:
+    def _check_transition(self, operation: str) -> None:
+        """Raise :class:`IllegalNodeTransitionError` unless ``operation`` may start from the status now."""
         if self.status not in _VALID_PREVIOUS[operation]:
             allowed = " or ".join(s.value for s in _VALID_PREVIOUS[operation])
             msg = f"cannot {operation} {self.name}: it is {self.status.value}, {operation} needs {allowed}"
             raise IllegalNodeTransitionError(msg)
+
+    def _transition_to(self, operation: str, target: NodeStatus) -> None:
+        self._check_transition(operation)
         self.status = target
 
     def _crash(self) -> None:

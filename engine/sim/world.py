@@ -127,6 +127,7 @@ class World:
     def restart(self, name: str) -> None:
         """Restart a crashed node; it rebuilds volatile state from its disk."""
         node = self.node(name)
+        node._check_transition("restart")  # traced only if it happens
         self.trace.emit(name, "fault", "restart", ("incarnation", node.incarnation))
         node._restart()
 
@@ -137,8 +138,10 @@ class World:
 
     def resume(self, name: str) -> None:
         """Resume a paused node; what queued up for it runs now."""
+        node = self.node(name)
+        node._check_transition("resume")  # traced only if it happens
         self.trace.emit(name, "fault", "resume")
-        self.node(name)._resume()
+        node._resume()
 
     # -- faults and phases ------------------------------------------------------------------
 

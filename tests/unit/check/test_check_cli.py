@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def write(tmp_path, rows, name="h.jsonl"):
     rec = HistoryRecorder()
     for process, f, typ, mops in rows:
-        inv = rec.invoke(process, f, [m for m in mops if type(m) is Send])
+        inv = rec.invoke(process, f, [m._replace(offset=None) for m in mops if type(m) is Send])
         rec.complete(inv, typ, mops)
     path = tmp_path / name
     save_jsonl(rec.history(), path)
@@ -72,8 +72,37 @@ def test_check_json_prints_a_parseable_report(tmp_path, capsys):
         ("{not json\n", "line 1: not valid JSON"),
         ('{"index":0,"process":0,"type":"ok","f":"poll"}\n', "completion without an invocation"),
         (b"\xff\xfe\x00garbage", "not UTF-8"),
+        ("", "no operations"),
+        (
+            (
+                '{"index":0,"process":0,"type":"invoke","f":"poll"}\n'
+                '{"index":1,"process":0,"type":"ok","f":"send","value":[["send","t",0,"a",0]]}\n'
+            ),
+            "line 2: ",
+        ),
+        (
+            (
+                '{"index":0,"process":0,"type":"invoke","f":"poll","value":[["poll","t",0,0,"a"]]}\n'
+                '{"index":1,"process":0,"type":"ok","f":"poll"}\n'
+            ),
+            "line 1: ",
+        ),
+        ('{"index":0,"process":0,"type":"ok","f":"send","value":[["send","t",0,"a",-1]]}\n', "line 1: "),
+        ('{"index":0,"process":0,"type":"invoke","f":"poll","time_ms":' + "1" * 5_000 + "}\n", "line 1: "),
+        ('{"index":0,"process":0,"type":"invoke","f":"poll","value":' + "[" * 100_000 + "\n", "line 1: "),
     ],
-    ids=["missing", "malformed-json", "unpaired-completion", "binary"],
+    ids=[
+        "missing",
+        "malformed-json",
+        "unpaired-completion",
+        "binary",
+        "empty",
+        "f-mismatch",
+        "poll-in-invocation",
+        "negative-offset",
+        "5000-digit-int",
+        "deep-nesting",
+    ],
 )
 def test_check_exits_2_with_one_line_on_stderr_for_a_bad_file(tmp_path, capsys, content, fragment):
     path = tmp_path / "h.jsonl"

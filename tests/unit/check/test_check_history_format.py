@@ -148,6 +148,31 @@ BAD_LINES = {
         "string value",
     ),
     "bad key": ('{"index":0,"process":0,"type":"invoke","f":"assign","keys":[["t"]]}', "a key must be"),
+    "negative send offset": (
+        '{"index":0,"process":0,"type":"ok","f":"send","value":[["send","t",0,"v",-1]]}',
+        "offsets are never negative",
+    ),
+    "negative poll offset": (
+        '{"index":0,"process":0,"type":"ok","f":"poll","value":[["poll","t",0,-3,"v"]]}',
+        "offsets are never negative",
+    ),
+    "negative partition": (
+        '{"index":0,"process":0,"type":"ok","f":"poll","value":[["poll","t",-1,0,"v"]]}',
+        "partitions are never negative",
+    ),
+    "5000-digit integer": (
+        '{"index":0,"process":0,"type":"invoke","f":"poll","time_ms":' + "9" * 5_000 + "}",
+        "digits",
+    ),
+    "deep nesting": ('{"index":0,"process":0,"type":"invoke","f":"poll","value":' + "[" * 100_000, "nested"),
+    "poll in an invocation": (
+        '{"index":0,"process":0,"type":"invoke","f":"poll","value":[["poll","t",0,0,"v"]]}',
+        "an invocation carries no polls",
+    ),
+    "send offset in an invocation": (
+        '{"index":0,"process":0,"type":"invoke","f":"send","value":[["send","t",0,"v",4]]}',
+        "offsets are null in an invocation",
+    ),
 }
 
 
@@ -161,6 +186,49 @@ def test_malformed_line_raises_history_format_error_naming_the_line(tmp_path, ca
     with pytest.raises(HistoryFormatError, match="line 2") as info:
         load_jsonl(path)
     assert fragment in str(info.value)
+
+
+def test_a_malformed_line_message_stays_short(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text(
+        '{"index":0,"process":0,"type":"invoke","f":"send","value":[["send","t",0,"' + "x" * 100_000 + '"]]}\n'
+    )
+    with pytest.raises(HistoryFormatError, match="line 1") as info:
+        load_jsonl(path)
+    assert len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n"], ids=["empty", "blank-lines"])
+def test_a_history_without_operations_is_a_format_error(tmp_path, content):
+    path = tmp_path / "h.jsonl"
+    path.write_text(content)
+    with pytest.raises(HistoryFormatError, match="no operations"):
+        load_jsonl(path)
+
+
+def test_a_completion_whose_f_differs_from_its_invocation_is_a_format_error_naming_the_line(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text(
+        '{"index":0,"process":0,"type":"invoke","f":"poll"}\n'
+        '{"index":1,"process":0,"type":"ok","f":"send","value":[["send","t",0,"phantom",0]]}\n'
+    )
+    with pytest.raises(HistoryFormatError, match=r"line 2: .*'send'.*'poll'"):
+        load_jsonl(path)
+
+
+def test_a_completion_whose_f_differs_from_its_invocation_is_rejected_in_memory():
+    with pytest.raises(HistoryFormatError, match="op 1: an ok completion with f='send' cannot complete op 0, a 'poll'"):
+        History([Op(0, 0, "invoke", "poll", 0), Op(1, 0, "ok", "send", 0, (Send("t", 0, "a", 0),))])
+
+
+def test_an_empty_completion_never_inherits_polls_from_its_invocation():
+    with pytest.raises(HistoryFormatError, match="op 0: an invocation carries no polls"):
+        History([Op(0, 0, "invoke", "poll", 0, (Poll("t", 0, 0, "a"),)), Op(1, 0, "ok", "poll", 0)])
+
+
+def test_the_recorder_rejects_an_invocation_with_polls():
+    with pytest.raises(ValueError, match="an invocation carries no polls"):
+        HistoryRecorder().invoke(0, "txn", [Send("t", 0, "a"), Poll("t", 0, 0, "b")])
 
 
 def test_completion_without_invocation_is_a_format_error():

@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from engine.sim import FaultEntry, FaultPlan, NodeStatus, World, random_plan, swarm_kinds
+from engine.sim import FaultEntry, FaultPlan, IllegalNodeTransitionError, NodeStatus, World, random_plan, swarm_kinds
 from engine.sim.faults import DEFAULT_RANDOM_KINDS, RANDOM_KINDS
 
 NODES = ["n1", "n2", "n3", "n4"]
@@ -40,6 +40,20 @@ def test_entries_normalise_params_and_print_one_line_each() -> None:
     assert plan.kinds() == ["heal", "partition"]
     assert plan.without(0).entries == (FaultEntry.of(500, "heal"),)
     assert hash(plan) == hash(FaultPlan((e, FaultEntry.of(500, "heal"))))
+
+
+def test_started_kinds_names_each_fault_with_its_flags_and_leaves_out_the_ends() -> None:
+    plan = FaultPlan(
+        (
+            FaultEntry.of(1, "crash", node="n1", lose_unflushed_tail=True),
+            FaultEntry.of(2, "crash", node="n2", lose_unflushed_tail=False),
+            FaultEntry.of(3, "restart", node="n1"),
+            FaultEntry.of(4, "drop", src="n1", count=2),
+            FaultEntry.of(5, "heal"),
+        )
+    )
+    assert plan.started_kinds() == {"crash+lose_unflushed_tail", "crash", "drop"}
+    assert FaultPlan().started_kinds() == frozenset()
 
 
 def test_unknown_fault_kind_is_rejected_with_the_known_ones() -> None:
@@ -110,6 +124,42 @@ def test_a_planned_release_without_a_rule_releases_everything(sim) -> None:
     assert world.node("n2").bodies() == ["a"]
 
 
+IMPOSSIBLE_STEPS = [
+    ("resume", {"node": "n1"}, "n1", "it is up, resume needs paused"),
+    ("restart", {"node": "n2"}, "n2", "it is up, restart needs down"),
+    ("pause", {"node": "n3"}, "n3", "it is down, pause needs up"),
+    ("crash", {"node": "n3"}, "n3", "it is down, crash needs up or paused"),
+]
+
+
+def test_a_planned_step_the_node_state_forbids_is_skipped_and_traced_as_skipped(sim) -> None:
+    # A plan is drawn before the run and cannot know that a node already is where the step
+    # would take it (it crashed on its own, the world healed it, a workload paused it).
+    world = world_of(sim)
+    world.crash("n3")
+    plan = FaultPlan(
+        tuple(FaultEntry.of(10 * (i + 1), kind, **p) for i, (kind, p, _, _) in enumerate(IMPOSSIBLE_STEPS))
+    )
+    world.schedule_faults(plan)
+    world.run_for(100)
+    assert [world.node(n).status for n in NODES] == [NodeStatus.UP, NodeStatus.UP, NodeStatus.DOWN, NodeStatus.UP]
+    skipped = world.trace.select(name="fault.skipped")
+    assert [(e.node, dict(e.detail)["kind"]) for e in skipped] == [(n, k) for k, _, n, _ in IMPOSSIBLE_STEPS]
+    for event, (_, _, _, why) in zip(skipped, IMPOSSIBLE_STEPS, strict=True):
+        assert why in dict(event.detail)["why"]
+    # Only the skip is traced: no "resume" / "restart" / "pause" event for a step that did not happen.
+    assert [e.name for e in world.trace.select(kind="fault")] == ["crash"] + ["fault.skipped"] * 4
+
+
+def test_a_step_the_node_state_forbids_still_raises_when_asked_directly_and_traces_nothing(sim) -> None:
+    world = world_of(sim)
+    before = len(world.trace)
+    for operation in ("resume", "restart"):
+        with pytest.raises(IllegalNodeTransitionError, match=f"cannot {operation} n1"):
+            getattr(world, operation)("n1")
+    assert len(world.trace) == before
+
+
 # -- random plans -----------------------------------------------------------------------------
 
 
@@ -128,6 +178,7 @@ def test_random_plan_is_self_healing_within_its_window(sim, seed: int) -> None:
     world.schedule_faults(plan)
     world.run_for(5_200)
     assert all(n.is_up for n in world.nodes.values())
+    assert not world.trace.select(name="fault.skipped")  # on its own, a random plan never asks the impossible
     assert world.network.blocked == set()
     assert world.network.clogged == set()
     assert world.network.held == {}
