@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from engine.rpc import RpcNode
+from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
@@ -61,7 +62,12 @@ class AdminClient(RpcNode):
         return views.list_transactions_rows(self.cluster, duration_filter_ms)
 
     def describe_transaction(self, transactional_id: str) -> TransactionDescription:
-        """Return the ``describe`` row (KeyError if no coordinator knows the id)."""
+        """Return the ``describe`` row.
+
+        Raises ``TransactionalIdNotFoundException`` when the id's coordinator does not know it (as
+        ``kafka-transactions.sh describe`` fails), ``CoordinatorNotAvailableException`` when the
+        coordinator is down, ``CoordinatorLoadInProgressException`` while it loads.
+        """
         return views.describe_transaction_row(self.cluster, transactional_id)
 
     def describe_producers(
@@ -83,7 +89,14 @@ class AdminClient(RpcNode):
     # -- abort ----------------------------------------------------------------------------------
 
     def abort_spec(self, topic: str, partition: int, start_offset: int) -> WriteTxnMarkersRequest:
-        """Return the ABORT marker request ``abort --start-offset`` would send (step 1 above)."""
+        """Return the ABORT marker request ``abort --start-offset`` would send (step 1 above).
+
+        ``UnknownTopicOrPartitionException`` for a partition the cluster does not have,
+        ``ValueError`` for a negative offset, :class:`AbortTransactionError` when no open
+        transaction starts there.
+        """
+        lookup.require_partition(self.cluster, topic, partition)
+        lookup.check_int(start_offset, "start offset", minimum=0)
         for s in views.describe_producers_rows(self.cluster, topic, partition):
             if s.current_txn_start_offset == start_offset:
                 coordinator_epoch = 0 if s.coordinator_epoch is None else s.coordinator_epoch
@@ -103,6 +116,7 @@ class AdminClient(RpcNode):
         ``TransactionCoordinatorFencedException``) when the marker is refused, and
         ``TimeoutException`` when no answer comes within ``timeout_ms``.
         """
+        lookup.check_int(timeout_ms, "timeout_ms", minimum=1)
         req = self.abort_spec(topic, partition, start_offset)
         self.world.trace.emit(
             self.name,

@@ -11,30 +11,64 @@
 Everything runs inside one :class:`~engine.sim.world.World`: nothing happens between calls
 unless a call waits (``flush``, ``poll``, ``run_for``), and the same seed gives the same run.
 Node names are ``broker-1`` …, ``controller``, ``producer-1`` …, ``consumer-1`` ….
+
+Every entry point checks its arguments before it changes anything (:mod:`engine.views.lookup`):
+a refused call raises the catalogue's named exception or a ``TypeError``/``ValueError`` saying
+what exists or what to pass, and leaves the cluster as it was.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from engine.broker.broker import Broker, broker_name
+from engine.broker.broker import MAX_BROKERS, Broker, broker_name
 from engine.broker.controller import Controller
 from engine.client.consumer import Consumer
 from engine.client.producer import Producer
 from engine.client.transactional_producer import TransactionalProducer
 from engine.config import BrokerConfig, TopicConfig, parse_config
 from engine.coordinator.txn_coordinator import TransactionCoordinator
-from engine.errors import ConfigError
+from engine.errors import (
+    ConfigError,
+    InvalidPartitionsException,
+    InvalidReplicaAssignmentException,
+    InvalidReplicationFactorException,
+)
 from engine.group import GroupCoordinator
 from engine.sim.faults import FaultPlan
 from engine.sim.network import MessageRule, NetworkOptions
 from engine.sim.sites import SiteOptions
 from engine.sim.world import World
-from engine.views import snapshots
+from engine.views import lookup, snapshots
 from engine.weakenings import CORRECT, Weakenings
 
 #: Time given to a new cluster for brokers to register and leaders to be elected.
 STARTUP_MS = 100
+
+
+def _check_client_config(config: Any, what: str) -> None:
+    if config is not None and not isinstance(config, Mapping):
+        msg = f"{what} config must be a dict of Kafka-named keys (e.g. {{'linger.ms': 5}}), got {config!r}"
+        raise TypeError(msg)
+
+
+def _check_cluster_args(seed: Any, brokers: Any, config: Any) -> None:
+    """Check ``Cluster(seed, brokers, config)`` before anything is built."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        msg = f"seed must be an int (the run's only source of randomness), got {seed!r}"
+        raise TypeError(msg)
+    if isinstance(brokers, bool) or not isinstance(brokers, int):
+        msg = f"brokers must be an int (how many brokers, ids 1..n), got {brokers!r}"
+        raise TypeError(msg)
+    if brokers < 1:
+        raise ConfigError("brokers", brokers, "a cluster needs at least one broker")
+    if brokers > MAX_BROKERS:
+        # Producer-id blocks are numbered per broker id modulo MAX_BROKERS (engine/broker/broker.py).
+        raise ConfigError("brokers", brokers, f"a cluster has at most {MAX_BROKERS} brokers here")
+    if config is not None and not isinstance(config, Mapping):
+        msg = f"config must be a dict of broker configuration (e.g. {{'min.insync.replicas': 2}}), got {config!r}"
+        raise TypeError(msg)
 
 
 class Cluster:
@@ -67,8 +101,7 @@ class Cluster:
         keep_trace: bool = True,
         weakenings: Weakenings = CORRECT,
     ) -> None:
-        if brokers < 1:
-            raise ConfigError("brokers", brokers, "a cluster needs at least one broker")
+        _check_cluster_args(seed, brokers, config)
         self.world = World(seed, network=network, sites=sites, keep_trace=keep_trace)
         self.config: BrokerConfig = parse_config(BrokerConfig, config, what="broker")
         self.topic_configs: dict[str, TopicConfig] = {}
@@ -110,25 +143,99 @@ class Cluster:
         *,
         assignments: list[tuple[int, ...]] | None = None,
     ) -> None:
-        """Create a topic; replicas are spread round-robin, as Kafka's default placement does."""
-        if name in self.topics:
-            msg = f"topic {name!r} already exists"
-            raise ValueError(msg)
-        rf = replication_factor or min(self.config.default_replication_factor, len(self.brokers))
-        if not 1 <= rf <= len(self.brokers):
-            raise ConfigError("replication.factor", rf, f"must be between 1 and the broker count {len(self.brokers)}")
-        self.topic_configs[name] = parse_config(TopicConfig, config, what="topic")
-        ids = sorted(self.brokers)
+        """Create a topic; replicas are spread round-robin, as Kafka's default placement does.
+
+        Checked first, as Kafka's controller checks a CreateTopics request, and nothing changes when
+        a check fails: the name (``TypeError``; ``InvalidTopicException`` for Kafka's ``Topic.validate``
+        rules, the internal topics and a '.'/'_' collision; ``TopicExistsException``), ``partitions``
+        >= 1 (``InvalidPartitionsException``), ``replication_factor`` between 1 and the broker count,
+        or None/-1 for ``default.replication.factor`` (``InvalidReplicationFactorException``), the
+        topic ``config`` (``ConfigError``), and ``assignments``: one replica list per partition, each
+        naming existing brokers once, all of one length (``InvalidReplicaAssignmentException``). With
+        ``assignments`` they
+        set the partition count and replication factor; a ``partitions`` other than the default 1, or
+        a ``replication_factor``, must agree with them.
+        """
+        lookup.check_new_topic(name, self.topics)
+        lookup.check_int(partitions, "partitions")
+        if partitions < 1:
+            msg = f"Number of partitions must be at least 1, got {partitions}"
+            raise InvalidPartitionsException(msg, topic=name)
+        if replication_factor is not None:
+            lookup.check_int(replication_factor, "replication_factor")
+        if config is not None and not isinstance(config, Mapping):
+            msg = f"config must be a dict of topic configuration (e.g. {{'min.insync.replicas': 2}}), got {config!r}"
+            raise TypeError(msg)
+        topic_config = parse_config(TopicConfig, config, what="topic")
         if assignments is None:
+            rf = self._replication_factor(replication_factor)
+            ids = sorted(self.brokers)
             assignments = [tuple(ids[(p + i) % len(ids)] for i in range(rf)) for p in range(partitions)]
+        else:
+            assignments = self._check_assignments(assignments, partitions, replication_factor)
+        self.topic_configs[name] = topic_config
         self.topics[name] = len(assignments)
         self.controller.create_partitions(name, assignments)
         self.world.run_for(10)
+
+    def _replication_factor(self, replication_factor: int | None) -> int:
+        n = len(self.brokers)
+        if replication_factor is None or replication_factor == -1:
+            return min(self.config.default_replication_factor, n)
+        if not 1 <= replication_factor <= n:
+            msg = (
+                f"Replication factor must be between 1 and {n} (the broker count), or -1 for the default; "
+                f"got {replication_factor}"
+            )
+            raise InvalidReplicationFactorException(msg, replication_factor=replication_factor)
+        return replication_factor
+
+    def _check_assignments(
+        self, assignments: Any, partitions: int, replication_factor: int | None
+    ) -> list[tuple[int, ...]]:
+        """Check a manual assignment as Kafka's controller does; return it as a list of tuples."""
+        usage = "assignments must be a list of replica lists, one per partition, e.g. [(1, 2), (2, 3)]"
+        if isinstance(assignments, (str, bytes, Mapping)) or not isinstance(assignments, (list, tuple)):
+            raise TypeError(f"{usage}; got {assignments!r}")
+        if not assignments:
+            raise InvalidPartitionsException("Number of partitions must be at least 1: assignments is empty")
+        out: list[tuple[int, ...]] = []
+        for p, replicas in enumerate(assignments):
+            if not isinstance(replicas, (list, tuple)):
+                raise TypeError(f"{usage}; partition {p} has {replicas!r}")
+            if not replicas:
+                msg = f"The manual partition assignment includes an empty replica list (partition {p})"
+                raise InvalidReplicaAssignmentException(msg)
+            for b in replicas:
+                if isinstance(b, bool) or not isinstance(b, int):
+                    raise TypeError(f"{usage}: replicas are broker ids (int); partition {p} has {b!r}")
+                if b not in self.brokers:
+                    known = ", ".join(str(x) for x in sorted(self.brokers))
+                    msg = f"The manual partition assignment includes broker {b}, but no such broker exists: {known}"
+                    raise InvalidReplicaAssignmentException(msg)
+            if len(set(replicas)) != len(replicas):
+                msg = f"The manual partition assignment includes a broker more than once (partition {p}: {replicas!r})"
+                raise InvalidReplicaAssignmentException(msg)
+            if len(replicas) != len(assignments[0]):
+                msg = "All partitions in the manual partition assignment must have the same number of replicas"
+                raise InvalidReplicaAssignmentException(msg)
+            out.append(tuple(replicas))
+        if partitions != 1 and partitions != len(out):
+            msg = f"{partitions} partitions asked for, but the assignments list {len(out)}; pass one or the other"
+            raise ValueError(msg)
+        if replication_factor is not None and replication_factor not in (-1, len(out[0])):
+            msg = (
+                f"replication factor {replication_factor} but the assignments list {len(out[0])} replicas per "
+                "partition; pass one or the other"
+            )
+            raise ValueError(msg)
+        return out
 
     # -- clients ----------------------------------------------------------------------------
 
     def producer(self, config: dict[str, Any] | None = None) -> Producer:
         """Create a producer with Kafka-named config (idempotent by default)."""
+        _check_client_config(config, "producer")
         if config and config.get("transactional.id") is not None:
             p: Producer = TransactionalProducer(
                 self.world,
@@ -144,6 +251,7 @@ class Cluster:
 
     def consumer(self, config: dict[str, Any] | None = None) -> Consumer:
         """Create a consumer with Kafka-named config."""
+        _check_client_config(config, "consumer")
         c = Consumer(self.world, self.bootstrap(), config)
         self.consumers.append(c)
         return c
@@ -152,16 +260,34 @@ class Cluster:
 
     def run_for(self, ms: int) -> int:
         """Let ``ms`` simulated milliseconds pass; return the events run."""
+        lookup.check_int(ms, "run_for(ms)", minimum=0)
         return self.world.run_for(ms)
 
     def run_until(self, predicate: Any, max_events: int = 10_000_000) -> int:
         """Run until ``predicate()`` is true (raises SimulationStalled if it cannot be)."""
+        if not callable(predicate):
+            msg = f"run_until() takes a function of no arguments that returns True when done, got {predicate!r}"
+            raise TypeError(msg)
+        lookup.check_int(max_events, "max_events", minimum=1)
         return self.world.run_until(predicate, max_events)
 
     # -- faults -----------------------------------------------------------------------------
+    #
+    # A node is a broker id (int) or any node's name (``broker-1``, ``controller``,
+    # ``producer-1``, ``consumer-1``, ``admin-1`` ...). An id or name that does not exist is a
+    # ValueError naming the ones that do; a crash of a crashed node, a resume of a running one and
+    # the like raise the world's ``IllegalNodeTransitionError``.
 
     def _node_name(self, node: int | str) -> str:
-        return broker_name(node) if isinstance(node, int) else node
+        return lookup.node_name(self, node)
+
+    def _node_group(self, nodes: Any, side: str) -> list[str]:
+        if isinstance(nodes, (str, int, bytes)) or not isinstance(nodes, (list, tuple, set, frozenset)):
+            msg = (
+                f"partition(a, b) takes two lists of broker ids or node names, e.g. ([1], [2, 3]); {side} is {nodes!r}"
+            )
+            raise TypeError(msg)
+        return [self._node_name(x) for x in nodes]
 
     def crash(self, node: int | str, *, lose_unflushed_tail: bool = False) -> None:
         """Crash a broker (by id) or any node (by name)."""
@@ -180,31 +306,105 @@ class Cluster:
         self.world.resume(self._node_name(node))
 
     def partition(self, a: list[int | str], b: list[int | str], *, one_way: bool = False) -> None:
-        """Cut the network between two groups of nodes."""
-        self.world.network.partition([self._node_name(x) for x in a], [self._node_name(x) for x in b], one_way=one_way)
+        """Cut the network between two groups of nodes (``one_way``: only messages from ``a`` to ``b``)."""
+        left, right = self._node_group(a, "a"), self._node_group(b, "b")
+        both = sorted(set(left) & set(right))
+        if both:
+            msg = f"a node cannot be cut from itself: {', '.join(both)} in both groups"
+            raise ValueError(msg)
+        self.world.network.partition(left, right, one_way=one_way)
 
     def isolate(self, node: int | str) -> None:
         """Cut a node from every other node."""
         self.world.network.isolate(self._node_name(node))
 
     def heal(self) -> None:
-        """End every fault."""
+        """End every fault at once, and the safety phase with it (:meth:`World.heal <engine.sim.world.World.heal>`).
+
+        - the network: partitions and clogs end, every message fault rule is removed, and held
+          messages are delivered;
+        - every **paused** node (broker or client) is resumed: what queued up for it runs now;
+        - every **crashed** node (broker or client, a closed one included) is restarted, and
+          rebuilds from its disk as after :meth:`restart` (a tail lost with
+          ``lose_unflushed_tail=True`` stays lost);
+        - the world enters the ``heal`` phase and the fault injector stops: entries of a plan given
+          to :meth:`schedule_faults` that are not due yet never apply. :meth:`crash`, :meth:`pause`,
+          :meth:`partition` and :meth:`add_rule` still work after it.
+
+        It returns at once: restarted brokers register, catch up and rejoin ISRs as simulated
+        time passes (``run_for``), as after any restart.
+        """
         self.world.heal()
 
     def add_rule(self, action: str, **fields: Any) -> int:
-        """Install a message fault (drop, delay, hold, duplicate); return its id."""
+        """Install a message fault (drop, delay, hold, duplicate); return its id.
+
+        ``fields`` are :class:`~engine.sim.network.MessageRule`'s: ``src``, ``dst`` (a broker id or a
+        node name), ``kind`` (request, response, oneway), ``body_type`` (e.g. ``"ProduceRequest"``),
+        ``skip``, ``count`` (None: every match), ``delay_ms``, ``where``. A broker id that does not
+        exist is a ValueError; a node name is taken as given, so a rule can name a client before it
+        is created.
+        """
+        unknown = sorted(set(fields) - set(MessageRule.FIELDS))
+        if unknown:
+            msg = f"unknown rule field {unknown[0]!r}; the fields are {', '.join(MessageRule.FIELDS)}"
+            raise TypeError(msg)
         for k in ("src", "dst"):
-            if k in fields and fields[k] is not None:
-                fields[k] = self._node_name(fields[k])
+            value = fields.get(k)
+            if value is not None and not isinstance(value, str):
+                fields[k] = self._node_name(value)
         return self.world.network.add_rule(MessageRule(action=action, **fields))
+
+    def remove_rule(self, rule_id: int) -> None:
+        """Remove one message fault rule (the id :meth:`add_rule` returned).
+
+        Messages the rule holds stay held: :meth:`release` them. A rule that already acted on its
+        ``count`` messages is gone by itself, and removing it again does nothing; an id that
+        :meth:`add_rule` never returned is a ValueError.
+        """
+        self._check_rule_id(rule_id)
+        self.world.network.remove_rule(rule_id)
+
+    def release(self, rule_id: int | None = None, *, msg_id: int | None = None) -> list[int]:
+        """Deliver held messages: those of one ``hold`` rule, one message by ``msg_id``, or (no argument) all.
+
+        Returns the ids of the messages released, in the order they go out (each after the network
+        latency, outside its connection's FIFO order). An unknown rule id, or a ``msg_id`` that is
+        not held (the trace's ``hold`` events name them), is a ValueError.
+        """
+        net = self.world.network
+        if rule_id is not None and msg_id is not None:
+            msg = "release() takes a rule id or a msg_id, not both"
+            raise ValueError(msg)
+        if rule_id is not None:
+            self._check_rule_id(rule_id)
+            return net.release(rule_id=rule_id)
+        if msg_id is not None:
+            lookup.check_int(msg_id, "msg_id")
+            if msg_id not in net.held:
+                held = ", ".join(str(i) for i in sorted(net.held)) or "none"
+                msg = f"no held message {msg_id}; held: {held}"
+                raise ValueError(msg)
+            return net.release(msg_id)
+        return net.release()
+
+    def _check_rule_id(self, rule_id: Any) -> None:
+        lookup.check_int(rule_id, "rule id")
+        if not self.world.network.rule_was_added(rule_id):
+            active = ", ".join(str(r) for r in self.world.network.active_rule_ids()) or "none"
+            msg = f"no message fault rule {rule_id}: add_rule() returns the ids; active rules: {active}"
+            raise ValueError(msg)
 
     def schedule_faults(self, plan: FaultPlan) -> None:
         """Schedule a fault plan."""
+        if not isinstance(plan, FaultPlan):
+            msg = f"schedule_faults() takes a FaultPlan (engine.sim.faults), got {plan!r}"
+            raise TypeError(msg)
         self.world.schedule_faults(plan)
 
     def leader(self, topic: str, partition: int = 0) -> int:
         """Return the current leader id of a partition according to the controller (-1: none)."""
-        return self.controller.partitions[(topic, partition)].leader
+        return lookup.require_partition(self, topic, partition).leader
 
     # -- views ------------------------------------------------------------------------------
 

@@ -101,6 +101,9 @@ class TopicConfig:
     segment_bytes: int | None = None
 
 
+#: Client keys a copied confluent-kafka config carries that mean nothing here: accepted, ignored.
+IGNORED_CLIENT_KEYS = ("bootstrap.servers",)
+
 ACKS = {"all": -1, "-1": -1, -1: -1, "1": 1, 1: 1, "0": 0, 0: 0}
 
 
@@ -182,6 +185,8 @@ class ConsumerConfig:
     isolation_level: str = "read_uncommitted"
     auto_offset_reset: str = "earliest"
     enable_auto_commit: bool = False
+    #: librdkafka's key: store each returned record's position for commit() (False: store_offsets()).
+    enable_auto_offset_store: bool = True
     auto_commit_interval_ms: int = 5_000
     fetch_max_wait_ms: int = 500
     fetch_max_bytes: int = 52_428_800
@@ -189,6 +194,7 @@ class ConsumerConfig:
     max_poll_records: int = 500
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1_000
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000

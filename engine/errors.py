@@ -134,6 +134,7 @@ __all__ = [
     "InvalidPidMappingException",
     "InvalidProducerEpochException",
     "InvalidRecordException",
+    "InvalidReplicaAssignmentException",
     "InvalidReplicationFactorException",
     "InvalidRequestException",
     "InvalidRequiredAcksException",
@@ -342,6 +343,7 @@ class ErrorCode(enum.IntEnum):
         "InvalidReplicationFactorException",
         "The replication factor is below 1 or above the number of available brokers.",
     )
+    INVALID_REPLICA_ASSIGNMENT = (39, "InvalidReplicaAssignmentException", "Replica assignment is invalid.")
     INVALID_CONFIG = (40, "InvalidConfigurationException", "The configuration is not valid.")
     NOT_CONTROLLER = (41, "NotControllerException", "This broker is not the cluster's current controller.")
     INVALID_REQUEST = (
@@ -886,6 +888,12 @@ class InvalidReplicationFactorException(KafkaError):
     """``INVALID_REPLICATION_FACTOR`` (38)."""
 
     code = ErrorCode.INVALID_REPLICATION_FACTOR
+
+
+class InvalidReplicaAssignmentException(KafkaError):
+    """``INVALID_REPLICA_ASSIGNMENT`` (39)."""
+
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 class InvalidConfigurationException(KafkaError):

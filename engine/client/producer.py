@@ -48,7 +48,7 @@ from engine.client.accumulator import RECORD_OVERHEAD_BYTES, PartitionQueue, Pro
 from engine.client.base import ClientNode
 from engine.client.message import Message
 from engine.client.partitioner import partition_for_key
-from engine.config import ProducerConfig, parse_config
+from engine.config import IGNORED_CLIENT_KEYS, ProducerConfig, parse_config
 from engine.errors import (
     ErrorCode,
     IllegalStateError,
@@ -97,7 +97,9 @@ class Producer(ClientNode):
     """A simulated Kafka producer (see the module docstring)."""
 
     def __init__(self, world: World, bootstrap: list[str], config: dict[str, Any] | None = None) -> None:
-        self.config: ProducerConfig = parse_config(ProducerConfig, config, what="producer")
+        self.config: ProducerConfig = parse_config(
+            ProducerConfig, config, what="producer", extra_keys=IGNORED_CLIENT_KEYS
+        )
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
         super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
         self._rng = world.rng.stream(f"{name}:partitioner")

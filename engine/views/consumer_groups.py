@@ -37,6 +37,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
+from engine.views import lookup
 
 if TYPE_CHECKING:
     from engine.cluster import Cluster
@@ -104,7 +105,12 @@ def _coordinator(cluster: Cluster, group_id: str) -> tuple[int, GroupCoordinator
 
 
 def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
-    """Return the group as its coordinator holds it now, or None if no coordinator knows it."""
+    """Return the group as its coordinator holds it now, or None if no coordinator knows it.
+
+    None also while the group's coordinator is down or loading: a view reads what a broker would
+    answer, and ``describe_group`` prints the tool's "does not exist" line then.
+    """
+    lookup.check_str(group_id, "group id")
     coordinator, ext = _coordinator(cluster, group_id)
     g = ext.groups.get(group_id) if ext is not None else None
     if g is None:

@@ -15,6 +15,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from engine.log.records import RecordBatch
+from engine.views import lookup
 
 if TYPE_CHECKING:
     from engine.cluster import Cluster
@@ -93,13 +94,13 @@ def dump_batches(batches: list[RecordBatch], file_name: str, *, print_data: bool
 def dump_log(
     cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None, *, print_data: bool = True
 ) -> str:
-    """Dump one replica's log (the leader's by default) like ``kafka-dump-log.sh --print-data-log``."""
-    b = broker if broker is not None else cluster.leader(topic, partition)
-    node = cluster.brokers.get(b)
-    if node is None:
-        msg = f"{topic}-{partition} has no leader now; pass broker=<id> to dump a replica"
-        raise KeyError(msg)
-    log = node.disk.get(f"log:{topic}-{partition}")
+    """Dump one replica's log (the leader's by default) like ``kafka-dump-log.sh --print-data-log``.
+
+    The log is read from the broker's disk, so a crashed broker's replica can be dumped. Raises as
+    :func:`~engine.views.lookup.hosting_broker` does.
+    """
+    b = lookup.hosting_broker(cluster, topic, partition, broker)
+    log = cluster.brokers[b].disk.get(f"log:{topic}-{partition}")
     batches = list(log.batches) if log is not None else []
     return dump_batches(
         batches,

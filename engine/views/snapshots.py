@@ -11,6 +11,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from engine.log.producer_state import NUM_BATCHES_TO_RETAIN
+from engine.views import lookup
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -130,12 +131,9 @@ def _replica_view(broker: Broker, r: Replica) -> ReplicaView:
 
 
 def partition_view(cluster: Cluster, topic: str, partition: int) -> PartitionView:
-    """Return the view of one partition."""
+    """Return the view of one partition (``UnknownTopicOrPartitionException`` if the cluster has none)."""
     key = (topic, partition)
-    if key not in cluster.controller.partitions:
-        msg = f"no partition {topic}-{partition}; topics: {', '.join(sorted(cluster.topics)) or 'none'}"
-        raise KeyError(msg)
-    s = cluster.controller.partitions[key]
+    s = lookup.require_partition(cluster, topic, partition)
     replicas = []
     for b in s.replicas:
         broker = cluster.brokers[b]
@@ -181,11 +179,13 @@ def broker_views(cluster: Cluster) -> list[BrokerView]:
 
 
 def producer_state_view(cluster: Cluster, topic: str, partition: int, broker: int | None) -> ProducerStateView:
-    """Return the producer-state table of a replica (the leader's by default)."""
-    b = broker if broker is not None else cluster.leader(topic, partition)
-    if b not in cluster.brokers:
-        msg = f"no broker {b} hosts a readable replica of {topic}-{partition}; pass broker=<id>"
-        raise KeyError(msg)
+    """Return the producer-state table of a replica (the leader's by default).
+
+    Empty when the broker hosts the partition but has not loaded it (it is down, or just
+    restarted). Raises as :func:`~engine.views.lookup.hosting_broker` does: an unknown partition
+    or broker, no leader, or a broker that is not a replica.
+    """
+    b = lookup.hosting_broker(cluster, topic, partition, broker)
     r = cluster.brokers[b].replicas.get((topic, partition))
     entries = []
     if r is not None:

@@ -41,7 +41,16 @@ from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.coordinator.txn_log import decode_line
 from engine.coordinator.txn_state import TransactionState
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC, partition_for
+from engine.errors import (
+    CoordinatorLoadInProgressException,
+    CoordinatorNotAvailableException,
+    KafkaError,
+    LeaderNotAvailableException,
+    NotLeaderOrFollowerException,
+    TransactionalIdNotFoundException,
+)
 from engine.sim.node import NodeStatus
+from engine.views import lookup
 from engine.views.dump import batch_line
 
 if TYPE_CHECKING:
@@ -272,16 +281,45 @@ def _loaded(cluster: Cluster) -> list[tuple[int, TransactionMetadata]]:
 
 def _find(cluster: Cluster, transactional_id: str) -> tuple[int, TransactionMetadata] | None:
     """Return the coordinator and metadata of an id, as DescribeTransactions would answer."""
+    try:
+        return _describe(cluster, transactional_id)
+    except KafkaError:
+        return None
+
+
+def _describe(cluster: Cluster, transactional_id: str) -> tuple[int, TransactionMetadata]:
+    """Return the coordinator and metadata of an id, or raise what DescribeTransactions would answer.
+
+    ``TransactionalIdNotFoundException`` when the coordinator is up and does not know the id (or no
+    id was ever initialised, so ``__transaction_state`` does not exist), ``CoordinatorNotAvailableException``
+    when the id's coordinator is down or there is none, ``CoordinatorLoadInProgressException`` while it
+    loads its partition.
+    """
     n = cluster.config.transaction_state_log_num_partitions
-    state = cluster.controller.partitions.get((TRANSACTION_STATE_TOPIC, partition_for(transactional_id, n)))
-    if state is None or state.leader not in cluster.brokers:
-        return None
-    broker = cluster.brokers[state.leader]
-    tc = _coordinator(broker)
-    if tc is None or not _up(broker):
-        return None
+    p = partition_for(transactional_id, n)
+    state = cluster.controller.partitions.get((TRANSACTION_STATE_TOPIC, p))
+    not_found = (
+        f"The transactional id {transactional_id!r} was not found: its coordinator does not know it (never "
+        "initialised with init_transactions(), or expired)"
+    )
+    if state is None:
+        raise TransactionalIdNotFoundException(not_found, transactional_id=transactional_id)
+    broker = cluster.brokers.get(state.leader)
+    tc = _coordinator(broker) if broker is not None else None
+    if broker is None or tc is None or not _up(broker):
+        where = f"broker {state.leader} is {broker.status.value}" if broker is not None else "it has no leader now"
+        msg = (
+            f"The coordinator of transactional id {transactional_id!r} ({TRANSACTION_STATE_TOPIC}-{p}) is not "
+            f"available: {where}; retry when it is back or another broker leads the partition"
+        )
+        raise CoordinatorNotAvailableException(msg, transactional_id=transactional_id)
+    if p in tc.loading:
+        msg = f"broker {state.leader} is still loading {TRANSACTION_STATE_TOPIC}-{p}; retry shortly"
+        raise CoordinatorLoadInProgressException(msg, transactional_id=transactional_id)
     md = tc.describe().get(transactional_id)
-    return None if md is None else (state.leader, md)
+    if md is None:
+        raise TransactionalIdNotFoundException(not_found, transactional_id=transactional_id)
+    return state.leader, md
 
 
 def _current_partitions(md: TransactionMetadata) -> tuple[tuple[str, int], ...]:
@@ -307,6 +345,8 @@ def list_transactions_rows(
     ``producer_ids``: keep those producer ids (the request's ProducerIdFilters, used by find-hanging).
     """
     now = cluster.now_ms
+    if duration_filter_ms is not None:
+        lookup.check_int(duration_filter_ms, "duration filter", minimum=0)
     rows = []
     for coordinator, md in _loaded(cluster):
         if md.state is TransactionState.DEAD:
@@ -328,15 +368,9 @@ def list_transactions(cluster: Cluster, duration_filter_ms: int | None = None) -
 
 
 def describe_transaction_row(cluster: Cluster, transactional_id: str) -> TransactionDescription:
-    """Return the ``describe`` row of an id; KeyError when no coordinator knows it."""
-    found = _find(cluster, transactional_id)
-    if found is None:
-        msg = (
-            f"TransactionalIdNotFoundException: the coordinator of transactional id {transactional_id!r} "
-            "does not know it (never initialised, or its coordinator is down or loading)"
-        )
-        raise KeyError(msg)
-    coordinator, md = found
+    """Return the ``describe`` row of an id; raise as DescribeTransactions answers (see :func:`_describe`)."""
+    lookup.check_str(transactional_id, "transactional id")
+    coordinator, md = _describe(cluster, transactional_id)
     start = None if md.txn_start_ms < 0 else md.txn_start_ms
     return TransactionDescription(
         coordinator,
@@ -360,15 +394,18 @@ def describe_transaction(cluster: Cluster, transactional_id: str) -> str:
 
 
 def _replica_broker(cluster: Cluster, topic: str, partition: int, broker_id: int | None) -> int:
-    if (topic, partition) not in cluster.controller.partitions:
-        msg = f"UnknownTopicOrPartitionException: no partition {topic}-{partition}"
-        raise KeyError(msg)
-    b = broker_id if broker_id is not None else cluster.leader(topic, partition)
-    broker = cluster.brokers.get(b)
-    if broker is None or not _up(broker) or (topic, partition) not in broker.replicas:
-        which = f"broker {b}" if broker_id is not None else "the leader"
-        msg = f"NotLeaderOrFollowerException: {which} has no readable replica of {topic}-{partition}"
-        raise KeyError(msg)
+    """Return the broker DescribeProducers goes to; raise what it would answer.
+
+    ``UnknownTopicOrPartitionException`` (no such partition), ``ValueError`` (no such broker),
+    ``LeaderNotAvailableException`` (no leader and no ``broker_id``), ``NotLeaderOrFollowerException``
+    (the broker is down, not a replica, or has not loaded the partition).
+    """
+    b = lookup.hosting_broker(cluster, topic, partition, broker_id)
+    broker = cluster.brokers[b]
+    if not _up(broker) or (topic, partition) not in broker.replicas:
+        which = f"broker {b}" if broker_id is not None else f"the leader (broker {b})"
+        msg = f"{which} has no readable replica of {topic}-{partition} now ({broker.status.value})"
+        raise NotLeaderOrFollowerException(msg, topic=topic, partition=partition)
     return b
 
 
@@ -415,17 +452,16 @@ def _partitions_to_search(
         if topic is not None or partition is not None:
             msg = "find-hanging takes --broker-id or --topic [--partition], not both"
             raise ValueError(msg)
+        lookup.require_broker(cluster, broker_id)
         return [k for k in keys if broker_id in cluster.controller.partitions[k].replicas]
     if topic is None:
         msg = "find-hanging needs --broker-id or --topic"
         raise ValueError(msg)
     if partition is not None:
+        lookup.require_partition(cluster, topic, partition)
         return [(topic, partition)]
-    found = [k for k in keys if k[0] == topic]
-    if not found:
-        msg = f"UnknownTopicOrPartitionException: no topic {topic}"
-        raise KeyError(msg)
-    return found
+    lookup.require_topic(cluster, topic)
+    return [k for k in keys if k[0] == topic]
 
 
 def find_hanging_rows(
@@ -444,12 +480,13 @@ def find_hanging_rows(
     among the transaction's current partitions.
     """
     now = cluster.now_ms
+    lookup.check_int(max_transaction_timeout_min, "max transaction timeout (minutes)", minimum=0)
     max_ms = max_transaction_timeout_min * MS_PER_MIN
     candidates: list[ProducerRow] = []
     for t, p in _partitions_to_search(cluster, broker_id, topic, partition):
         try:
             producers = describe_producers_rows(cluster, t, p, broker_id)
-        except KeyError:
+        except (NotLeaderOrFollowerException, LeaderNotAvailableException):
             if topic is not None and partition is not None:
                 raise
             continue  # the real tool fails the whole call; a view skips an unreadable partition
@@ -510,8 +547,8 @@ def _segment_path(broker_id: int, tp: str, suffix: str) -> str:
 def txn_index_rows(
     cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None
 ) -> tuple[AbortedTxn, ...]:
-    """Return the aborted-transaction index of a replica (the leader's unless ``broker_id``)."""
-    b = _replica_broker(cluster, topic, partition, broker_id)
+    """Return the aborted-transaction index of a replica (the leader's unless ``broker_id``), read from its disk."""
+    b = lookup.hosting_broker(cluster, topic, partition, broker_id)
     index = cluster.brokers[b].disk.get(f"txnindex:{topic}-{partition}")
     return tuple(index.entries) if index is not None else ()
 
@@ -522,7 +559,7 @@ def dump_txn_index(cluster: Cluster, topic: str, partition: int = 0, broker_id: 
     ``Dumping <file>``, then one ``version: 0 producerId: … firstOffset: … lastOffset: …
     lastStableOffset: …`` line per aborted transaction, in marker order.
     """
-    b = _replica_broker(cluster, topic, partition, broker_id)
+    b = lookup.hosting_broker(cluster, topic, partition, broker_id)
     lines = [f"Dumping {_segment_path(b, f'{topic}-{partition}', 'txnindex')}"]
     lines.extend(t.dump() for t in txn_index_rows(cluster, topic, partition, b))
     return "\n".join(lines)
@@ -549,6 +586,8 @@ def transaction_state_rows(cluster: Cluster, transactional_id: str | None = None
     Read from each partition leader's log on disk: the whole history, not only the latest state.
     Records of different partitions are ordered by append time, then partition, then offset.
     """
+    if transactional_id is not None:
+        lookup.check_str(transactional_id, "transactional id")
     rows = []
     for p, _leader, batches in _txn_state_logs(cluster, transactional_id):
         for b in batches:
@@ -589,6 +628,8 @@ def dump_transaction_state(cluster: Cluster, transactional_id: str | None = None
     each batch line followed by its records' ``| offset: … key: transaction_metadata::… payload:
     …`` lines. ``keySize``/``valueSize`` are the sizes of the version-0 encoding.
     """
+    if transactional_id is not None:
+        lookup.check_str(transactional_id, "transactional id")
     lines: list[str] = []
     for p, leader, batches in _txn_state_logs(cluster, transactional_id):
         lines.append(f"Dumping {_segment_path(leader, f'{TRANSACTION_STATE_TOPIC}-{p}', 'log')}")

@@ -18,6 +18,7 @@ import pytest
 from engine import Cluster
 from engine.admin import AbortTransactionError
 from engine.coordinator_lookup import partition_for
+from engine.errors import TransactionalIdNotFoundException
 from engine.views import transactions as views
 from engine.views.transactions import format_table
 
@@ -159,7 +160,7 @@ def test_describe_of_an_initialised_id_without_a_transaction_prints_none_for_sta
 
 def test_describe_of_an_unknown_transactional_id_is_not_found() -> None:
     c = _cluster()
-    with pytest.raises(KeyError, match="TransactionalIdNotFoundException"):
+    with pytest.raises(TransactionalIdNotFoundException, match="'nobody' was not found"):
         c.transactions().describe("nobody")
 
 

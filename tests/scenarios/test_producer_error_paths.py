@@ -366,3 +366,13 @@ def test_list_topics_names_brokers_topics_partitions_and_flags_an_unknown_topic(
         p.list_topics(timeout=1)
     with pytest.raises(ValueError, match="timeout"):
         p.list_topics(timeout=-5)
+
+
+def test_a_copied_confluent_config_with_bootstrap_servers_is_accepted() -> None:
+    c = _cluster()
+    p = c.producer({"bootstrap.servers": "localhost:9092", "linger.ms": 0})
+    p.produce("t", value=b"v", partition=0)
+    assert p.flush() == 0
+    consumer = c.consumer({"bootstrap.servers": "localhost:9092", "group.id": "g"})
+    consumer.assign([("t", 0)])
+    assert [m.value() for m in consumer.consume(10, timeout=1)] == [b"v"]
