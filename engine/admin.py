@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import args
 from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from engine.rpc import RpcNode
@@ -96,7 +97,7 @@ class AdminClient(RpcNode):
         transaction starts there.
         """
         lookup.require_partition(self.cluster, topic, partition)
-        lookup.check_int(start_offset, "start offset", minimum=0)
+        args.check_int(start_offset, "start offset", minimum=0)
         for s in views.describe_producers_rows(self.cluster, topic, partition):
             if s.current_txn_start_offset == start_offset:
                 coordinator_epoch = 0 if s.coordinator_epoch is None else s.coordinator_epoch
@@ -116,7 +117,7 @@ class AdminClient(RpcNode):
         ``TransactionCoordinatorFencedException``) when the marker is refused, and
         ``TimeoutException`` when no answer comes within ``timeout_ms``.
         """
-        lookup.check_int(timeout_ms, "timeout_ms", minimum=1)
+        args.check_int(timeout_ms, "timeout_ms", minimum=1)
         req = self.abort_spec(topic, partition, start_offset)
         self.world.trace.emit(
             self.name,

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine import args
 from engine.broker.broker import MAX_BROKERS, Broker, broker_name
 from engine.broker.controller import Controller
 from engine.client.consumer import Consumer
@@ -157,12 +158,12 @@ class Cluster:
         a ``replication_factor``, must agree with them.
         """
         lookup.check_new_topic(name, self.topics)
-        lookup.check_int(partitions, "partitions")
+        args.check_int(partitions, "partitions")
         if partitions < 1:
             msg = f"Number of partitions must be at least 1, got {partitions}"
             raise InvalidPartitionsException(msg, topic=name)
         if replication_factor is not None:
-            lookup.check_int(replication_factor, "replication_factor")
+            args.check_int(replication_factor, "replication_factor")
         if config is not None and not isinstance(config, Mapping):
             msg = f"config must be a dict of topic configuration (e.g. {{'min.insync.replicas': 2}}), got {config!r}"
             raise TypeError(msg)
@@ -260,7 +261,7 @@ class Cluster:
 
     def run_for(self, ms: int) -> int:
         """Let ``ms`` simulated milliseconds pass; return the events run."""
-        lookup.check_int(ms, "run_for(ms)", minimum=0)
+        args.check_int(ms, "run_for(ms)", minimum=0)
         return self.world.run_for(ms)
 
     def run_until(self, predicate: Any, max_events: int = 10_000_000) -> int:
@@ -268,7 +269,7 @@ class Cluster:
         if not callable(predicate):
             msg = f"run_until() takes a function of no arguments that returns True when done, got {predicate!r}"
             raise TypeError(msg)
-        lookup.check_int(max_events, "max_events", minimum=1)
+        args.check_int(max_events, "max_events", minimum=1)
         return self.world.run_until(predicate, max_events)
 
     # -- faults -----------------------------------------------------------------------------
@@ -380,7 +381,7 @@ class Cluster:
             self._check_rule_id(rule_id)
             return net.release(rule_id=rule_id)
         if msg_id is not None:
-            lookup.check_int(msg_id, "msg_id")
+            args.check_int(msg_id, "msg_id")
             if msg_id not in net.held:
                 held = ", ".join(str(i) for i in sorted(net.held)) or "none"
                 msg = f"no held message {msg_id}; held: {held}"
@@ -389,7 +390,7 @@ class Cluster:
         return net.release()
 
     def _check_rule_id(self, rule_id: Any) -> None:
-        lookup.check_int(rule_id, "rule id")
+        args.check_int(rule_id, "rule id")
         if not self.world.network.rule_was_added(rule_id):
             active = ", ".join(str(r) for r in self.world.network.active_rule_ids()) or "none"
             msg = f"no message fault rule {rule_id}: add_rule() returns the ids; active rules: {active}"

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from engine.args import call_wait_ms
 from engine.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
 from engine.errors import TimeoutException, UnknownTopicOrPartitionException
 from engine.protocol import MetadataRequest, MetadataResponse, PartitionState
@@ -63,12 +64,7 @@ class ClientNode(RpcNode):
         """
         if topic is not None and (not isinstance(topic, str) or not topic):
             raise TypeError(f"list_topics: topic must be a topic name or None, not {topic!r}")
-        if timeout is None or timeout == -1:
-            wait_ms = self.request_timeout_ms()
-        elif isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-            raise ValueError(f"list_topics: timeout must be seconds >= 0, or -1 for the default; got {timeout!r}")
-        else:
-            wait_ms = int(timeout * 1000)
+        wait_ms = call_wait_ms(timeout, "list_topics", self.request_timeout_ms())
         if not self.is_up:
             msg = f"{self.name} is not running ({self.status.value}); create a new client"
             raise TimeoutException(msg)

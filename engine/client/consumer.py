@@ -68,6 +68,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine.args import call_wait_ms, wait_ms
 from engine.client.base import ClientNode
 from engine.client.message import (
     OFFSET_BEGINNING,
@@ -76,11 +77,9 @@ from engine.client.message import (
     OFFSET_STORED,
     Message,
     TopicPartition,
-    call_wait_ms,
     offsets_arg,
     partition_arg,
     partition_list,
-    poll_wait_ms,
     topic_names_arg,
 )
 from engine.config import IGNORED_CLIENT_KEYS, ConsumerConfig, parse_config
@@ -333,8 +332,7 @@ class Consumer(ClientNode):
         ``timeout`` 0 does not wait; None or -1 waits until something comes (see the module docstring).
         """
         self._check_open()
-        wait_ms = poll_wait_ms(timeout, "poll()")
-        msgs = self._consume(1, wait_ms, "poll()")
+        msgs = self._consume(1, wait_ms(timeout, "poll()"), "poll()")
         return msgs[0] if msgs else None
 
     def consume(self, num_messages: int = 1, timeout: float | None = 1.0) -> list[Message]:
@@ -350,7 +348,7 @@ class Consumer(ClientNode):
         if not 1 <= num_messages <= MAX_CONSUME_MESSAGES:
             msg = f"consume(): num_messages must be between 1 and {MAX_CONSUME_MESSAGES}, got {num_messages}"
             raise ValueError(msg)
-        return self._consume(num_messages, poll_wait_ms(timeout, "consume()"), "consume()")
+        return self._consume(num_messages, wait_ms(timeout, "consume()"), "consume()")
 
     def _consume(self, num_messages: int, wait_ms: int | None, action: str) -> list[Message]:
         self.before_poll()

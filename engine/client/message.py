@@ -218,27 +218,6 @@ def topic_names_arg(topics: Any, action: str) -> tuple[str, ...]:
     return tuple(sorted(set(names)))
 
 
-def poll_wait_ms(timeout: Any, action: str) -> int | None:
-    """Return a poll timeout in ms: None for "no limit" (None or -1, as confluent-kafka)."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        msg = f"{action}: timeout must be a number of simulated seconds, or None/-1 for no limit; got {timeout!r}"
-        raise TypeError(msg)
-    if timeout == -1:
-        return None
-    if not timeout >= 0:  # also refuses NaN
-        msg = f"{action}: timeout must be >= 0 simulated seconds, or -1 or None to wait without limit; got {timeout}"
-        raise ValueError(msg)
-    return int(timeout * 1000)
-
-
-def call_wait_ms(timeout: Any, action: str, default_ms: int) -> int:
-    """Return a request-style timeout in ms: None or -1 mean ``default_ms`` (``request.timeout.ms``)."""
-    wait = poll_wait_ms(timeout, action)
-    return default_ms if wait is None else wait
-
-
 def offsets_arg(message: Any, offsets: Any, action: str, *, strict: bool) -> tuple[tuple[str, int, int], ...]:
     """Check the ``message``/``offsets`` arguments of commit() and store_offsets(); return the triples.
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from engine.args import call_wait_ms, wait_ms
 from engine.client.accumulator import RECORD_OVERHEAD_BYTES, PartitionQueue, ProducerBatch
 from engine.client.base import ClientNode
 from engine.client.message import Message
@@ -215,25 +216,22 @@ class Producer(ClientNode):
 
     def poll(self, timeout: float | None = 0) -> int:
         """Let ``timeout`` simulated seconds pass, then serve delivery reports; return how many."""
-        check_timeout(timeout, "poll")
-        if timeout:
-            self.world.run_for(int(timeout * 1000))
+        ms = wait_ms(timeout, "poll", default="no wait")
+        if ms:
+            self.world.run_for(ms)
         return self._serve_reports()
 
     def flush(self, timeout: float | None = None, max_events: int = 50_000_000) -> int:
         """Run the simulation until every queued record is delivered or failed; return those left.
 
-        With ``timeout`` (simulated seconds) stop after that long.
+        With ``timeout`` (simulated seconds) stop after that long; None or -1 wait until
+        ``delivery.timeout.ms`` has resolved every record.
         """
-        check_timeout(timeout, "flush")
         # Without a timeout, delivery.timeout.ms bounds the wait: every record is resolved by then.
-        wait_ms = (
-            int(timeout * 1000)
-            if timeout is not None
-            else self.config.delivery_timeout_ms + self.config.request_timeout_ms
+        end = self.world.now_ms + call_wait_ms(
+            timeout, "flush", self.config.delivery_timeout_ms + self.config.request_timeout_ms
         )
         sched = self.world.scheduler
-        end = sched.now_ms + wait_ms
         # world.run_until(lambda: outstanding == 0 or fatal or not up or now >= end), inlined.
         step = sched.step
         ran = 0
@@ -851,15 +849,6 @@ _VALUE_TYPES = frozenset({bytes, bytearray, str, type(None)})
 
 def _record_size(key: Any, value: Any) -> int:
     return RECORD_OVERHEAD_BYTES + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
-
-
-def check_timeout(timeout: Any, action: str) -> None:
-    """Reject a timeout that is not None or a number of simulated seconds >= 0 (NaN included)."""
-    if timeout is None:
-        return
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-        msg = f"{action}: timeout must be a number of simulated seconds >= 0, or None (got {timeout!r})"
-        raise ValueError(msg)
 
 
 def _check_record(topic: Any, value: Any, key: Any, partition: Any, cb: Any, timestamp: Any, headers: Any) -> None:

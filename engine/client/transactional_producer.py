@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.args import wait_ms
 from engine.client.message import TopicPartition
-from engine.client.producer import Producer, check_timeout
+from engine.client.producer import Producer
 from engine.client.transactions import TransactionStateMachine, TxnClientState
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import (
@@ -114,7 +115,7 @@ class TransactionalProducer(Producer):
     def init_transactions(self, timeout: float | None = None) -> None:
         """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
         start = self.world.now_ms
-        check_timeout(timeout, "init_transactions")
+        wait_ms(timeout, "init_transactions", default="max.block.ms")
         self._raise_if_fatal()
         if self._resuming("init_transactions"):
             self._resumable(
@@ -165,7 +166,7 @@ class TransactionalProducer(Producer):
         start = self.world.now_ms
         triples = _offset_triples(offsets)
         group_id, generation, member, instance = _group_fields(group_metadata)
-        check_timeout(timeout, "send_offsets_to_transaction")
+        wait_ms(timeout, "send_offsets_to_transaction", default="max.block.ms")
         self._raise_if_fatal()
         self._refuse_if_pending("send_offsets_to_transaction")
         self._raise_if_abortable("send_offsets_to_transaction")
@@ -219,7 +220,7 @@ class TransactionalProducer(Producer):
         ``commit_transaction`` again: the commit may already be under way).
         """
         start = self.world.now_ms
-        check_timeout(timeout, "commit_transaction")
+        wait_ms(timeout, "commit_transaction", default="max.block.ms")
         self._raise_if_fatal()
         if not self._resuming("commit_transaction"):
             self._raise_if_abortable("commit_transaction")
@@ -242,7 +243,7 @@ class TransactionalProducer(Producer):
         After ``TimeoutException``, call ``abort_transaction`` again to wait for the same abort.
         """
         start = self.world.now_ms
-        check_timeout(timeout, "abort_transaction")
+        wait_ms(timeout, "abort_transaction", default="max.block.ms")
         self._raise_if_fatal()
         if not self._resuming("abort_transaction"):
             self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
@@ -432,7 +433,8 @@ class TransactionalProducer(Producer):
         raise err
 
     def _deadline(self, timeout: float | None) -> int:
-        return self.world.now_ms + (int(timeout * 1000) if timeout is not None else self.config.max_block_ms)
+        ms = wait_ms(timeout, "timeout", default="max.block.ms")
+        return self.world.now_ms + (self.config.max_block_ms if ms is None else ms)
 
     def _flush_for_end(self, timeout: float | None) -> None:
         start = self.world.now_ms

@@ -36,8 +36,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from engine import args
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
-from engine.views import lookup
 
 if TYPE_CHECKING:
     from engine.cluster import Cluster
@@ -110,7 +110,7 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     None also while the group's coordinator is down or loading: a view reads what a broker would
     answer, and ``describe_group`` prints the tool's "does not exist" line then.
     """
-    lookup.check_str(group_id, "group id")
+    args.check_str(group_id, "group id")
     coordinator, ext = _coordinator(cluster, group_id)
     g = ext.groups.get(group_id) if ext is not None else None
     if g is None:

@@ -33,6 +33,7 @@ import difflib
 import re
 from typing import TYPE_CHECKING, Any
 
+from engine.args import check_int, check_str
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from engine.errors import (
     InvalidTopicException,
@@ -55,28 +56,6 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 # -- argument types -----------------------------------------------------------------------------
-
-
-def check_str(value: Any, what: str) -> str:
-    """Return ``value`` if it is a non-empty str; else raise TypeError (not a str) or ValueError (empty)."""
-    if not isinstance(value, str):
-        msg = f"{what} must be a str, got {value!r} ({type(value).__name__})"
-        raise TypeError(msg)
-    if not value:
-        msg = f"{what} must not be empty"
-        raise ValueError(msg)
-    return value
-
-
-def check_int(value: Any, what: str, *, minimum: int | None = None) -> int:
-    """Return ``value`` if it is an int (not a bool) of at least ``minimum``; else TypeError / ValueError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{what} must be an int, got {value!r} ({type(value).__name__})"
-        raise TypeError(msg)
-    if minimum is not None and value < minimum:
-        msg = f"{what} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-    return value
 
 
 def check_partition(partition: Any) -> int:

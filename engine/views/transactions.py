@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from engine import args
 from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.coordinator.txn_log import decode_line
 from engine.coordinator.txn_state import TransactionState
@@ -346,7 +347,7 @@ def list_transactions_rows(
     """
     now = cluster.now_ms
     if duration_filter_ms is not None:
-        lookup.check_int(duration_filter_ms, "duration filter", minimum=0)
+        args.check_int(duration_filter_ms, "duration filter", minimum=0)
     rows = []
     for coordinator, md in _loaded(cluster):
         if md.state is TransactionState.DEAD:
@@ -369,7 +370,7 @@ def list_transactions(cluster: Cluster, duration_filter_ms: int | None = None) -
 
 def describe_transaction_row(cluster: Cluster, transactional_id: str) -> TransactionDescription:
     """Return the ``describe`` row of an id; raise as DescribeTransactions answers (see :func:`_describe`)."""
-    lookup.check_str(transactional_id, "transactional id")
+    args.check_str(transactional_id, "transactional id")
     coordinator, md = _describe(cluster, transactional_id)
     start = None if md.txn_start_ms < 0 else md.txn_start_ms
     return TransactionDescription(
@@ -480,7 +481,7 @@ def find_hanging_rows(
     among the transaction's current partitions.
     """
     now = cluster.now_ms
-    lookup.check_int(max_transaction_timeout_min, "max transaction timeout (minutes)", minimum=0)
+    args.check_int(max_transaction_timeout_min, "max transaction timeout (minutes)", minimum=0)
     max_ms = max_transaction_timeout_min * MS_PER_MIN
     candidates: list[ProducerRow] = []
     for t, p in _partitions_to_search(cluster, broker_id, topic, partition):
@@ -587,7 +588,7 @@ def transaction_state_rows(cluster: Cluster, transactional_id: str | None = None
     Records of different partitions are ordered by append time, then partition, then offset.
     """
     if transactional_id is not None:
-        lookup.check_str(transactional_id, "transactional id")
+        args.check_str(transactional_id, "transactional id")
     rows = []
     for p, _leader, batches in _txn_state_logs(cluster, transactional_id):
         for b in batches:
@@ -629,7 +630,7 @@ def dump_transaction_state(cluster: Cluster, transactional_id: str | None = None
     …`` lines. ``keySize``/``valueSize`` are the sizes of the version-0 encoding.
     """
     if transactional_id is not None:
-        lookup.check_str(transactional_id, "transactional id")
+        args.check_str(transactional_id, "transactional id")
     lines: list[str] = []
     for p, leader, batches in _txn_state_logs(cluster, transactional_id):
         lines.append(f"Dumping {_segment_path(leader, f'{TRANSACTION_STATE_TOPIC}-{p}', 'log')}")

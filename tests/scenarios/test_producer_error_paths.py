@@ -326,15 +326,25 @@ def test_send_offsets_to_transaction_rejects_tuples_and_bad_offsets_and_leaves_t
     assert _read_committed(c) == [b"a"]
 
 
-@pytest.mark.parametrize("timeout", [-1, "soon", float("nan")])
+@pytest.mark.parametrize("timeout", [-2, "soon", float("nan")])
 def test_negative_or_non_numeric_timeouts_are_rejected(timeout: Any) -> None:
     c = _cluster()
     p = _txn(c)
     p.begin_transaction()
-    for call in (p.flush, p.poll, p.commit_transaction, p.abort_transaction):
-        with pytest.raises(ValueError, match="timeout"):
+    for call in (p.flush, p.poll, p.commit_transaction, p.abort_transaction, lambda t: p.list_topics(timeout=t)):
+        with pytest.raises((TypeError, ValueError), match="timeout"):
             call(timeout)
     p.commit_transaction()
+
+
+def test_minus_one_means_the_default_wait_as_in_confluent_kafka() -> None:
+    c = _cluster()
+    p = _txn(c)
+    p.begin_transaction()
+    p.produce("t", value=b"a", partition=0)
+    assert p.flush(-1) == 0
+    p.commit_transaction(-1)
+    assert _read_committed(c) == [b"a"]
 
 
 def test_every_failed_send_error_is_a_named_kafka_error() -> None:

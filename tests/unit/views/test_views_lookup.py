@@ -70,22 +70,6 @@ def test_a_topic_name_that_is_not_a_str_is_a_type_error(value: object) -> None:
         lookup.check_new_topic(value, {})
 
 
-def test_check_int_refuses_bools_floats_and_values_below_the_minimum() -> None:
-    assert lookup.check_int(3, "n", minimum=0) == 3
-    for bad in (True, 1.0, "1", None):
-        with pytest.raises(TypeError, match="n must be an int"):
-            lookup.check_int(bad, "n")
-    with pytest.raises(ValueError, match="n must be >= 0, got -1"):
-        lookup.check_int(-1, "n", minimum=0)
-
-
-def test_check_str_refuses_other_types_and_the_empty_string() -> None:
-    with pytest.raises(TypeError, match="group id must be a str"):
-        lookup.check_str(7, "group id")
-    with pytest.raises(ValueError, match="group id must not be empty"):
-        lookup.check_str("", "group id")
-
-
 def test_cluster_lookups_name_what_exists() -> None:
     c = Cluster(seed=1, brokers=3)
     c.create_topic("t", partitions=2, replication_factor=2)
