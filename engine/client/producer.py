@@ -743,7 +743,6 @@ class Producer(ClientNode):
             ("n", n),
             ("error", None if err is None else type(err).__name__),
         )
-        self.on_batch_done(b, base_offset, err)
         if err is not None:
             self.on_send_error(err)
         if b.callbacks is not None:
@@ -763,9 +762,6 @@ class Producer(ClientNode):
                             timestamp=b.timestamps[i],
                         ),
                     )
-
-    def on_batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
-        """Learn a batch's outcome (the history recorder and the transactional layer use it)."""
 
     def _fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
         err = exception_for(code, message, topic=b.topic, partition=b.partition)

@@ -117,25 +117,12 @@ class TransactionalProducer(Producer):
         start = self.world.now_ms
         wait_ms(timeout, "init_transactions", default="max.block.ms")
         self._raise_if_fatal()
-        if self._resuming("init_transactions"):
-            self._resumable(
-                lambda: self._obtain_epoch(
-                    timeout,
-                    "init_transactions",
-                    InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
-                    resume=True,
-                )
-            )
-        else:
+        resume = self._resuming("init_transactions")
+        if not resume:
             self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
             self._pending_call = "init_transactions"
-            self._resumable(
-                lambda: self._obtain_epoch(
-                    timeout,
-                    "init_transactions",
-                    InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms),
-                )
-            )
+        request = InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms)
+        self._resumable(lambda: self._obtain_epoch(timeout, "init_transactions", request, resume=resume))
         self.world.trace.emit(
             self.name,
             "state",
