@@ -657,7 +657,7 @@ class Producer(ClientNode):
         elif code in (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID) and self.idempotent:
             self._fail_partition(q, b, code, message)
         elif code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
-            self._fatal(code, message)
+            self._epoch_rejected(q, b, code, message)
         elif code.retriable and b.attempts <= self.config.retries and self.world.now_ms < b.deadline_ms:
             self._retry(q, b, code)
         else:
@@ -762,6 +762,10 @@ class Producer(ClientNode):
                             timestamp=b.timestamps[i],
                         ),
                     )
+
+    def _epoch_rejected(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """The broker refused the batch's epoch: an idempotent producer cannot go on."""
+        self._fatal(code, message)
 
     def _fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
         err = exception_for(code, message, topic=b.topic, partition=b.partition)

@@ -119,7 +119,12 @@ class TransactionalProducer(Producer):
         self._raise_if_fatal()
         resume = self._resuming("init_transactions")
         if not resume:
-            self.txn.require(T.UNINITIALIZED, T.READY, action="init_transactions()")
+            if self.txn.state is not T.UNINITIALIZED:
+                msg = (
+                    f"init_transactions() was already called on this producer (it is {self.txn.state.name}); "
+                    f"call it once per producer: to fence an older instance, create a new producer"
+                )
+                raise IllegalStateError(msg)
             self._pending_call = "init_transactions"
         request = InitProducerIdRequest(self.transactional_id, self.config.transaction_timeout_ms)
         self._resumable(lambda: self._obtain_epoch(timeout, "init_transactions", request, resume=resume))
@@ -305,9 +310,20 @@ class TransactionalProducer(Producer):
         """A failed record makes the transaction abortable (TransactionManager.maybeTransitionToErrorState)."""
         if isinstance(err, TransactionAbortedException) or not self.weakenings.abort_on_failed_send:
             return
+        if self.txn.state in (T.IN_TRANSACTION, T.ABORTABLE_ERROR):
+            # Kafka bumps the epoch after the abort whenever a send failed outside commit/abort
+            # (TransactionManager.maybeTransitionToErrorState: canBumpEpoch() && !isCompleting()).
+            self._need_epoch_bump = True
         if self.txn.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION):
             self.last_error = err
             self.txn.transition_to(T.ABORTABLE_ERROR)
+
+    def _epoch_rejected(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """INVALID_PRODUCER_EPOCH on a produce is abortable (KIP-588); PRODUCER_FENCED stays fatal."""
+        if code is ErrorCode.INVALID_PRODUCER_EPOCH:
+            self._fail(q, b, code, message)
+            return
+        self._fatal(code, message)
 
     def _fatal(self, code: ErrorCode, message: str | None) -> None:
         if code in _FENCED:

@@ -1,17 +1,18 @@
 """The producer's transaction manager: the client-side state machine of KIP-98 / KIP-890.
 
-State table (Kafka's ``TransactionManager.State``)
--------------------------------------------------
+State table (Kafka's ``TransactionManager.State`` and ``isTransitionValid``)
+--------------------------------------------------------------------------
 =======================  ======================================================================
 state                    entered from
 =======================  ======================================================================
-UNINITIALIZED            (start)
-INITIALIZING             UNINITIALIZED, READY, ABORTING_TRANSACTION, ABORTABLE_ERROR (an epoch bump)
+UNINITIALIZED            (start); READY, ABORTABLE_ERROR in Kafka (an idempotent reset, unused)
+INITIALIZING             UNINITIALIZED (init_transactions, once), ABORTING_TRANSACTION (the
+                         epoch bump after an abort, KIP-360)
 READY                    INITIALIZING, COMMITTING_TRANSACTION, ABORTING_TRANSACTION
 IN_TRANSACTION           READY
 COMMITTING_TRANSACTION   IN_TRANSACTION
 ABORTING_TRANSACTION     IN_TRANSACTION, ABORTABLE_ERROR
-ABORTABLE_ERROR          IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR, ABORTING_TRANSACTION
+ABORTABLE_ERROR          IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR, INITIALIZING
 FATAL_ERROR              any state
 =======================  ======================================================================
 
@@ -19,7 +20,9 @@ Error classes: *retriable* errors are retried inside the call (NOT_COORDINATOR a
 COORDINATOR_NOT_AVAILABLE also look the coordinator up again); *abortable* errors move the
 transaction to ABORTABLE_ERROR and the application must call ``abort_transaction``; *fatal*
 errors (``ProducerFencedException``, ``OutOfOrderSequenceException``, an invalid epoch or
-producer-id mapping) move the producer to FATAL_ERROR: only ``close`` is left. The issue that
+producer-id mapping from the coordinator) move the producer to FATAL_ERROR: only ``close`` is
+left. ``INVALID_PRODUCER_EPOCH`` on a produce is abortable (Kafka 2.7+); the abort that follows is
+then refused as fenced. The issue that
 asked for this engine names OutOfOrderSequenceException fatal for transactional producers, as
 Kafka's producer javadoc does; newer Kafka clients treat it as abortable after KIP-360.
 """
@@ -47,15 +50,13 @@ class TxnClientState(enum.Enum):
 T = TxnClientState
 
 VALID_PREVIOUS: dict[TxnClientState, frozenset[TxnClientState]] = {
-    T.UNINITIALIZED: frozenset(),
-    T.INITIALIZING: frozenset({T.UNINITIALIZED, T.READY, T.ABORTING_TRANSACTION, T.ABORTABLE_ERROR}),
+    T.UNINITIALIZED: frozenset({T.READY, T.ABORTABLE_ERROR}),
+    T.INITIALIZING: frozenset({T.UNINITIALIZED, T.ABORTING_TRANSACTION}),
     T.READY: frozenset({T.INITIALIZING, T.COMMITTING_TRANSACTION, T.ABORTING_TRANSACTION}),
     T.IN_TRANSACTION: frozenset({T.READY}),
     T.COMMITTING_TRANSACTION: frozenset({T.IN_TRANSACTION}),
     T.ABORTING_TRANSACTION: frozenset({T.IN_TRANSACTION, T.ABORTABLE_ERROR}),
-    T.ABORTABLE_ERROR: frozenset(
-        {T.IN_TRANSACTION, T.COMMITTING_TRANSACTION, T.ABORTABLE_ERROR, T.ABORTING_TRANSACTION}
-    ),
+    T.ABORTABLE_ERROR: frozenset({T.IN_TRANSACTION, T.COMMITTING_TRANSACTION, T.ABORTABLE_ERROR, T.INITIALIZING}),
     T.FATAL_ERROR: frozenset(TxnClientState),
 }
 

@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING, Any
 from engine.broker.extension import BrokerExtension
 from engine.coordinator.markers import MarkerWriter
 from engine.coordinator.txn_log import TxnLogValue, records_of
-from engine.coordinator.txn_metadata import TransactionMetadata
+from engine.coordinator.txn_metadata import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TransactionMetadata,
+    is_epoch_exhausted,
+)
 from engine.coordinator.txn_state import MAX_PRODUCER_EPOCH, TransactionState
 from engine.coordinator_lookup import (
     CONSUMER_OFFSETS_TOPIC,
@@ -46,7 +51,7 @@ from engine.coordinator_lookup import (
     TRANSACTION_STATE_TOPIC,
     partition_for,
 )
-from engine.errors import ErrorCode
+from engine.errors import ErrorCode, ProducerFencedException
 from engine.log.records import RecordBatch
 from engine.protocol import (
     AddOffsetsToTxnRequest,
@@ -270,6 +275,10 @@ class TransactionCoordinator(BrokerExtension):
                     value.client_transaction_version,
                 )
             md.apply(value, offset)
+        for md in txns.values():
+            # Kafka does not write the last epoch to the log: a retried InitProducerId that spans
+            # a coordinator change is fenced (the rare case TransactionMetadata's comments accept).
+            md.last_producer_epoch = NO_PRODUCER_EPOCH
         self.txns[p] = txns
         self.loading.discard(p)
         self.broker.world.trace.emit(
@@ -359,6 +368,13 @@ class TransactionCoordinator(BrokerExtension):
                 ),
             )
             return
+        expected: tuple[int, int] | None = None
+        if (req.producer_id < 0) != (req.producer_epoch < 0):
+            text = "InitProducerId needs both producer id and epoch, or neither"
+            broker.respond(m, InitProducerIdResponse(ErrorCode.INVALID_REQUEST, error_message=text))
+            return
+        if req.producer_id >= 0:
+            expected = (req.producer_id, req.producer_epoch)
         txns = self.txns[self.partition_of(txn_id)]
         md = txns.get(txn_id)
         now = broker.world.now_ms
@@ -366,32 +382,64 @@ class TransactionCoordinator(BrokerExtension):
             md = txns[txn_id] = TransactionMetadata(
                 txn_id, broker.allocate_producer_id(), req.transaction_timeout_ms, now, self.version
             )
-        if md.pending_state is not None or md.state.is_prepare:
+        if md.pending_state is not None:
+            broker.respond(m, InitProducerIdResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return
+        if expected is not None and not self._init_may_use(md, expected):
+            text = (
+                f"producer id {expected[0]} epoch {expected[1]} of transactional.id {txn_id} was fenced: "
+                f"it now has producer id {md.producer_id} epoch {md.producer_epoch}"
+            )
+            broker.respond(m, InitProducerIdResponse(ErrorCode.PRODUCER_FENCED, error_message=text))
+            return
+        if md.state.is_prepare:
             broker.respond(m, InitProducerIdResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
         if md.state is S.ONGOING:
             # Zombie fencing: abort the open transaction with a bumped epoch, then let the new
-            # producer retry; by then the old epoch can no longer write anywhere.
+            # producer retry (CONCURRENT_TRANSACTIONS); the retry bumps the epoch once more, so
+            # the aborting epoch is never handed out.
             broker.world.trace.mark(broker.name, "coordinator: open transaction aborted to fence a new producer")
-            self._begin_end(md, committed=False, epoch=md.producer_epoch + 1, respond=None)
-            broker.respond(m, InitProducerIdResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
+            self._fence_and_abort(md, respond_init=m)
             return
-        if md.producer_epoch + 1 > MAX_PRODUCER_EPOCH:
-            pid, epoch = broker.allocate_producer_id(), 0
-            broker.world.trace.mark(broker.name, "coordinator: epoch exhausted, new producer id")
-        else:
-            pid, epoch = md.producer_id, md.producer_epoch + 1
-        value = md.prepare(
-            S.EMPTY, now, producer_id=pid, producer_epoch=epoch, txn_timeout_ms=req.transaction_timeout_ms
-        )
+        try:
+            if md.is_producer_epoch_exhausted and (expected is None or expected[1] == md.producer_epoch):
+                broker.world.trace.mark(broker.name, "coordinator: epoch exhausted, new producer id")
+                new_pid = broker.allocate_producer_id()
+                value = md.prepare_producer_id_rotation(
+                    new_pid, req.transaction_timeout_ms, now, record_last_epoch=expected is not None
+                )
+            else:
+                value = md.prepare_increment_producer_epoch(
+                    req.transaction_timeout_ms, None if expected is None else expected[1], now
+                )
+        except ProducerFencedException as exc:
+            broker.world.trace.mark(broker.name, "coordinator: InitProducerId from a fenced epoch refused")
+            broker.respond(m, InitProducerIdResponse(ErrorCode.PRODUCER_FENCED, error_message=exc.message))
+            return
 
         def written(ok: bool, _offset: int) -> None:
             if ok:
-                broker.respond(m, InitProducerIdResponse(ErrorCode.NONE, pid, epoch))
+                broker.respond(m, InitProducerIdResponse(ErrorCode.NONE, value.producer_id, value.producer_epoch))
             else:
                 broker.respond(m, InitProducerIdResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
 
         self._write(md, value, written)
+
+    @staticmethod
+    def _init_may_use(md: TransactionMetadata, expected: tuple[int, int]) -> bool:
+        """KIP-360: may an InitProducerId that names ``expected`` (producer id, epoch) go on?
+
+        Yes for a brand-new id (no epoch yet), for the current producer id (its epoch is checked
+        when it is bumped), and for the previous producer id with an exhausted epoch (a retry of
+        the call that moved the id to a new producer id). Anything else is fenced.
+        """
+        pid, epoch = expected
+        return (
+            md.producer_epoch == NO_PRODUCER_EPOCH
+            or pid == md.producer_id
+            or (pid == md.prev_producer_id and is_epoch_exhausted(epoch))
+        )
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn --------------------------------------------------
 
@@ -440,8 +488,7 @@ class TransactionCoordinator(BrokerExtension):
         if md.state not in (S.EMPTY, S.ONGOING, S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
             reply(ErrorCode.INVALID_TXN_STATE, f"{txn_id} is {md.state.display_name}")
             return
-        merged = tuple(sorted(set(md.partitions if md.state is S.ONGOING else ()) | set(tps)))
-        value = md.prepare(S.ONGOING, self.broker.world.now_ms, partitions=merged)
+        value = md.prepare_add_partitions(tps, self.broker.world.now_ms)
         self._write(
             md,
             value,
@@ -477,75 +524,168 @@ class TransactionCoordinator(BrokerExtension):
     def _on_end_txn(self, m: Message) -> None:
         req: EndTxnRequest = m.body
         broker = self.broker
-        md, code, text = self._check_producer(req.transactional_id, req.producer_id, req.producer_epoch)
-        v2 = self.version >= 2
-        if md is not None and code is ErrorCode.PRODUCER_FENCED and v2 and req.producer_epoch == md.producer_epoch - 1:
-            # A retry of an EndTxn that already bumped the epoch (v2): answer it, don't fence.
-            target = S.COMPLETE_COMMIT if req.committed else S.COMPLETE_ABORT
-            prepare = S.PREPARE_COMMIT if req.committed else S.PREPARE_ABORT
-            if md.state is target or md.pending_state is target:
-                broker.respond(m, EndTxnResponse(ErrorCode.NONE, md.producer_id, md.producer_epoch))
-                return
-            if md.state is prepare:
-                broker.respond(m, EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
-                return
+        code = self._owner_error(req.transactional_id)
         if code is not ErrorCode.NONE:
-            broker.respond(m, EndTxnResponse(code, error_message=text))
+            broker.respond(m, EndTxnResponse(code))
             return
-        assert md is not None
-        if md.pending_state is not None:
-            broker.respond(m, EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
+        md = self.txns[self.partition_of(req.transactional_id)].get(req.transactional_id)
+        if md is None:
+            text = f"transactional.id {req.transactional_id} has no producer id {req.producer_id}"
+            broker.respond(m, EndTxnResponse(ErrorCode.INVALID_PRODUCER_ID_MAPPING, error_message=text))
             return
-        state = md.state
-        want_complete = S.COMPLETE_COMMIT if req.committed else S.COMPLETE_ABORT
-        if state is S.ONGOING:
-            epoch = md.producer_epoch + 1 if v2 else md.producer_epoch
-            self._begin_end(md, committed=req.committed, epoch=epoch, respond=m)
-        elif state.is_prepare:
-            # The previous end is still writing its markers (or this is a retry of it): try again.
-            broker.respond(m, EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS))
-        elif state is want_complete and not v2:
-            broker.respond(m, EndTxnResponse(ErrorCode.NONE, md.producer_id, md.producer_epoch))
-        elif v2 and state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and not req.committed:
-            # v2 lets a client abort when it is unsure whether anything was added: nothing to mark.
-            self._begin_end(md, committed=False, epoch=md.producer_epoch + 1, respond=m, partitions=())
+        if self.version >= 2:
+            decision = self._end_decision_v2(md, req)
         else:
-            broker.respond(
-                m,
-                EndTxnResponse(
-                    ErrorCode.INVALID_TXN_STATE,
-                    error_message=(
-                        f"cannot {'commit' if req.committed else 'abort'} {req.transactional_id}: "
-                        f"it is {state.display_name}"
-                    ),
-                ),
-            )
+            decision = self._end_decision_v1(md, req)
+        if isinstance(decision, EndTxnResponse):
+            broker.respond(m, decision)
+            return
+        self._begin_end(md, decision, respond=m)
+
+    def _fenced_text(self, md: TransactionMetadata, req: EndTxnRequest) -> str:
+        return (
+            f"There is a newer producer with the same transactionalId which fences the current one: "
+            f"transactional.id={md.transactional_id} producerId={req.producer_id} epoch={req.producer_epoch} "
+            f"(current epoch {md.producer_epoch})"
+        )
+
+    def _invalid_state(self, md: TransactionMetadata, req: EndTxnRequest) -> EndTxnResponse:
+        text = f"cannot {'commit' if req.committed else 'abort'} {md.transactional_id}: it is {md.state.display_name}"
+        return EndTxnResponse(ErrorCode.INVALID_TXN_STATE, error_message=text)
+
+    def _end_decision_v1(self, md: TransactionMetadata, req: EndTxnRequest) -> TxnLogValue | EndTxnResponse:
+        """EndTxn under transaction version 1: the client's epoch must be the current one.
+
+        ==============  ========================  ========================
+        state           commit                    abort
+        ==============  ========================  ========================
+        Ongoing         PREPARE_COMMIT            PREPARE_ABORT
+        PrepareCommit   CONCURRENT_TRANSACTIONS   INVALID_TXN_STATE
+        PrepareAbort    INVALID_TXN_STATE         CONCURRENT_TRANSACTIONS
+        CompleteCommit  NONE (a retry)            INVALID_TXN_STATE
+        CompleteAbort   INVALID_TXN_STATE         NONE (a retry)
+        Empty           INVALID_TXN_STATE         INVALID_TXN_STATE
+        ==============  ========================  ========================
+        """
+        if md.producer_id != req.producer_id:
+            text = f"transactional.id {md.transactional_id} has no producer id {req.producer_id}"
+            return EndTxnResponse(ErrorCode.INVALID_PRODUCER_ID_MAPPING, error_message=text)
+        stale = req.producer_epoch < md.producer_epoch and not self.weak.fence_epochs  # mutant M6 lets it pass
+        if req.producer_epoch != md.producer_epoch and not stale:
+            return EndTxnResponse(ErrorCode.PRODUCER_FENCED, error_message=self._fenced_text(md, req))
+        if md.pending_state is not None:
+            return EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS)
+        state, commit = md.state, req.committed
+        if state is S.ONGOING:
+            target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            return md.prepare_abort_or_commit(target, 1, self.broker.world.now_ms)
+        if (state, commit) in ((S.COMPLETE_COMMIT, True), (S.COMPLETE_ABORT, False)):
+            return EndTxnResponse(ErrorCode.NONE, md.producer_id, md.producer_epoch)
+        if (state, commit) in ((S.PREPARE_COMMIT, True), (S.PREPARE_ABORT, False)):
+            return EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return self._invalid_state(md, req)
+
+    def _end_decision_v2(self, md: TransactionMetadata, req: EndTxnRequest) -> TxnLogValue | EndTxnResponse:
+        """EndTxn under transaction version 2 (KIP-890): every end bumps the epoch.
+
+        A *retry* carries the epoch before the bump (or, when the bump moved the id to a new
+        producer id, the previous producer id at epoch ``Short.MAX_VALUE - 1``); a *current* call
+        carries the stored epoch. Kafka's table, for the states a current or retried call meets:
+
+        ==============  =================  ================  =================  ================
+        state           abort, retry       abort, current    commit, retry      commit, current
+        ==============  =================  ================  =================  ================
+        Ongoing         PRODUCER_FENCED    PREPARE_ABORT     PRODUCER_FENCED    PREPARE_COMMIT
+        PrepareCommit   INVALID_TXN_STATE  PRODUCER_FENCED   CONCURRENT_TXNS    PRODUCER_FENCED
+        PrepareAbort    CONCURRENT_TXNS    PRODUCER_FENCED   INVALID_TXN_STATE  PRODUCER_FENCED
+        Empty           PRODUCER_FENCED    PREPARE_ABORT     PRODUCER_FENCED    INVALID_TXN_STATE
+        CompleteAbort   NONE               PREPARE_ABORT     INVALID_TXN_STATE  INVALID_TXN_STATE
+        CompleteCommit  INVALID_TXN_STATE  PREPARE_ABORT     NONE               INVALID_TXN_STATE
+        ==============  =================  ================  =================  ================
+
+        An abort from Empty or Complete* marks nothing: a client may abort without knowing
+        whether anything was added (apache/kafka#19568).
+        """
+        epoch = req.producer_epoch
+        if not self.weak.fence_epochs and epoch < md.producer_epoch:
+            epoch = md.producer_epoch  # mutant M6: an older epoch passes as the current one
+        retry_on_overflow = (
+            md.prev_producer_id == req.producer_id and epoch == MAX_PRODUCER_EPOCH - 1 and md.producer_epoch == 0
+        )
+        retry_on_bump = md.producer_epoch == epoch + 1
+        state = md.state
+        if state in (S.ONGOING, S.EMPTY, S.DEAD, S.PREPARE_EPOCH_FENCE):
+            valid = epoch == md.producer_epoch
+        elif state.is_prepare:
+            valid = retry_on_bump
+        else:
+            valid = retry_on_bump or retry_on_overflow or epoch == md.producer_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+        if md.producer_id != req.producer_id and not retry_on_overflow:
+            text = f"transactional.id {md.transactional_id} has no producer id {req.producer_id}"
+            return EndTxnResponse(ErrorCode.INVALID_PRODUCER_ID_MAPPING, error_message=text)
+        if not valid:
+            return EndTxnResponse(ErrorCode.PRODUCER_FENCED, error_message=self._fenced_text(md, req))
+        if md.pending_state is not None:
+            return EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS)
+        commit, now = req.committed, self.broker.world.now_ms
+        if state is S.ONGOING:
+            target = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            next_pid = self.broker.allocate_producer_id() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+            if next_pid != NO_PRODUCER_ID:
+                self.broker.world.trace.mark(self.broker.name, "coordinator: epoch exhausted at EndTxn, new id")
+            return md.prepare_abort_or_commit(target, 2, now, next_producer_id=next_pid)
+        if state.is_complete or state is S.EMPTY:
+            done = (state, commit) in ((S.COMPLETE_COMMIT, True), (S.COMPLETE_ABORT, False))
+            if is_retry and done:
+                return EndTxnResponse(ErrorCode.NONE, md.producer_id, md.producer_epoch)
+            if not is_retry and not commit:
+                next_pid = self.broker.allocate_producer_id() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+                return md.prepare_abort_or_commit(
+                    S.PREPARE_ABORT, 2, now, next_producer_id=next_pid, no_partition_added=True
+                )
+            return self._invalid_state(md, req)
+        if (state, commit) in ((S.PREPARE_COMMIT, True), (S.PREPARE_ABORT, False)):
+            return EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return self._invalid_state(md, req)
+
+    def _fence_and_abort(self, md: TransactionMetadata, *, respond_init: Message | None, bump: bool = True) -> None:
+        """Abort the open transaction with a bumped epoch; answer a waiting InitProducerId once written."""
+        broker = self.broker
+        value = md.prepare_fence_and_abort(self.version, broker.world.now_ms, bump=bump)
+        if respond_init is None:
+            self._begin_end(md, value, respond=None)
+            return
+
+        def answered(resp: EndTxnResponse) -> None:
+            code = ErrorCode.CONCURRENT_TRANSACTIONS if resp.error is ErrorCode.NONE else resp.error
+            broker.respond(respond_init, InitProducerIdResponse(code))
+
+        self._begin_end(md, value, respond=None, answer=answered)
 
     def _begin_end(
         self,
         md: TransactionMetadata,
+        value: TxnLogValue,
         *,
-        committed: bool,
-        epoch: int,
         respond: Message | None,
-        partitions: tuple[tuple[str, int], ...] | None = None,
+        answer: Callable[[EndTxnResponse], None] | None = None,
     ) -> None:
+        """Write a staged PREPARE_COMMIT / PREPARE_ABORT, answer, then send the markers."""
         broker = self.broker
-        if epoch > MAX_PRODUCER_EPOCH:
-            epoch = md.producer_epoch
-        value = md.prepare(
-            S.PREPARE_COMMIT if committed else S.PREPARE_ABORT,
-            broker.world.now_ms,
-            producer_epoch=epoch,
-            partitions=partitions,
-        )
 
         def written(ok: bool, _offset: int) -> None:
-            if respond is not None:
-                if ok:
-                    broker.respond(respond, EndTxnResponse(ErrorCode.NONE, value.producer_id, value.producer_epoch))
+            if ok:
+                if value.next_producer_id != NO_PRODUCER_ID:
+                    resp = EndTxnResponse(ErrorCode.NONE, value.next_producer_id, 0)
                 else:
-                    broker.respond(respond, EndTxnResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                    resp = EndTxnResponse(ErrorCode.NONE, value.producer_id, value.producer_epoch)
+            else:
+                resp = EndTxnResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if respond is not None:
+                broker.respond(respond, resp)
+            if answer is not None:
+                answer(resp)
             if ok:
                 if broker.world.sites.fire("coordinator.crash_after_prepare_logged", broker.name):
                     # Crash before any marker leaves (scheduled: a node cannot die inside its own handler).
@@ -633,7 +773,7 @@ class TransactionCoordinator(BrokerExtension):
         target = S.COMPLETE_COMMIT if value.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
         if md.pending_state is not None or md.state is not value.state:
             return
-        done = md.prepare(target, self.broker.world.now_ms, partitions=())  # Kafka's prepareComplete clears them
+        done = md.prepare_complete(self.broker.world.now_ms)
 
         def written(ok: bool, _offset: int) -> None:
             if not ok:
@@ -666,8 +806,7 @@ class TransactionCoordinator(BrokerExtension):
                 md = txns[txn_id]
                 if md.state is S.ONGOING and md.pending_state is None and now - md.txn_start_ms > md.txn_timeout_ms:
                     broker.world.trace.mark(broker.name, "coordinator: timed-out transaction aborted")
-                    epoch = md.producer_epoch + 1 if self.bump_epoch_on_timeout else md.producer_epoch
-                    self._begin_end(md, committed=False, epoch=epoch, respond=None)
+                    self._fence_and_abort(md, respond_init=None, bump=self.bump_epoch_on_timeout)
         broker.set_timer(broker.config.transaction_abort_timed_out_transaction_cleanup_interval_ms, self._expire_tick)
 
     # -- views --------------------------------------------------------------------------------

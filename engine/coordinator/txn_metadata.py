@@ -16,8 +16,18 @@ Kafka's ``prepareTransitionTo`` / ``completeTransitionTo``):
 from __future__ import annotations
 
 from engine.coordinator.txn_log import TxnLogValue
-from engine.coordinator.txn_state import VALID_PREVIOUS_STATES, TransactionState
-from engine.errors import IllegalStateError
+from engine.coordinator.txn_state import MAX_PRODUCER_EPOCH, VALID_PREVIOUS_STATES, TransactionState
+from engine.errors import IllegalStateError, ProducerFencedException
+
+S = TransactionState
+#: Kafka's RecordBatch.NO_PRODUCER_ID and NO_PRODUCER_EPOCH.
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Return True for ``Short.MAX_VALUE - 1`` and above: a client may never be given the last epoch."""
+    return epoch >= MAX_PRODUCER_EPOCH - 1
 
 
 class TransactionMetadata:
@@ -62,48 +72,174 @@ class TransactionMetadata:
             self.client_transaction_version,
         )
 
-    def prepare(
+    # -- the transitions Kafka's coordinator asks for (TransactionMetadata.prepare*) ------------
+
+    def prepare_increment_producer_epoch(
+        self, txn_timeout_ms: int, expected_epoch: int | None, now_ms: int
+    ) -> TxnLogValue:
+        """InitProducerId on a known id: EMPTY with the epoch bumped, or the same answer for a retry.
+
+        ``expected_epoch`` is the epoch the client sent (KIP-360), ``None`` for a new instance.
+        The client's current epoch is bumped (``last_producer_epoch`` remembers it, so a retry of
+        this call gets the same result); the epoch before that (``last_producer_epoch``) means
+        the client is retrying a call that succeeded; any other epoch is fenced.
+        """
+        bumped = self.producer_epoch + 1
+        if expected_epoch is None:
+            epoch, last = bumped, NO_PRODUCER_EPOCH
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
+            epoch, last = bumped, self.producer_epoch
+        elif expected_epoch == self.last_producer_epoch:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        else:
+            msg = (
+                f"transactional.id {self.transactional_id}: epoch {expected_epoch} is neither the current epoch "
+                f"{self.producer_epoch} nor the last one {self.last_producer_epoch}"
+            )
+            raise ProducerFencedException(msg, transactional_id=self.transactional_id)
+        if epoch > MAX_PRODUCER_EPOCH - 1 and epoch != self.producer_epoch:
+            msg = f"{self.transactional_id}: cannot allocate any more epochs for producer id {self.producer_id}"
+            raise IllegalStateError(msg)
+        return self._stage(
+            S.EMPTY,
+            now_ms,
+            producer_epoch=epoch,
+            last_producer_epoch=last,
+            txn_timeout_ms=txn_timeout_ms,
+            partitions=(),
+            txn_start_ms=-1,
+        )
+
+    def prepare_producer_id_rotation(
+        self, new_producer_id: int, txn_timeout_ms: int, now_ms: int, *, record_last_epoch: bool
+    ) -> TxnLogValue:
+        """InitProducerId once the epoch is exhausted: a new producer id at epoch 0."""
+        if self.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            msg = f"{self.transactional_id}: cannot rotate producer ids while a transaction is {self.state.name}"
+            raise IllegalStateError(msg)
+        return self._stage(
+            S.EMPTY,
+            now_ms,
+            producer_id=new_producer_id,
+            producer_epoch=0,
+            last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
+            txn_timeout_ms=txn_timeout_ms,
+            partitions=(),
+            txn_start_ms=-1,
+        )
+
+    def prepare_add_partitions(self, partitions: tuple[tuple[str, int], ...], now_ms: int) -> TxnLogValue:
+        """AddPartitionsToTxn: ONGOING with the partitions merged; a new transaction starts now."""
+        ongoing = self.state is S.ONGOING
+        merged = tuple(sorted(set(self.partitions if ongoing else ()) | set(partitions)))
+        return self._stage(S.ONGOING, now_ms, partitions=merged, txn_start_ms=self.txn_start_ms if ongoing else now_ms)
+
+    def prepare_fence_and_abort(self, transaction_version: int, now_ms: int, *, bump: bool = True) -> TxnLogValue:
+        """Abort the open transaction with a bumped epoch (InitProducerId of a new instance, or a timeout).
+
+        Kafka writes nothing for PREPARE_EPOCH_FENCE: it bumps the epoch in memory and goes on to
+        PREPARE_ABORT, which under transaction version 2 bumps once more (the markers carry
+        epoch + 2); ``last_producer_epoch`` is -1 (version 1) or the fencing epoch (version 2), so
+        the fenced instance's epoch is never taken for a retry. ``bump=False`` is mutant M14.
+        """
+        if self.producer_epoch >= MAX_PRODUCER_EPOCH:
+            msg = f"{self.transactional_id}: cannot fence producer epoch {self.producer_epoch}, it would overflow"
+            raise IllegalStateError(msg)
+        if not bump:
+            return self._stage(S.PREPARE_ABORT, now_ms)
+        fence = self.producer_epoch + 1
+        if transaction_version >= 2:
+            epoch, last = (fence if fence == MAX_PRODUCER_EPOCH else fence + 1), fence
+        else:
+            epoch, last = fence, NO_PRODUCER_EPOCH
+        return self._stage(S.PREPARE_ABORT, now_ms, producer_epoch=epoch, last_producer_epoch=last)
+
+    def prepare_abort_or_commit(
+        self,
+        target: TransactionState,
+        transaction_version: int,
+        now_ms: int,
+        *,
+        next_producer_id: int = NO_PRODUCER_ID,
+        no_partition_added: bool = False,
+    ) -> TxnLogValue:
+        """EndTxn: PREPARE_COMMIT or PREPARE_ABORT; version 2 bumps the epoch (KIP-890).
+
+        ``next_producer_id`` is the id the transactional id moves to when the bump reaches the
+        last epoch (version 2). A version-2 abort with nothing added (``no_partition_added``)
+        starts its transaction now, as Kafka records it.
+        """
+        if transaction_version >= 2:
+            overflow = self.producer_epoch >= MAX_PRODUCER_EPOCH and target is S.PREPARE_ABORT
+            epoch, last = (self.producer_epoch if overflow else self.producer_epoch + 1), self.producer_epoch
+        else:
+            epoch, last = self.producer_epoch, self.last_producer_epoch
+        return self._stage(
+            target,
+            now_ms,
+            producer_epoch=epoch,
+            last_producer_epoch=last,
+            next_producer_id=next_producer_id,
+            partitions=() if no_partition_added else self.partitions,
+            txn_start_ms=now_ms if no_partition_added else self.txn_start_ms,
+        )
+
+    def prepare_complete(self, now_ms: int) -> TxnLogValue:
+        """After the markers: COMPLETE_COMMIT or COMPLETE_ABORT, on the next producer id if one was chosen."""
+        target = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if self.client_transaction_version >= 2 and self.next_producer_id != NO_PRODUCER_ID:
+            pid, epoch = self.next_producer_id, 0
+        else:
+            pid, epoch = self.producer_id, self.producer_epoch
+        return self._stage(target, now_ms, producer_id=pid, producer_epoch=epoch, partitions=())
+
+    def _stage(
         self,
         target: TransactionState,
         now_ms: int,
         *,
         producer_id: int | None = None,
         producer_epoch: int | None = None,
+        last_producer_epoch: int | None = None,
+        next_producer_id: int = NO_PRODUCER_ID,
         partitions: tuple[tuple[str, int], ...] | None = None,
         txn_timeout_ms: int | None = None,
+        txn_start_ms: int | None = None,
     ) -> TxnLogValue:
-        """Check and stage a transition; return the value to write (nothing applied yet)."""
+        """Check a transition against the state table and stage it; return the value to write.
+
+        As in Kafka's ``prepareTransitionTo``, the previous producer id of every transition is the
+        producer id it starts from, and nothing is applied until :meth:`complete`.
+        """
         if self.pending_state is not None:
             msg = f"{self.transactional_id}: transition to {target.name} while {self.pending_state.name} is pending"
             raise IllegalStateError(msg)
         if self.state not in VALID_PREVIOUS_STATES[target]:
             msg = f"{self.transactional_id}: cannot go from {self.state.name} to {target.name}"
             raise IllegalStateError(msg)
-        new_pid = self.producer_id if producer_id is None else producer_id
-        new_epoch = self.producer_epoch if producer_epoch is None else producer_epoch
-        if target is TransactionState.ONGOING:
-            start = now_ms if self.state is not TransactionState.ONGOING else self.txn_start_ms
-        elif target in (TransactionState.EMPTY,):
-            start = -1
-        else:
-            start = self.txn_start_ms
-        if partitions is None:
-            partitions = () if target is TransactionState.EMPTY else self.partitions
         value = TxnLogValue(
-            producer_id=new_pid,
-            prev_producer_id=self.producer_id if new_pid != self.producer_id else self.prev_producer_id,
-            next_producer_id=-1,
-            producer_epoch=new_epoch,
-            last_producer_epoch=self.producer_epoch if new_epoch != self.producer_epoch else self.last_producer_epoch,
+            producer_id=self.producer_id if producer_id is None else producer_id,
+            prev_producer_id=self.producer_id,
+            next_producer_id=next_producer_id,
+            producer_epoch=self.producer_epoch if producer_epoch is None else producer_epoch,
+            last_producer_epoch=self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
             txn_timeout_ms=self.txn_timeout_ms if txn_timeout_ms is None else txn_timeout_ms,
             state=target,
-            partitions=tuple(sorted(partitions)),
-            txn_start_ms=start,
+            partitions=tuple(sorted(self.partitions if partitions is None else partitions)),
+            txn_start_ms=self.txn_start_ms if txn_start_ms is None else txn_start_ms,
             txn_last_update_ms=now_ms,
             client_transaction_version=self.client_transaction_version,
         )
+        if value.producer_id < 0 or value.producer_epoch < 0:
+            msg = f"{self.transactional_id}: illegal producer id {value.producer_id} or epoch {value.producer_epoch}"
+            raise IllegalStateError(msg)
         self.pending_state = target
         return value
+
+    @property
+    def is_producer_epoch_exhausted(self) -> bool:
+        """Return True once the epoch is ``Short.MAX_VALUE - 1``: the last one is kept for fencing."""
+        return is_epoch_exhausted(self.producer_epoch)
 
     def complete(self, value: TxnLogValue, offset: int) -> None:
         """Apply a written transition after re-validating it."""

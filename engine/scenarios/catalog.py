@@ -130,8 +130,10 @@ def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
     t = rng.randint(200, 600)
     for n in range(1, 7):
         entries.append(FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1))
-        entries.append(FaultEntry.of(t + rng.randint(1_600, 1_900), "release", rule=n))
-        t += rng.randint(1_950, 2_200)
+        # the hold starts after 0-3 other EndTxns; released ~1.8-2.1 s after the rule, it has
+        # usually outlived request.timeout.ms (1.5 s), so the client's retry ended the txn first
+        entries.append(FaultEntry.of(t + rng.randint(1_800, 2_100), "release", rule=n))
+        t += rng.randint(2_150, 2_400)
     return FaultPlan(tuple(entries))
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine import Cluster
-from engine.errors import ProducerFencedException
+from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from tests.scenarios.conftest import log_values
 
 
@@ -50,8 +50,12 @@ def test_second_producer_with_the_same_transactional_id_fences_the_first_and_its
     assert new.producer_id == old.producer_id
     assert new.producer_epoch > old.producer_epoch
     old.produce("t", value=b"after-fence", partition=1)
-    with pytest.raises(ProducerFencedException) as exc:
+    # The partition refuses the old epoch (INVALID_PRODUCER_EPOCH): abortable, as in Kafka 2.7+ ...
+    with pytest.raises(InvalidProducerEpochException, match="call abort_transaction"):
         old.commit_transaction()
+    # ... and the abort is then refused by the coordinator as fenced.
+    with pytest.raises(ProducerFencedException) as exc:
+        old.abort_transaction()
     text = str(exc.value)
     assert "transactional.id=tx" in text
     assert f"producerId={old.producer_id}" in text
