@@ -28,6 +28,9 @@ field                              mutant  guarantee it removes when weakened
 ``abort_on_failed_send``           M17     (client) a record that fails for good makes its
                                            transaction abortable, so commit cannot succeed
                                            without it
+``check_init_producer_epoch``      M18     InitProducerId that names a producer id and epoch
+                                           (KIP-360) is refused as fenced unless they are the
+                                           current ones (or a retry of the last call)
 ``reject_unknown_producer_sequence``  -    a producer the broker does not know gets
                                            UNKNOWN_PRODUCER_ID for a non-zero sequence (the
                                            pre-KIP-360 broker rule); off: any sequence is taken
@@ -53,6 +56,7 @@ class Weakenings:
     fence_stale_generation: bool = True
     followers_track_producer_state: bool = True
     abort_on_failed_send: bool = True
+    check_init_producer_epoch: bool = True
     reject_unknown_producer_sequence: bool = True
 
     @property

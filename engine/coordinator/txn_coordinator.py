@@ -373,7 +373,7 @@ class TransactionCoordinator(BrokerExtension):
             text = "InitProducerId needs both producer id and epoch, or neither"
             broker.respond(m, InitProducerIdResponse(ErrorCode.INVALID_REQUEST, error_message=text))
             return
-        if req.producer_id >= 0:
+        if req.producer_id >= 0 and self.weak.check_init_producer_epoch:  # else mutant M18: ignore them
             expected = (req.producer_id, req.producer_epoch)
         txns = self.txns[self.partition_of(txn_id)]
         md = txns.get(txn_id)
