@@ -174,6 +174,10 @@ class Replica:
     def append_as_leader(self, batch: RecordBatch, origin: AppendOrigin) -> tuple[int, bool, CompletedTxn | None]:
         """Validate and append a batch; return ``(base_offset, was_duplicate, completed_txn)``.
 
+        ``completed_txn`` is None for data and for a marker of an empty transaction (no data of
+        its producer since the previous marker): such a marker is appended and fences like any
+        other, but completes nothing and adds no aborted-index entry (as in Kafka).
+
         Raises :class:`LogValidationError` with the code to answer; the log and producer state
         are then unchanged.
         """

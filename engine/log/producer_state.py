@@ -24,6 +24,13 @@ order, so the first undecided offset is the first key. ``unreplicated_txns`` hol
 already decided but whose marker is not yet below the high watermark; together they give the
 first *unstable* offset, which bounds the last stable offset (LSO).
 
+A marker ends a transaction only when its producer has one open (data since its previous
+marker). A marker without such data -- a retried or fencing ABORT, a COMMIT of a transaction
+that wrote nothing here -- is an *empty* transaction: as in Kafka's
+``ProducerAppendInfo.appendEndTxnMarker`` it still updates the producer's epoch, coordinator
+epoch and timestamp, but yields no :class:`CompletedTxn`, so it never holds back the LSO and
+never enters the aborted-transaction index.
+
 Simplified: no producer-id expiry (``producer.id.expiration.ms``); sequences do not wrap.
 """
 
@@ -266,8 +273,14 @@ class ProducerAppendInfo:
             entry.current_txn_first_offset = first_offset
             self.started_txn_offsets.append(first_offset)
 
-    def append_end_txn_marker(self, batch: RecordBatch, offset: int) -> CompletedTxn:
-        """Validate and stage an end-transaction marker at ``offset``; return the ended txn."""
+    def append_end_txn_marker(self, batch: RecordBatch, offset: int) -> CompletedTxn | None:
+        """Validate and stage an end-transaction marker at ``offset``; return the txn it ends.
+
+        Returns None when the producer has no transaction open here (an empty transaction):
+        the marker still moves the producer's epochs, but there is nothing to complete, so it
+        neither affects the LSO nor gets an aborted-index entry (Kafka's ``appendEndTxnMarker``
+        emits a ``CompletedTxn`` only when ``currentTxnFirstOffset`` is present).
+        """
         entry = self.updated
         if self.origin is not AppendOrigin.REPLICATION:
             self._check_epoch(batch.producer_epoch, offset)
@@ -277,8 +290,8 @@ class ProducerAppendInfo:
                     f"Marker for producer {self.producer_id} in {self.topic_partition} has coordinator epoch "
                     f"{batch.coordinator_epoch}, older than the last seen {entry.coordinator_epoch}",
                 )
-        first = entry.current_txn_first_offset if entry.current_txn_first_offset is not None else offset
-        done = CompletedTxn(self.producer_id, first, offset, batch.control_type == ABORT)
+        first = entry.current_txn_first_offset
+        done = CompletedTxn(self.producer_id, first, offset, batch.control_type == ABORT) if first is not None else None
         if batch.producer_epoch != entry.producer_epoch:
             # A marker written with a bumped epoch (transaction version 2) moves the producer
             # to the new epoch: the window of the old epoch no longer applies.
@@ -287,7 +300,8 @@ class ProducerAppendInfo:
         entry.coordinator_epoch = batch.coordinator_epoch
         entry.current_txn_first_offset = None
         entry.last_timestamp = batch.create_time
-        self.completed_txns.append(done)
+        if done is not None:
+            self.completed_txns.append(done)
         return done
 
 
@@ -381,7 +395,11 @@ class ProducerStateManager:
             self.ongoing_txns[first_offset] = info.producer_id
 
     def complete_txn(self, txn: CompletedTxn, high_watermark: int) -> None:
-        """Take a decided transaction off the open list; keep it as unstable above the HW."""
+        """Take a decided transaction off the open list; keep it as unstable above the HW.
+
+        Only non-empty transactions get here: a marker with no open transaction returns no
+        :class:`CompletedTxn` from :meth:`ProducerAppendInfo.append_end_txn_marker`.
+        """
         self.ongoing_txns.pop(txn.first_offset, None)
         if txn.last_offset >= high_watermark:
             self.unreplicated_txns[txn.first_offset] = txn
@@ -464,7 +482,10 @@ class ProducerStateManager:
             self.apply_replicated(b, high_watermark)
 
     def apply_replicated(self, batch: RecordBatch, high_watermark: int) -> CompletedTxn | None:
-        """Do the bookkeeping for one batch copied from the leader or read from the log."""
+        """Do the bookkeeping for one batch copied from the leader or read from the log.
+
+        Returns the transaction a marker ended, or None (a data batch, or an empty transaction).
+        """
         self.last_map_offset = batch.next_offset
         if batch.producer_id < 0:
             return None
@@ -476,7 +497,8 @@ class ProducerStateManager:
         if batch.is_control:
             done = info.append_end_txn_marker(batch, batch.base_offset)
             self.update(info)
-            self.complete_txn(done, high_watermark)
+            if done is not None:
+                self.complete_txn(done, high_watermark)
             return done
         info.append_data_batch(batch, batch.base_offset)
         self.update(info)

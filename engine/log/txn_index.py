@@ -1,13 +1,15 @@
 """The aborted-transaction index of one partition replica (Kafka's ``.txnindex``).
 
-Every ABORT marker appended to the partition adds one entry: the producer id, the first and
-last offsets of the aborted transaction, and the LSO when the marker was written. A
-read_committed fetch returns the entries that overlap the fetched range, and the consumer
-drops the batches of those producers inside those ranges (KIP-98).
+Every ABORT marker that ends a non-empty transaction adds one entry: the producer id, the
+first and last offsets of the aborted transaction, and the LSO when the marker was written. A
+marker whose producer has no transaction open in the partition (an empty transaction, such as
+a retried or fencing ABORT) adds nothing, as in Kafka, where ``appendEndTxnMarker`` completes no
+transaction for it. A read_committed fetch returns the entries that overlap the fetched range,
+and the consumer drops the batches of those producers inside those ranges (KIP-98).
 
-Invariant (L9): the entries are exactly the transactions that have an ABORT marker in the
-partition, in marker order. The index is durable (it lives on the node's disk) and is cut
-back with the log on truncation.
+Invariant (L9): the entries are exactly the non-empty aborted transactions of the partition
+(transactional data ended by an ABORT marker), in marker order. The index is durable (it lives
+on the node's disk) and is cut back with the log on truncation.
 """
 
 from __future__ import annotations

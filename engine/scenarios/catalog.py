@@ -12,7 +12,14 @@ import random
 from typing import TYPE_CHECKING
 
 from engine.scenarios.harness import Spec, TopicSpec
-from engine.scenarios.workloads import BAD_SEND_MAX_REQUEST_SIZE, Aggregator, Copier, IdempotentSends, Transactions
+from engine.scenarios.workloads import (
+    BAD_SEND_MAX_REQUEST_SIZE,
+    Aggregator,
+    Copier,
+    IdempotentSends,
+    Transactions,
+    ZombieAbortRace,
+)
 from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
 
 if TYPE_CHECKING:
@@ -273,6 +280,18 @@ SPECS: tuple[Spec, ...] = (
         None,
         broker_config=FAST_FAILOVER,
         catches=(("M6", "lost-write"),),
+    ),
+    Spec(
+        "transactions: zombie abort race",
+        "a fenced instance's abort bumps its epoch while a new instance starts (KIP-360)",
+        ZombieAbortRace(
+            txns_per_process=15,
+            abort_p=0.1,
+            producer_config=(("max.request.size", BAD_SEND_MAX_REQUEST_SIZE),),
+        ),
+        None,  # the workload holds the racing request itself
+        broker_config=FAST_FAILOVER,
+        catches=(("M18", "zombie-commit"),),
     ),
     Spec(
         "transactions: delayed EndTxn",

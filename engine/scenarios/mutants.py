@@ -1,4 +1,4 @@
-"""The weakened configurations (M1–M17) of eos-checking.md §5.1, each an explicit option.
+"""The weakened configurations (M1–M18) of eos-checking.md §5.1, each an explicit option.
 
 A mutant combines engine :class:`~engine.weakenings.Weakenings`, Kafka-named broker, producer or
 consumer config, and workload flags. ``eos run NAME --mutant M10`` runs a scenario with one; the
@@ -116,12 +116,18 @@ MUTANTS: dict[str, Mutant] = {
             "a transaction commits only if every one of its sends was written",
             weakenings=Weakenings(abort_on_failed_send=False),
         ),
+        Mutant(
+            "M18",
+            "InitProducerId ignores the producer id and epoch it names (pre-KIP-360)",
+            "a fenced instance cannot win its epoch back through the abort path's epoch bump",
+            weakenings=Weakenings(check_init_producer_epoch=False),
+        ),
     )
 }
 
 
 def get_mutant(name: str) -> Mutant:
-    """Return a mutant by id (``M1`` … ``M17``), or raise KeyError naming the valid ids."""
+    """Return a mutant by id (``M1`` … ``M18``), or raise KeyError naming the valid ids."""
     m = MUTANTS.get(name.upper())
     if m is None:
         msg = f"no mutant {name!r}; use one of {', '.join(MUTANTS)}"
