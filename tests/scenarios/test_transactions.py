@@ -220,3 +220,31 @@ def test_epoch_exhaustion_gives_the_transactional_id_a_new_producer_id() -> None
     second.commit_transaction()
     c.run_for(500)
     assert _read(c, "read_committed", [0]) == [b"after-exhaustion"]
+
+
+def test_zombie_abort_race_the_late_epoch_bump_of_a_fenced_instance_is_refused() -> None:
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import run_spec
+
+    r = run_spec(BY_NAME["transactions: zombie abort race"], 1)
+    assert r.ok, r.findings
+    assert r.cluster.world.trace.marks["coordinator: InitProducerId from a fenced epoch refused"] >= 1
+    first, second = r.extra["instances"][:2]
+    assert (first.name, second.name) == ("producer-1", "producer-2")
+    assert second.producer_id == first.producer_id
+    # the zombie's race transaction ended in a fenced abort, and it committed nothing afterwards
+    first_ops = [op for op in r.extra["instance_ops"] if op[0] == first.name]
+    assert all(invoke_ms < second.init_ms for _name, invoke_ms, _outcome, _index in first_ops)
+    # the rightful instance went on committing
+    assert any(op[0] == second.name and op[2] == "ok" for op in r.extra["instance_ops"])
+
+
+def test_zombie_abort_race_with_mutant_m18_the_zombie_commits_and_the_judge_says_so() -> None:
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import run_spec
+    from engine.scenarios.mutants import MUTANTS
+
+    r = run_spec(BY_NAME["transactions: zombie abort race"], 1, mutant=MUTANTS["M18"])
+    kinds = {f.split(":")[0] for f in r.findings}
+    assert "zombie-commit" in kinds
+    assert "coordinator: InitProducerId from a fenced epoch refused" not in r.cluster.world.trace.marks
