@@ -31,7 +31,9 @@ that wrote nothing here -- is an *empty* transaction: as in Kafka's
 epoch and timestamp, but yields no :class:`CompletedTxn`, so it never holds back the LSO and
 never enters the aborted-transaction index.
 
-Simplified: no producer-id expiry (``producer.id.expiration.ms``); sequences do not wrap.
+Producer-id expiry (``producer.id.expiration.ms``) is :meth:`ProducerStateManager.expire`, run by
+the broker's periodic check; unlike Kafka, loading a snapshot does not expire producers.
+Simplified: sequences do not wrap.
 """
 
 from __future__ import annotations

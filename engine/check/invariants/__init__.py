@@ -109,7 +109,7 @@ KINDS: dict[str, tuple[str, str]] = {
     L7_LSO: ("L7", "a leader's LSO decreased within one leader epoch"),
     L7_ORDER: ("L7", "a leader had LSO > HW or HW > LEO"),
     L8_BEYOND_LSO: ("L8", "a read_committed fetch returned batches at or past the LSO"),
-    L9_INDEX: ("L9", "an aborted-transaction index differs from the ABORT markers of its log"),
+    L9_INDEX: ("L9", "an aborted-transaction index differs from the non-empty aborted transactions of its log"),
     L10_EPOCH: ("L10", "a transactional id's producer epoch went down in __transaction_state"),
     L10_TRANSITION: ("L10", "an illegal transaction state transition in __transaction_state"),
     L12_LOST: ("L12", "an acknowledged value is missing from the final leader log"),

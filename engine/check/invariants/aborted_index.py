@@ -1,4 +1,4 @@
-"""L9: each replica's aborted-transaction index is exactly its ABORT-marked transactions."""
+"""L9: each replica's aborted-transaction index is exactly its non-empty aborted transactions."""
 
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ L9_INDEX = "L9-aborted-index"
 
 
 def check_aborted_index(gt: GroundTruth) -> list[Anomaly]:
-    """L9: per replica, the aborted index holds one entry per ABORT marker, and nothing else.
+    """L9: per replica, the aborted index holds one entry per non-empty aborted transaction, and nothing else.
 
-    From the replica's own log, each ABORT marker ends a transaction ``(producer id, first
-    offset, marker offset)`` where the first offset is the producer's first transactional batch
-    since its previous marker (the marker's own offset when there was none). That multiset must
-    equal the index entries' ``(producer_id, first_offset, last_offset)``. Every replica is
-    checked, down brokers included (the index is durable).
+    From the replica's own log, each ABORT marker that follows transactional data of its
+    producer (since the producer's previous marker) ends a transaction ``(producer id, first
+    offset, marker offset)``, the first offset being that first transactional batch. An ABORT
+    with no such data is an empty transaction and has no entry (Kafka's ``appendEndTxnMarker``
+    completes no transaction for it). That multiset must equal the index entries'
+    ``(producer_id, first_offset, last_offset)``. Every replica is checked, down brokers
+    included (the index is durable).
     """
     found: list[Anomaly] = []
     entries: dict[tuple[str, int, int], Counter[tuple[int, int, int]]] = {}
@@ -35,7 +37,7 @@ def check_aborted_index(gt: GroundTruth) -> list[Anomaly]:
         want: Counter[tuple[int, int, int]] = Counter(
             (s.producer_id, s.first_offset, s.marker_offset)
             for s in spans
-            if s.control_type == "ABORT" and s.marker_offset is not None
+            if s.control_type == "ABORT" and s.marker_offset is not None and s.data_offsets
         )
         have = entries.get(key, Counter())
         tp = (key[0], key[1])
