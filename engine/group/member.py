@@ -189,6 +189,8 @@ class GroupMember:
         """Start (re)joining unless a join is already under way."""
         if self.state in (JOINING, SYNCING) or not self.subscription or self.fatal is not None:
             return
+        if self.consumer.closed:
+            return  # a rejoin scheduled before close() must not bring a closed consumer back
         self.state = JOINING
         self._epoch += 1
         self.with_coordinator(lambda epoch=self._epoch: self._send_join(epoch))

@@ -51,6 +51,7 @@ REGRESSIONS = (
     ("swarm: soak", 147, "a follower joined the ISR below the new leader's epoch start offset"),
     ("swarm: soak", 160, "marker answers completed coordinator metadata from before a reload"),
     ("durability: correlated power loss", 137, "the power loss came before anything unflushed was acked"),
+    ("copier: group mode rebalance", 781642, "a rejoin scheduled before close() brought a closed consumer back"),
 )
 
 
