@@ -13,8 +13,9 @@ same call again waits for the same result (a commit that timed out may already b
 it cannot be aborted instead: retry it, or close the producer), as Kafka's ``KafkaProducer`` and
 confluent-kafka allow.
 
-Transaction version 1 sends AddPartitionsToTxn before the first batch to each partition;
-version 2 (KIP-890 part 2, the default) does not: partition leaders verify with the coordinator,
+Transaction version 1 sends AddPartitionsToTxn before the first batch to each partition (a
+transaction the coordinator acknowledged no partition or offsets of ends without EndTxn, as in
+Kafka); version 2 (KIP-890 part 2, the default) does not: partition leaders verify with the coordinator,
 and every EndTxn returns a bumped epoch that the next transaction uses, with sequences from 0.
 """
 
@@ -241,6 +242,8 @@ class TransactionalProducer(Producer):
             self.txn.require(T.IN_TRANSACTION, T.ABORTABLE_ERROR, action="abort_transaction()")
             self.txn.transition_to(T.ABORTING_TRANSACTION)
             self._pending_call = "abort_transaction"
+            # Kafka's beginAbort: partitions not yet sent to the coordinator are not added any more.
+            self._adding.clear()
             aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
             waiting, self._waiting_metadata = self._waiting_metadata, []
             for _deadline, topic, value, key, partition, cb, ts, _headers in waiting:
@@ -451,9 +454,31 @@ class TransactionalProducer(Producer):
             raise TimeoutException(msg)
         self._serve_reports()
 
+    def _transaction_started(self, timeout: float | None) -> bool:
+        """Whether the coordinator may know this transaction, so EndTxn must be sent (Kafka's ``transactionStarted``).
+
+        Version 2: any record or offsets (partition leaders add partitions themselves). Version 1:
+        only partitions or offsets the coordinator acknowledged, as in Kafka's
+        ``TransactionManager.nextRequest``, which completes the transaction without EndTxn
+        otherwise: the coordinator would answer INVALID_TXN_STATE to an EndTxn for a transaction
+        it never saw. An AddPartitionsToTxn already on its way is waited for first, since Kafka
+        sends one transactional request at a time.
+        """
+        if self.transaction_version >= 2:
+            return self._txn_has_data or self._txn_offsets_sent or bool(self.added)
+        start, end = self.world.now_ms, self._deadline(timeout)
+        self.world.run_until(lambda: not self._add_in_flight or self.world.now_ms >= end or not self.is_up)
+        self._raise_if_fatal()
+        if self._add_in_flight:
+            msg = (
+                f"AddPartitionsToTxn was not answered within {end - start} ms of simulated time; "
+                f"call the same method again to keep waiting"
+            )
+            raise TimeoutException(msg)
+        return self._txn_offsets_sent or bool(self.added)
+
     def _end(self, *, committed: bool, timeout: float | None, keep_state: bool = False) -> None:
-        touched = self._txn_has_data or self._txn_offsets_sent or bool(self.added)
-        if touched:
+        if self._transaction_started(timeout):
             resp = self._coordinator_call(
                 KEY_TYPE_TRANSACTION,
                 self.transactional_id,

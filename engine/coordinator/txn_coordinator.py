@@ -84,6 +84,7 @@ MARKER_RETRY_BACKOFF_MS = 100
 MARKER_REQUEST_TIMEOUT_MS = 10_000
 #: Kafka's add.partitions.to.txn.retry.backoff.ms default: how soon a partition leader asks again.
 VERIFY_RETRY_BACKOFF_MS = 20
+_EMPTY_ID = "the transactional id is empty"
 
 
 class TransactionCoordinator(BrokerExtension):
@@ -352,21 +353,25 @@ class TransactionCoordinator(BrokerExtension):
         req: InitProducerIdRequest = m.body
         broker = self.broker
         txn_id = req.transactional_id or ""
-        code = self._owner_error(txn_id)
-        if code is not ErrorCode.NONE:
-            broker.respond(m, InitProducerIdResponse(code))
+        # Kafka's order: an empty id, then the timeout, then the coordinator's ownership.
+        if not txn_id:
+            broker.respond(m, InitProducerIdResponse(ErrorCode.INVALID_REQUEST, error_message=_EMPTY_ID))
             return
-        if req.transaction_timeout_ms > broker.config.transaction_max_timeout_ms:
+        if not 0 < req.transaction_timeout_ms <= broker.config.transaction_max_timeout_ms:
             broker.respond(
                 m,
                 InitProducerIdResponse(
                     ErrorCode.INVALID_TRANSACTION_TIMEOUT,
                     error_message=(
-                        f"transaction.timeout.ms {req.transaction_timeout_ms} is above transaction.max.timeout.ms "
-                        f"{broker.config.transaction_max_timeout_ms}"
+                        f"transaction.timeout.ms {req.transaction_timeout_ms} is not between 1 and "
+                        f"transaction.max.timeout.ms {broker.config.transaction_max_timeout_ms}"
                     ),
                 ),
             )
+            return
+        code = self._owner_error(txn_id)
+        if code is not ErrorCode.NONE:
+            broker.respond(m, InitProducerIdResponse(code))
             return
         expected: tuple[int, int] | None = None
         if (req.producer_id < 0) != (req.producer_epoch < 0):
@@ -474,6 +479,9 @@ class TransactionCoordinator(BrokerExtension):
         tps: tuple[tuple[str, int], ...],
         reply: Callable[[ErrorCode, str | None], Any],
     ) -> None:
+        if not txn_id:
+            reply(ErrorCode.INVALID_REQUEST, _EMPTY_ID)
+            return
         md, code, text = self._check_producer(txn_id, pid, epoch)
         if code is not ErrorCode.NONE:
             reply(code, text)
@@ -524,6 +532,9 @@ class TransactionCoordinator(BrokerExtension):
     def _on_end_txn(self, m: Message) -> None:
         req: EndTxnRequest = m.body
         broker = self.broker
+        if not req.transactional_id:
+            broker.respond(m, EndTxnResponse(ErrorCode.INVALID_REQUEST, error_message=_EMPTY_ID))
+            return
         code = self._owner_error(req.transactional_id)
         if code is not ErrorCode.NONE:
             broker.respond(m, EndTxnResponse(code))

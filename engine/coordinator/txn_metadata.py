@@ -3,14 +3,15 @@
 A transition is prepared, written to ``__transaction_state`` and completed (house style R5,
 Kafka's ``prepareTransitionTo`` / ``completeTransitionTo``):
 
-1. :meth:`TransactionMetadata.prepare` checks the target against the table of valid previous
+1. A ``prepare_*`` method checks the target against the table of valid previous
    states, builds the new value (a frozen :class:`TxnLogValue`) and records ``pending_state``;
    nothing else changes. While a transition is pending, another one is refused
    (CONCURRENT_TRANSACTIONS is answered by the coordinator).
 2. The coordinator appends the value to the log and waits until it is replicated.
 3. :meth:`TransactionMetadata.complete` re-validates (the pending state matches, epochs only
-   move forward, timestamps do not go back) and applies it. A failed write calls
-   :meth:`TransactionMetadata.abort_pending` instead.
+   move forward) and applies it. A failed write calls :meth:`TransactionMetadata.abort_pending`
+   instead. As in Kafka, an update time earlier than the last one is accepted: the wall clock
+   may step back (TransactionMetadataTest.testTolerate*TimeShift*).
 """
 
 from __future__ import annotations
@@ -141,7 +142,11 @@ class TransactionMetadata:
         PREPARE_ABORT, which under transaction version 2 bumps once more (the markers carry
         epoch + 2); ``last_producer_epoch`` is -1 (version 1) or the fencing epoch (version 2), so
         the fenced instance's epoch is never taken for a retry. ``bump=False`` is mutant M14.
+        Only an ONGOING transaction can be fenced (the states PREPARE_EPOCH_FENCE is entered from).
         """
+        if self.state not in VALID_PREVIOUS_STATES[S.PREPARE_EPOCH_FENCE]:
+            msg = f"{self.transactional_id}: cannot fence the epoch of a transaction that is {self.state.name}"
+            raise IllegalStateError(msg)
         if self.producer_epoch >= MAX_PRODUCER_EPOCH:
             msg = f"{self.transactional_id}: cannot fence producer epoch {self.producer_epoch}, it would overflow"
             raise IllegalStateError(msg)
@@ -248,9 +253,6 @@ class TransactionMetadata:
             raise IllegalStateError(msg)
         if value.producer_id == self.producer_id and value.producer_epoch < self.producer_epoch:
             msg = f"{self.transactional_id}: epoch would go back from {self.producer_epoch} to {value.producer_epoch}"
-            raise IllegalStateError(msg)
-        if value.txn_last_update_ms < self.txn_last_update_ms:
-            msg = f"{self.transactional_id}: update time would go back"
             raise IllegalStateError(msg)
         self.apply(value, offset)
         self.pending_state = None
