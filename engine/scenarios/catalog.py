@@ -135,7 +135,7 @@ def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
     """Hold EndTxn requests past the client's timeout; release each after the next txn began (KAFKA-17754)."""
     entries = []
     t = rng.randint(200, 600)
-    for n in range(1, 7):
+    for n in range(1, 9):
         entries.append(FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1))
         # the hold starts after 0-3 other EndTxns; released ~1.8-2.1 s after the rule, it has
         # usually outlived request.timeout.ms (1.5 s), so the client's retry ended the txn first
@@ -299,8 +299,8 @@ SPECS: tuple[Spec, ...] = (
         Transactions(processes=2, txns_per_process=150, abort_p=0.4),
         delayed_end_txn,
         broker_config=FAST_FAILOVER,
-        safety_ms=12_000,
-        catches=(("M7", "G1a"),),
+        safety_ms=18_000,
+        catches=(("M7", "lost-write"),),
     ),
     Spec(
         "transactions: late produce after abort",
