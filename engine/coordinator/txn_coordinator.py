@@ -551,7 +551,7 @@ class TransactionCoordinator(BrokerExtension):
         if isinstance(decision, EndTxnResponse):
             broker.respond(m, decision)
             return
-        self._begin_end(md, decision, respond=m)
+        self._begin_end(md, decision, lambda resp: broker.respond(m, resp))
 
     def _fenced_text(self, md: TransactionMetadata, req: EndTxnRequest) -> str:
         return (
@@ -665,24 +665,22 @@ class TransactionCoordinator(BrokerExtension):
         broker = self.broker
         value = md.prepare_fence_and_abort(self.version, broker.world.now_ms, bump=bump)
         if respond_init is None:
-            self._begin_end(md, value, respond=None)
+            self._begin_end(md, value, None)
             return
 
         def answered(resp: EndTxnResponse) -> None:
             code = ErrorCode.CONCURRENT_TRANSACTIONS if resp.error is ErrorCode.NONE else resp.error
             broker.respond(respond_init, InitProducerIdResponse(code))
 
-        self._begin_end(md, value, respond=None, answer=answered)
+        self._begin_end(md, value, answered)
 
     def _begin_end(
         self,
         md: TransactionMetadata,
         value: TxnLogValue,
-        *,
-        respond: Message | None,
-        answer: Callable[[EndTxnResponse], None] | None = None,
+        answer: Callable[[EndTxnResponse], None] | None,
     ) -> None:
-        """Write a staged PREPARE_COMMIT / PREPARE_ABORT, answer, then send the markers."""
+        """Write a staged PREPARE_COMMIT / PREPARE_ABORT, call ``answer`` with the result, then send the markers."""
         broker = self.broker
 
         def written(ok: bool, _offset: int) -> None:
@@ -693,8 +691,6 @@ class TransactionCoordinator(BrokerExtension):
                     resp = EndTxnResponse(ErrorCode.NONE, value.producer_id, value.producer_epoch)
             else:
                 resp = EndTxnResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            if respond is not None:
-                broker.respond(respond, resp)
             if answer is not None:
                 answer(resp)
             if ok:
