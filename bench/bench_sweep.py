@@ -62,16 +62,16 @@ SMALL_DEFAULT = "idempotence: lost ack retry"
 
 def big_spec(args: argparse.Namespace) -> Any:
     """Return the ~``--records``-record Spec (see the module doc)."""
-    from engine.scenarios import catalog
+    from engine.scenarios import catalog, fault_plans
     from engine.scenarios.harness import Spec
     from engine.scenarios.workloads import IdempotentSends, Transactions
 
     if args.faults == "none":
         faults = None
     else:
-        faults = getattr(catalog, args.faults, None)
+        faults = getattr(fault_plans, args.faults, None)
         if not callable(faults):
-            msg = f"--faults {args.faults!r} is not a fault-plan function of engine/scenarios/catalog.py"
+            msg = f"--faults {args.faults!r} is not a fault-plan function of engine/scenarios/fault_plans.py"
             raise BenchError(msg)
     if args.workload == "sends":
         senders = 10
@@ -112,20 +112,102 @@ def records_written(result: Any) -> tuple[int, int]:
     return data, markers
 
 
+class PhaseClock:
+    """Split a run's wall time into phases by wrapping the functions that run them (bench only).
+
+    ``simulation`` is the time inside the scheduler (``World.run_for``, ``Scheduler.step`` and
+    ``run_until``, whoever calls them: the driver, a client's ``flush`` or ``commit_transaction``);
+    ``driver`` is the rest of the safety, heal and liveness phases (the process loop, workload
+    code, client API calls outside the scheduler); ``final reads`` the same for the last reads;
+    ``setup`` building the cluster and the topics; ``history`` building the history;
+    ``checker`` the black-box checks; ``invariants`` the white-box ones. The engine never reads
+    the clock: the wrappers live here, in the bench process only.
+    """
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self._depth = 0
+
+    def _add(self, phase: str, seconds: float) -> None:
+        self.totals[phase] = self.totals.get(phase, 0.0) + seconds
+
+    def wrap(self, owner: Any, name: str, phase: str, *, nested_sim: bool = False) -> None:
+        """Replace ``owner.name`` with a timed version counting into ``phase``."""
+        fn = getattr(owner, name)
+        clock = self
+        perf = time.perf_counter
+
+        if phase == "simulation":
+
+            def timed(*a: Any, **k: Any) -> Any:
+                if clock._depth:
+                    return fn(*a, **k)
+                clock._depth = 1
+                t0 = perf()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    clock._depth = 0
+                    clock._add("simulation", perf() - t0)
+
+        else:
+
+            def timed(*a: Any, **k: Any) -> Any:
+                sim0 = clock.totals.get("simulation", 0.0)
+                t0 = perf()
+                try:
+                    return fn(*a, **k)
+                finally:
+                    spent = perf() - t0
+                    if nested_sim:  # the scheduler time inside it is counted as simulation
+                        spent -= clock.totals.get("simulation", 0.0) - sim0
+                    clock._add(phase, spent)
+
+        setattr(owner, name, timed)
+
+    def install(self) -> None:
+        """Wrap the engine's and the harness's phase functions."""
+        from engine.scenarios import harness
+        from engine.sim.scheduler import Scheduler
+        from engine.sim.world import World
+
+        for owner, name in ((World, "run_for"), (Scheduler, "step"), (Scheduler, "run_until")):
+            self.wrap(owner, name, "simulation")
+        self.wrap(harness.Run, "__init__", "setup", nested_sim=True)
+        self.wrap(harness.Run, "drive", "driver", nested_sim=True)
+        self.wrap(harness, "final_reads", "final reads", nested_sim=True)
+        self.wrap(harness.HistoryRecorder, "history", "history")
+        self.wrap(harness, "check_history", "checker")
+        self.wrap(harness, "white_box", "invariants", nested_sim=True)
+
+    def take(self) -> dict[str, float]:
+        """Return the totals since the last take, and start again."""
+        out, self.totals = self.totals, {}
+        return out
+
+
+PHASES = ("setup", "simulation", "driver", "final reads", "history", "checker", "invariants")
+
+
 def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the seeds of one scenario in this process; return one row per seed."""
     from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.harness import run_spec
 
+    clock = PhaseClock()
+    clock.install()
+
     spec = big_spec(args) if args.child == "big" else BY_NAME[args.child]
     seeds = args.seed_list or list(range(args.first_seed, args.first_seed + args.seeds))
     # Untimed warm-up: the first run_spec of a process imports the checker, the invariants, ...
     run_spec(BY_NAME[SMALL_DEFAULT], 0)
+    clock.take()
     rows = []
     for seed in seeds:
         t0 = time.perf_counter()
         r = run_spec(spec, seed)
         seconds = time.perf_counter() - t0
+        phases = clock.take()
         data, markers = records_written(r)
         rows.append(
             {
@@ -141,6 +223,7 @@ def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "fingerprint": r.fingerprint,
                 "spec": spec.name,
                 "description": spec.description,
+                "phases": phases,
             }
         )
         if not args.json:
@@ -174,11 +257,11 @@ def child_cmd(args: argparse.Namespace, which: str, seeds: list[int]) -> list[st
     ]
 
 
-def start(args: argparse.Namespace, which: str, seeds: list[int]) -> subprocess.Popen[str]:
-    """Start one child."""
-    return subprocess.Popen(
-        child_cmd(args, which, seeds), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT
-    )
+def start(args: argparse.Namespace, which: str, seeds: list[int], tree: Path = ROOT) -> subprocess.Popen[str]:
+    """Start one child (``tree``: run another checkout's copy of this script, e.g. the baseline)."""
+    cmd = child_cmd(args, which, seeds)
+    cmd[1] = str(tree / "bench" / "bench_sweep.py")
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tree)
 
 
 def collect(proc: subprocess.Popen[str], what: str, timeout: float) -> list[dict[str, Any]]:
@@ -194,10 +277,12 @@ def collect(proc: subprocess.Popen[str], what: str, timeout: float) -> list[dict
     return json.loads(out.strip().splitlines()[-1])
 
 
-def run_serial(args: argparse.Namespace, which: str, seeds: list[int]) -> tuple[list[dict[str, Any]], float]:
+def run_serial(
+    args: argparse.Namespace, which: str, seeds: list[int], tree: Path = ROOT
+) -> tuple[list[dict[str, Any]], float]:
     """Run the seeds in one child; return the rows and the child's total wall time."""
     t0 = time.perf_counter()
-    rows = collect(start(args, which, seeds), which, args.timeout)
+    rows = collect(start(args, which, seeds, tree), which, args.timeout)
     return rows, time.perf_counter() - t0
 
 
@@ -240,6 +325,11 @@ def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
         f"seeds/min; {sum(r['records'] for r in rows) / len(rows):,.0f} records/seed, "
         f"{sum(r['records'] for r in rows) / sum(secs):,.0f} records/s"
     )
+    if all("phases" in r for r in rows):
+        means = {p: sum(r["phases"].get(p, 0.0) for r in rows) / len(rows) for p in PHASES}
+        rest = mean - sum(means.values())
+        parts = [f"{p} {v:.2f} ({100 * v / mean:.0f}%)" for p, v in means.items()]
+        print(f"  phases, mean s/seed: {', '.join(parts)}, other {rest:.2f} ({100 * rest / mean:.0f}%)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --child: these seeds (comma-separated)",
     )
     ap.add_argument("--json", action="store_true", help="with --child: print the rows as one JSON line")
+    ap.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="also run the big seeds with this checkout (a git worktree of an older commit): a same-run baseline",
+    )
     args = ap.parse_args(argv)
     if args.quick:
         args.seeds, args.records, args.safety_ms = 2, 2_000, 15_000
@@ -300,6 +395,20 @@ def main(argv: list[str] | None = None) -> int:
         record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
     except BenchError as exc:
         failures.append(f"big: {exc}")
+    if args.baseline_tree is not None:
+        try:
+            base_rows, base_total = run_serial(args, "big", seeds, args.baseline_tree.resolve())
+            record(f"big, 1 process, BASELINE {args.baseline_tree}", base_rows, base_total)
+            new = [r for lb, rs in results.items() if lb.startswith("big, 1 process:") for r in rs]
+            if new:
+                mean_new = sum(r["seconds"] for r in new) / len(new)
+                mean_base = sum(r["seconds"] for r in base_rows) / len(base_rows)
+                print(
+                    f"  seeds/min: {60 / mean_new:.1f} now against {60 / mean_base:.1f} baseline "
+                    f"-> {mean_base / mean_new:.2f}x (same seeds, same run, one core each)"
+                )
+        except BenchError as exc:
+            failures.append(f"baseline: {exc}")
     try:
         rows, total = run_serial(args, args.small, seeds)
         record(f"small, 1 process: {args.small} (catalog)", rows, total)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -101,6 +102,20 @@ class TopicConfig:
     segment_bytes: int | None = None
 
 
+class IsolationLevel(enum.StrEnum):
+    """The consumer's ``isolation.level``: which records its fetches may return (KIP-98).
+
+    ``read_uncommitted`` reads up to the high watermark, aborted and open transactions included;
+    ``read_committed`` reads only up to the last stable offset and drops aborted transactions
+    (:mod:`engine.client.read_committed`). A ``str`` subclass (``StrEnum``: ``str`` plus ``Enum``)
+    equal to Kafka's spelling, so code that compares with ``"read_committed"`` keeps working, and
+    ``str()`` gives that spelling. Requests still carry the plain string (``.value``).
+    """
+
+    READ_UNCOMMITTED = "read_uncommitted"
+    READ_COMMITTED = "read_committed"
+
+
 #: Client keys a copied confluent-kafka config carries that mean nothing here: accepted, ignored.
 IGNORED_CLIENT_KEYS = ("bootstrap.servers",)
 
@@ -182,7 +197,8 @@ class ConsumerConfig:
 
     client_id: str = ""
     group_id: str | None = None
-    isolation_level: str = "read_uncommitted"
+    #: Kafka's spelling, a plain str (what requests carry); the consumer parses it into :class:`IsolationLevel`.
+    isolation_level: str = IsolationLevel.READ_UNCOMMITTED.value
     auto_offset_reset: str = "earliest"
     enable_auto_commit: bool = False
     #: librdkafka's key: store each returned record's position for commit() (False: store_offsets()).
@@ -200,7 +216,9 @@ class ConsumerConfig:
     max_poll_interval_ms: int = 300_000
 
     def __post_init__(self) -> None:
-        if self.isolation_level not in ("read_committed", "read_uncommitted"):
+        if self.isolation_level not in tuple(IsolationLevel):
             raise ConfigError("isolation.level", self.isolation_level, "must be read_committed or read_uncommitted")
+        # An IsolationLevel given as the value is kept as its plain spelling, like a string would be.
+        object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level).value)
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
             raise ConfigError("auto.offset.reset", self.auto_offset_reset, "must be earliest, latest or none")

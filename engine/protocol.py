@@ -1,25 +1,32 @@
 """Requests and responses that cross the simulated network.
 
-Every message is a frozen, slotted dataclass. Errors travel as an :class:`~engine.errors.ErrorCode`
-plus a message string in responses; they become exceptions only at the client API (house style
-R8). Names follow Kafka's RPC names (ProduceRequest, FetchRequest, ...), simplified: one
-partition per produce or fetch request, and no API versions.
+Every message is a slotted dataclass, frozen except the hot produce and fetch messages (see
+``_hot``). Errors travel as an :class:`~engine.errors.ErrorCode` plus a message string in
+responses; they become exceptions only at the client API (house style R8). Names follow
+Kafka's RPC names (ProduceRequest, FetchRequest, ...), simplified: one partition per produce or
+consumer fetch request (a follower's fetch carries every partition it follows on that leader,
+:class:`ReplicaFetchRequest`), and no API versions.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.errors import ErrorCode
 
 _frozen = dataclasses.dataclass(frozen=True, slots=True)
+#: The messages of the produce and fetch path: slotted but not frozen, because a frozen
+#: dataclass's ``__init__`` sets each field through ``object.__setattr__`` and costs about four
+#: times as much (1.9 µs against 0.43 µs for six fields, measured). Nothing mutates them after
+#: construction; treat them as immutable like the others.
+_hot = dataclasses.dataclass(slots=True)
 
 
 # -- produce -------------------------------------------------------------------------------
 
 
-@_frozen
+@_hot
 class ProduceRequest:
     """Append one batch to one partition (Kafka groups partitions; the simulation does not)."""
 
@@ -35,7 +42,7 @@ class ProduceRequest:
         return (("tp", f"{self.topic}-{self.partition}"), *self.batch.trace_detail())
 
 
-@_frozen
+@_hot
 class ProduceResponse:
     """The outcome of a produce: the base offset given to the batch, or an error."""
 
@@ -59,7 +66,7 @@ class ProduceResponse:
 # -- fetch ---------------------------------------------------------------------------------
 
 
-@_frozen
+@_hot
 class FetchRequest:
     """Read from one partition. ``replica_id`` ≥ 0 marks a follower, -1 a consumer."""
 
@@ -82,7 +89,7 @@ class FetchRequest:
         )
 
 
-@_frozen
+@_hot
 class FetchResponse:
     """Batches from ``fetch_offset`` on, with the partition's HW and LSO at fetch time."""
 
@@ -107,6 +114,57 @@ class FetchResponse:
             ("hw", self.high_watermark),
             ("lso", self.last_stable_offset),
         )
+
+
+class ReplicaFetchPartition(NamedTuple):
+    """One partition of a follower's fetch: where its log ends and which epoch it last fetched."""
+
+    topic: str
+    partition: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    current_leader_epoch: int
+
+
+class ReplicaFetchPartitionData(NamedTuple):
+    """The leader's answer for one partition of a follower's fetch."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    high_watermark: int = -1
+    batches: tuple[Any, ...] = ()
+    diverging_epoch: tuple[int, int] | None = None
+
+
+@_hot
+class ReplicaFetchRequest:
+    """A follower's fetch from one leader, for every partition it follows there.
+
+    Kafka sends one FetchRequest per (follower, leader) pair carrying all such partitions, kept
+    cheap by fetch sessions (KIP-227); so does the engine, so that idle partitions cost one long
+    poll per broker pair, not one per partition.
+    """
+
+    replica_id: int
+    partitions: tuple[ReplicaFetchPartition, ...]
+    max_wait_ms: int
+    max_bytes: int
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("replica", self.replica_id), ("partitions", len(self.partitions)))
+
+
+@_hot
+class ReplicaFetchResponse:
+    """Per partition: batches past the follower's offset, the HW, or an error or divergence."""
+
+    partitions: tuple[ReplicaFetchPartitionData, ...]
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("partitions", len(self.partitions)),)
 
 
 @_frozen

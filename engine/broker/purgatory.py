@@ -1,9 +1,10 @@
 """Delayed operations: produce requests waiting for replication, fetches waiting for data.
 
 Kafka parks an ``acks=all`` produce until the high watermark passes its last offset, and a
-fetch with ``max_wait_ms`` until enough data exists. Both live here, per partition, in arrival
-order; the broker completes them when the HW moves or data arrives, and answers them with an
-error when leadership moves away or their deadline passes.
+consumer's fetch with ``max_wait_ms`` until enough data is readable. Both live here, per
+partition, in arrival order; the broker completes them when the HW moves, and answers them with
+an error when leadership moves away or their deadline passes. (Followers' fetches span many
+partitions and are parked per follower instead: :mod:`engine.broker.isr`.)
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ class DelayedFetch(NamedTuple):
 class Purgatory:
     """Parked produces and fetches of one partition."""
 
-    __slots__ = ("consumer_fetches", "follower_fetches", "produces")
+    __slots__ = ("consumer_fetches", "produces")
 
     def __init__(self) -> None:
         self.produces: deque[DelayedProduce] = deque()
-        self.follower_fetches: list[DelayedFetch] = []
         self.consumer_fetches: list[DelayedFetch] = []
 
     def ready_produces(self, high_watermark: int) -> list[DelayedProduce]:
@@ -54,16 +54,14 @@ class Purgatory:
     def drain(self) -> tuple[list[DelayedProduce], list[DelayedFetch]]:
         """Remove and return everything parked (leadership moved away, or a crash)."""
         produces = list(self.produces)
-        fetches = self.follower_fetches + self.consumer_fetches
+        fetches = self.consumer_fetches
         self.produces.clear()
-        self.follower_fetches = []
         self.consumer_fetches = []
         return produces, fetches
 
     def remove_fetch(self, fetch: Any) -> bool:
         """Forget a parked fetch (its deadline passed); return True if it was still parked."""
-        for lst in (self.follower_fetches, self.consumer_fetches):
-            if fetch in lst:
-                lst.remove(fetch)
-                return True
+        if fetch in self.consumer_fetches:
+            self.consumer_fetches.remove(fetch)
+            return True
         return False

@@ -38,6 +38,8 @@ from engine.sim.disk import DurableList
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.protocol import PartitionState
     from engine.sim.disk import Disk
 
@@ -55,9 +57,19 @@ class Replica:
     """A partition replica hosted on one broker."""
 
     def __init__(
-        self, topic: str, partition: int, broker_id: int, disk: Disk, *, segment_bytes: int, weak: Weakenings = CORRECT
+        self,
+        topic: str,
+        partition: int,
+        broker_id: int,
+        disk: Disk,
+        *,
+        segment_bytes: int,
+        weak: Weakenings = CORRECT,
+        offset_hooks: list[Callable[[Replica], None]] | None = None,
     ) -> None:
         self.weak = weak
+        #: Observers' ``on_offsets`` hooks (the trace's shared list; see engine/sim/observer.py).
+        self.offset_hooks: list[Callable[[Replica], None]] = offset_hooks if offset_hooks is not None else []
         self.topic = topic
         self.partition = partition
         self.tp = f"{topic}-{partition}"
@@ -118,6 +130,8 @@ class Replica:
         self.follower_caught_up_ms = dict.fromkeys(self.follower_leo, now_ms)
         self.joining_isr = ()
         self.pending_isr_change = False
+        if self.offset_hooks:
+            self._offsets_moved()
 
     def become_follower(self, state: PartitionState) -> None:
         """Follow ``state.leader`` in ``state.leader_epoch``."""
@@ -141,7 +155,14 @@ class Replica:
         self.high_watermark = hw
         self._checkpoint.values[self.tp] = hw
         self.producers.on_high_watermark(hw)
+        if self.offset_hooks:
+            self._offsets_moved()
         return True
+
+    def _offsets_moved(self) -> None:
+        """Tell the observers' ``on_offsets`` hooks that LEO, HW, LSO or the epoch may have moved."""
+        for hook in self.offset_hooks:
+            hook(self)
 
     @property
     def last_stable_offset(self) -> int:
@@ -187,6 +208,8 @@ class Replica:
         if batch.producer_id < 0:
             if log.append(batch.assigned(offset, self.state.leader_epoch)):
                 self.take_snapshot()
+            if self.offset_hooks:
+                self._offsets_moved()
             return offset, False, None
         producers = self.producers
         if not batch.is_control and origin is AppendOrigin.CLIENT:
@@ -201,6 +224,8 @@ class Replica:
                 producers.append_plain(entry, batch, offset)
                 if rolled:
                     self.take_snapshot()
+                if self.offset_hooks:
+                    self._offsets_moved()
                 return offset, False, None
         info = producers.prepare_update(batch.producer_id, origin)
         done = None
@@ -214,6 +239,8 @@ class Replica:
             self._complete_txn(done)
         if rolled:
             self.take_snapshot()
+        if self.offset_hooks:
+            self._offsets_moved()
         return offset, False, done
 
     def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
@@ -257,6 +284,8 @@ class Replica:
                 self.high_watermark = self.log.log_end_offset
                 self._checkpoint.values[self.tp] = self.high_watermark
             self.rebuild_producer_state()
+            if self.offset_hooks:
+                self._offsets_moved()
         return removed
 
     def check_min_isr(self, min_isr: int) -> LogValidationError | None:

@@ -4,8 +4,11 @@ Role
 ----
 Step invariant L7 (HW and LSO never decrease within a leader epoch; LSO ≤ HW ≤ LEO) needs the
 offsets *as they moved*, not only their final values, and the widgets want the same series.
-:class:`PartitionTimeline` samples them on every trace event emitted by a broker node and keeps
-a :class:`TimelineSample` only when one of the four values changed for that (partition, broker).
+:class:`PartitionTimeline` is told by each replica at the moment one of these values may have
+moved (the ``on_offsets`` observer hook: an append, an HW move, a transaction beginning or
+ending, a truncation, a new leader epoch) and keeps a :class:`TimelineSample` only when one of
+the four values changed for that (partition, broker). Nothing is polled: a quiet partition
+costs nothing, and no intermediate value is missed.
 
 >>> from engine import Cluster
 >>> c = Cluster(seed=1, brokers=3)
@@ -16,19 +19,14 @@ True
 
 Invariants
 ----------
-* It never changes the run (house style R16): it only reads ``broker.replicas``, each leader
-  replica's ``high_watermark``, ``last_stable_offset`` (a pure computation over the producer
-  table), ``log_end_offset`` and ``state.leader_epoch``; it draws no randomness and emits no
-  trace event. A test checks that the fingerprint is unchanged with it attached.
-* Samples are in trace order; ``index`` is the index of the trace event that triggered the
-  sample (``-1`` for the sample taken when a ``run_for`` returns).
-
-What it does not do
--------------------
-A trace event is emitted *before* the message it announces is handled, so a change made by a
-handler is seen at the next event of that broker (its own sends usually) or when ``run_for``
-returns. Intermediate values that no event observes are not recorded. Followers are not
-sampled.
+* It never changes the run (house style R16): it only reads the replica it is handed (its
+  ``high_watermark``, ``last_stable_offset``, a pure computation over the producer table,
+  ``log_end_offset`` and ``state.leader_epoch``); it draws no randomness and emits no trace
+  event. A test checks that the fingerprint is unchanged with it attached.
+* Samples are in the order the changes happened; ``index`` is the index of the last trace event
+  emitted before the change (the event whose handling made it: a delivery, a timer's state
+  event), or ``-1`` for the samples taken when the timeline is attached.
+* Followers are not sampled.
 """
 
 from __future__ import annotations
@@ -37,9 +35,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
+    from engine.broker.replica import Replica
     from engine.cluster import Cluster
-    from engine.sim.trace import TraceEvent
-    from engine.sim.world import World
 
 __all__ = ["PartitionTimeline", "TimelineSample"]
 
@@ -70,7 +67,6 @@ class PartitionTimeline:
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
-        self._by_name: dict[str, Broker] = {}
         self._last: dict[tuple[str, int, int], tuple[int, int, int, int]] = {}
         self.samples: list[TimelineSample] = []
 
@@ -84,15 +80,18 @@ class PartitionTimeline:
 
     # -- observer hooks ---------------------------------------------------------------------
 
-    def on_event(self, event: TraceEvent) -> None:
-        """Sample the leaders of the broker that emitted ``event`` (other nodes are ignored)."""
-        broker = self._broker(event.node)
-        if broker is not None:
-            self._sample(broker, event.index, event.time_ms)
-
-    def after_run_for(self, world: World) -> None:
-        """Sample every broker when a ``run_for`` returns."""
-        self.sample_all(-1)
+    def on_offsets(self, r: Replica) -> None:
+        """A replica's offsets may have moved: keep a sample if it leads and a value changed."""
+        if not r.is_leader or r.state is None:
+            return
+        values = (r.state.leader_epoch, r.log.log_end_offset, r.high_watermark, r.last_stable_offset)
+        key = (r.topic, r.partition, r.broker_id)
+        if self._last.get(key) != values:
+            self._last[key] = values
+            world = self._cluster.world
+            self.samples.append(
+                TimelineSample(world.trace.count - 1, world.now_ms, r.topic, r.partition, r.broker_id, *values)
+            )
 
     # -- sampling ---------------------------------------------------------------------------
 
@@ -101,13 +100,6 @@ class PartitionTimeline:
         now = self._cluster.world.now_ms
         for bid in sorted(self._cluster.brokers):
             self._sample(self._cluster.brokers[bid], index, now)
-
-    def _broker(self, node: str) -> Broker | None:
-        b = self._by_name.get(node)
-        if b is None and node.startswith("broker-"):
-            self._by_name = {x.name: x for x in self._cluster.brokers.values()}
-            b = self._by_name.get(node)
-        return b
 
     def _sample(self, broker: Broker, index: int, time_ms: int) -> None:
         bid = broker.broker_id

@@ -18,26 +18,20 @@ simulated time for an idle cluster). Other negative values are refused. ``commit
 
 A partition that does not exist
 -------------------------------
-A consumer assigned a partition it finds no leader for refreshes metadata (paced by the client's
-``retry.backoff.ms`` → ``retry.backoff.max.ms`` backoff). When an answer shows the topic missing,
-or the partition at or past the topic's partition count, the next ``poll``/``consume`` returns a
-:class:`Message` whose ``error()`` is ``UnknownTopicOrPartitionException``, once per assignment of
-that partition, as confluent-kafka reports ``UNKNOWN_TOPIC_OR_PART``; the consumer keeps
-refreshing metadata in the background and starts reading if the topic is created. A metadata
-answer with no partitions at all (a cluster without any topic) is treated by the client as no
-answer, so nothing is reported until some topic exists.
+An assigned partition the cluster does not have is reported once per assignment: the next
+``poll``/``consume`` returns a :class:`Message` whose ``error()`` is
+``UnknownTopicOrPartitionException`` (confluent-kafka's ``UNKNOWN_TOPIC_OR_PART``), and the consumer
+starts reading if the topic is created (:mod:`engine.client.fetcher`).
 
 Offset store (librdkafka's ``enable.auto.offset.store``)
 --------------------------------------------------------
-With ``enable.auto.offset.store`` true (the default), ``commit()`` without arguments and
-auto-commit send each assigned partition's *position* after the records the application was
-given (Java's ``commitSync()``: past a transaction marker that follows them). With it false, they
-send only what :meth:`Consumer.store_offsets` stored (``message.offset() + 1``, or the offsets
-given) for partitions still assigned; nothing stored, nothing committed.
+With it true (the default), ``commit()`` without arguments and auto-commit send each assigned
+partition's position after the records the application was given; with it false, only what
+:meth:`Consumer.store_offsets` stored (:mod:`engine.client.offset_commits`).
 
 Consumer groups (classic protocol, eager range assignment)
 ----------------------------------------------------------
-``subscribe(topics)`` joins the group through :class:`~engine.group.member.GroupMember`
+``subscribe(topics)`` joins the group through :class:`~engine.client.group_member.GroupMember`
 (FindCoordinator, JoinGroup, SyncGroup, heartbeats every ``heartbeat.interval.ms``). Each
 rebalance revokes every partition first (eager protocol) and the new assignment starts from the
 group's committed offsets (OffsetFetch, with ``require_stable`` under read_committed: KIP-447),
@@ -50,26 +44,23 @@ on the client.
 
 read_committed (KIP-98)
 -----------------------
-A read_committed fetch returns data only below the last stable offset (LSO) and, with it, the
-aborted transactions that overlap the range. The consumer walks the batches in order, keeping a
-queue of aborted transactions sorted by first offset: when a data batch's last offset reaches an
-aborted transaction's first offset, that producer id joins the *aborted producers* set; a
-transactional batch of a producer in that set is dropped; the producer's ABORT marker takes it
-out again. Control batches are never returned to the application, in either isolation level.
-The position moves past dropped batches and markers, so offsets returned to the application have
-gaps exactly where markers and aborted records sit.
+With ``isolation.level`` read_committed (:class:`~engine.config.IsolationLevel`) fetches stop at
+the last stable offset and come with the aborted transactions they overlap; the consumer drops
+those transactions' batches and never returns markers (:mod:`engine.client.read_committed`), so
+offsets returned to the application have gaps where markers and aborted records sit. Positions,
+fetches and the records they bring are the :class:`~engine.client.fetcher.Fetcher`'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import heapq
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.args import call_wait_ms, wait_ms
 from engine.client.base import ClientNode
+from engine.client.fetcher import Fetcher
+from engine.client.group_member import GroupMember
 from engine.client.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -82,19 +73,10 @@ from engine.client.message import (
     partition_list,
     topic_names_arg,
 )
-from engine.config import IGNORED_CLIENT_KEYS, ConsumerConfig, parse_config
-from engine.errors import (
-    CommitFailedException,
-    ErrorCode,
-    IllegalStateError,
-    KafkaError,
-    TimeoutException,
-    UnknownTopicOrPartitionException,
-    exception_for,
-)
-from engine.group.member import GroupMember
-from engine.log.records import ABORT
-from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from engine.client.offset_commits import OffsetCommits
+from engine.config import IGNORED_CLIENT_KEYS, ConsumerConfig, IsolationLevel, parse_config
+from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
+from engine.group.txn_offsets import ConsumerGroupMetadata
 from engine.sim.scheduler import SimulationStalled
 
 if TYPE_CHECKING:
@@ -104,32 +86,8 @@ if TYPE_CHECKING:
 MAX_CONSUME_MESSAGES = 1_000_000
 #: How many events a ``poll``/``consume`` with timeout None or -1 runs before giving up.
 UNBOUNDED_WAIT_MAX_EVENTS = 1_000_000
-#: ListOffsets errors after which the leader is looked up again.
-_STALE_LEADER = frozenset(
-    {
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
 
 RebalanceCallback = Callable[["Consumer", list[TopicPartition]], None]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadata:
-    """What ``send_offsets_to_transaction`` needs to fence a zombie (KIP-447)."""
-
-    #: The consumer's ``group.id``.
-    group_id: str
-    #: The generation the consumer believes it is in (-1: not in a generation).
-    generation_id: int
-    #: The member id the coordinator gave it ("" before the first join).
-    member_id: str
-    #: ``group.instance.id`` (static membership; always None here).
-    group_instance_id: str | None = None
 
 
 class Consumer(ClientNode):
@@ -144,37 +102,32 @@ class Consumer(ClientNode):
         )
         name = self.config.client_id or f"consumer-{len([n for n in world.nodes if n.startswith('consumer-')]) + 1}"
         super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
-        self.read_committed = self.config.isolation_level == "read_committed"
+        #: ``isolation.level`` parsed (the config keeps Kafka's spelling).
+        self.isolation_level = IsolationLevel(self.config.isolation_level)
         #: The assigned partitions, sorted (``assignment()`` returns them as TopicPartitions).
-        self._assignment: list[tuple[str, int]] = []
-        self.positions: dict[tuple[str, int], int] = {}
-        self._buffer: deque[Message] = deque()
-        self._fetching: set[tuple[str, int]] = set()
-        self._resetting: set[tuple[str, int]] = set()
-        self._fetch_gen = 0
+        self.assigned: list[tuple[str, int]] = []
+        #: Paused partitions: not fetched, their buffered records held back.
+        self.paused_tps: set[tuple[str, int]] = set()
         self.closed = False
-        self.fetch_log: list[tuple[int, str, int, int, int, int]] = []
-        #: Partitions whose committed offset is being fetched, and those known to have none.
-        self._resolving: set[tuple[str, int]] = set()
-        self._no_committed: set[tuple[str, int]] = set()
+        self.fetcher = Fetcher(self)
         self._callbacks: deque[tuple[Callable[..., None], list[TopicPartition]]] = deque()
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
         self._on_lost: RebalanceCallback | None = None
-        #: Paused partitions (not fetched, their buffered records held back), and stored offsets.
-        self._paused: set[tuple[str, int]] = set()
-        self._stored: dict[tuple[str, int], int] = {}
-        #: Error events for the application (a Message with error()), returned before records.
-        self._events: deque[Message] = deque()
-        #: Assigned partitions a metadata answer showed do not exist; those already reported.
-        self._missing: set[tuple[str, int]] = set()
-        self._reported: set[tuple[str, int]] = set()
-        self._metadata_waiting = False
-        #: ``(low, high)`` from the last fetch of each partition (``get_watermark_offsets(cached=True)``).
-        self._watermarks: dict[tuple[str, int], tuple[int, int]] = {}
+        self.commits = OffsetCommits(self)
         self.group: GroupMember | None = GroupMember(self, self.config.group_id) if self.config.group_id else None
         self.refresh_metadata()
-        self._start_auto_commit()
+        self.commits.start_auto_commit()
+
+    @property
+    def positions(self) -> dict[tuple[str, int], int]:
+        """The next offset the fetcher reads per assigned partition (absent: not known yet)."""
+        return self.fetcher.positions
+
+    @property
+    def fetch_log(self) -> list[tuple[int, str, int, int, int, int]]:
+        """``(time_ms, topic, partition, fetch_offset, hw, lso)`` of every answered fetch."""
+        return self.fetcher.fetch_log
 
     # ======================================================================================
     # public API
@@ -191,7 +144,7 @@ class Consumer(ClientNode):
         tps = partition_list(partitions, "assign()")
         self._set_assignment([t.key() for t in tps])
         self._start_from(tps)
-        self._kick()
+        self.fetcher.kick()
 
     def incremental_assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Add partitions to the assignment; those already assigned keep their position and records."""
@@ -199,12 +152,12 @@ class Consumer(ClientNode):
         tps = partition_list(partitions, "incremental_assign()")
         self._refuse_if_subscribed("incremental_assign()")
         for t in tps:
-            if t.key() in self._assignment:
+            if t.key() in self.assigned:
                 msg = f"incremental_assign(): {t.topic}-{t.partition} is already assigned to {self.name}; seek() it"
                 raise IllegalStateError(msg)
-        self._set_assignment(self._assignment + [t.key() for t in tps], fresh=False)
+        self._set_assignment(self.assigned + [t.key() for t in tps], fresh=False)
         self._start_from(tps)
-        self._kick()
+        self.fetcher.kick()
 
     def incremental_unassign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Remove partitions from the assignment; the others keep their position and records."""
@@ -212,39 +165,26 @@ class Consumer(ClientNode):
         keys = [t.key() for t in partition_list(partitions, "incremental_unassign()")]
         self._refuse_if_subscribed("incremental_unassign()")
         self._require_assigned(keys, "incremental_unassign()")
-        self._set_assignment([k for k in self._assignment if k not in keys], fresh=False)
-        self._kick()
+        self._set_assignment([k for k in self.assigned if k not in keys], fresh=False)
+        self.fetcher.kick()
 
     def assignment(self) -> list[TopicPartition]:
         """Return the assigned partitions, sorted, as TopicPartitions without offsets."""
-        return [TopicPartition(t, p) for t, p in self._assignment]
+        return [TopicPartition(t, p) for t, p in self.assigned]
 
     def _start_from(self, tps: list[TopicPartition]) -> None:
+        """Start each partition that was given an offset (>= 0, OFFSET_BEGINNING, OFFSET_END) there."""
         for t in tps:
-            if t.offset >= 0:
-                self.positions[t.key()] = t.offset
-            elif t.offset == OFFSET_BEGINNING:
-                self._reset_offset(t.key(), -2)
-            elif t.offset == OFFSET_END:
-                self._reset_offset(t.key(), -1)
+            if t.offset >= 0 or t.offset in (OFFSET_BEGINNING, OFFSET_END):
+                self.fetcher.start_at(t.key(), t.offset)
 
     def _set_assignment(self, keys: list[tuple[str, int]], *, fresh: bool = True) -> None:
         """Replace the assignment. ``fresh``: a new assignment (errors are reported anew), not an increment."""
-        self._assignment = sorted(keys)
-        kept = set(self._assignment)
-        self.positions = {k: v for k, v in self.positions.items() if k in kept}
-        self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) in kept)
-        self._paused &= kept
-        self._stored = {k: v for k, v in self._stored.items() if k in kept}
-        if fresh:
-            self._missing.clear()
-            self._reported.clear()
-        else:
-            self._missing &= kept
-            self._reported &= kept
-        self._fetch_gen += 1
-        self._fetching = set()
-        self._resolving = set()
+        self.assigned = sorted(keys)
+        kept = set(self.assigned)
+        self.paused_tps &= kept
+        self.commits.retain(kept)
+        self.fetcher.retain(kept, fresh=fresh)
 
     def unassign(self) -> None:
         """Stop reading every partition."""
@@ -260,8 +200,8 @@ class Consumer(ClientNode):
 
     def _require_assigned(self, keys: Iterable[tuple[str, int]], action: str) -> None:
         for t, p in keys:
-            if (t, p) not in self._assignment:
-                have = ", ".join(f"{a}-{b}" for a, b in self._assignment) or "none"
+            if (t, p) not in self.assigned:
+                have = ", ".join(f"{a}-{b}" for a, b in self.assigned) or "none"
                 msg = f"{action}: {t}-{p} is not assigned to {self.name}; its assignment: {have}"
                 raise IllegalStateError(msg)
 
@@ -279,52 +219,37 @@ class Consumer(ClientNode):
             )
             raise ValueError(msg)
         key = tp.key()
-        if key not in self._assignment:
+        if key not in self.assigned:
             msg = f"cannot seek {key[0]}-{key[1]}: it is not assigned to {self.name}; assign() it first"
             raise IllegalStateError(msg)
-        self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) != key)
-        self._fetch_gen += 1
-        self._fetching = set()
-        if tp.offset == OFFSET_BEGINNING:
-            self._reset_offset(key, -2)
-        elif tp.offset == OFFSET_END:
-            self._reset_offset(key, -1)
-        else:
-            self.positions[key] = tp.offset
-        self._kick()
+        self.fetcher.seek(key, tp.offset)
+        self.fetcher.kick()
 
     def position(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> list[TopicPartition]:
         """Return the next offset to read for each partition (-1001 when unknown)."""
         return [
-            TopicPartition(t.topic, t.partition, self._position_for_app(t.key()))
+            TopicPartition(t.topic, t.partition, self.fetcher.position_for_app(t.key()))
             for t in partition_list(partitions, "position()")
         ]
-
-    def _position_for_app(self, key: tuple[str, int]) -> int:
-        """The position as the application sees it: after the last record it was given."""
-        for m in self._buffer:
-            if (m.topic(), m.partition()) == key:
-                return m.offset()
-        return self.positions.get(key, OFFSET_INVALID)
 
     def pause(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Stop fetching these assigned partitions; their records already fetched wait for :meth:`resume`."""
         self._check_open()
         keys = [t.key() for t in partition_list(partitions, "pause()")]
         self._require_assigned(keys, "pause()")
-        self._paused.update(keys)
+        self.paused_tps.update(keys)
 
     def resume(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Fetch paused partitions again, from where the application left them."""
         self._check_open()
         keys = [t.key() for t in partition_list(partitions, "resume()")]
         self._require_assigned(keys, "resume()")
-        self._paused.difference_update(keys)
-        self._kick()
+        self.paused_tps.difference_update(keys)
+        self.fetcher.kick()
 
     def paused(self) -> list[TopicPartition]:
         """Return the paused partitions, sorted."""
-        return [TopicPartition(t, p) for t, p in sorted(self._paused)]
+        return [TopicPartition(t, p) for t, p in sorted(self.paused_tps)]
 
     def poll(self, timeout: float | None = 1.0) -> Message | None:
         """Return the next record or error event, waiting up to ``timeout`` simulated seconds; None if none came.
@@ -352,14 +277,14 @@ class Consumer(ClientNode):
 
     def _consume(self, num_messages: int, wait_ms: int | None, action: str) -> list[Message]:
         self.before_poll()
-        self._kick()
+        self.fetcher.kick()
         if not self._ready():
             if wait_ms is None:
                 self._wait_unbounded(action)
             elif wait_ms > 0:
                 end = self.world.now_ms + wait_ms
                 self.world.run_until(lambda: self._ready() or self.world.now_ms >= end or not self.is_up)
-        out = self._take(num_messages)
+        out = self.fetcher.take(num_messages, self.paused_tps)
         self.after_poll(out)
         return out
 
@@ -375,27 +300,7 @@ class Consumer(ClientNode):
 
     def _ready(self) -> bool:
         """Return True when a poll would return something: an error event or a record of an unpaused partition."""
-        if self._events:
-            return True
-        if not self._paused:
-            return bool(self._buffer)
-        return any((m.topic(), m.partition()) not in self._paused for m in self._buffer)
-
-    def _take(self, n: int) -> list[Message]:
-        out: list[Message] = []
-        while self._events and len(out) < n:
-            out.append(self._events.popleft())
-        if not self._paused:
-            while self._buffer and len(out) < n:
-                out.append(self._buffer.popleft())
-            return out
-        held: deque[Message] = deque()
-        while self._buffer and len(out) < n:
-            m = self._buffer.popleft()
-            (held if (m.topic(), m.partition()) in self._paused else out).append(m)
-        held.extend(self._buffer)
-        self._buffer = held
-        return out
+        return self.fetcher.ready(self.paused_tps)
 
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
@@ -415,48 +320,9 @@ class Consumer(ClientNode):
             raise TypeError(msg)
         key = partition_arg(partition, "get_watermark_offsets()").key()
         if cached:
-            return self._watermarks.get(key, (OFFSET_INVALID, OFFSET_INVALID))
+            return self.fetcher.watermarks.get(key, (OFFSET_INVALID, OFFSET_INVALID))
         end = self.world.now_ms + call_wait_ms(timeout, "get_watermark_offsets()", self.config.request_timeout_ms)
-        while self.world.now_ms < end and self.is_up:
-            leader = self._leader_for_call(key, end, "get_watermark_offsets()")
-            if leader >= 0:
-                answers = self._earliest_and_latest(leader, key, end)
-                if len(answers) == 2 and all(a.error is ErrorCode.NONE for a in answers):
-                    return (answers[0].offset, answers[1].offset)
-                bad = [a.error for a in answers if a.error is not ErrorCode.NONE and a.error not in _STALE_LEADER]
-                if bad:
-                    raise exception_for(bad[0], topic=key[0], partition=key[1])
-                self.forget_leader(*key)
-            self.world.run_for(min(self.config.retry_backoff_ms, max(0, end - self.world.now_ms)))
-        msg = f"get_watermark_offsets(): no answer for {key[0]}-{key[1]} in time"
-        raise TimeoutException(msg, topic=key[0], partition=key[1])
-
-    def _earliest_and_latest(self, leader: int, key: tuple[str, int], end: int) -> list[ListOffsetsResponse]:
-        """Send ListOffsets(earliest) and ListOffsets(latest) to the leader; return the answers that came by ``end``."""
-        boxes: tuple[list[Any], list[Any]] = ([], [])
-        for ts, box in zip((-2, -1), boxes, strict=True):
-            req = ListOffsetsRequest(key[0], key[1], ts, self.config.isolation_level)
-            self.request(f"broker-{leader}", req, box.append, timeout_ms=max(1, end - self.world.now_ms))
-        self.world.run_until(lambda: bool(boxes[0] and boxes[1]) or self.world.now_ms >= end or not self.is_up)
-        return [b[0] for b in boxes if b and b[0] is not None]
-
-    def _leader_for_call(self, key: tuple[str, int], end: int, action: str) -> int:
-        """Return the partition's leader (-1: none now), asking a broker when the cache has none.
-
-        Raises ``UnknownTopicOrPartitionException`` when the answer shows no such partition.
-        """
-        leader = self.leader_of(*key)
-        if leader >= 0:
-            return leader
-        md = self.list_topics(key[0], timeout=max(0, end - self.world.now_ms) / 1000)
-        topic = md.topics[key[0]]
-        if topic.error is not None or key[1] not in topic.partitions:
-            raise UnknownTopicOrPartitionException(
-                f"{action}: {_missing_text(key, len(topic.partitions) if topic.error is None else None)}",
-                topic=key[0],
-                partition=key[1],
-            )
-        return topic.partitions[key[1]].leader
+        return self.fetcher.watermark_offsets(key, end, "get_watermark_offsets()")
 
     def request_timeout_ms(self) -> int:
         """Return the consumer's ``request.timeout.ms``."""
@@ -467,7 +333,7 @@ class Consumer(ClientNode):
         if self.closed:
             return
         if self.group is not None and self.is_up:
-            if self.config.enable_auto_commit and self._assignment:
+            if self.config.enable_auto_commit and self.assigned:
                 try:
                     self.commit(asynchronous=False)
                 except KafkaError as exc:
@@ -540,25 +406,13 @@ class Consumer(ClientNode):
             msg = f"commit(): asynchronous must be True or False, got {asynchronous!r}"
             raise TypeError(msg)
         group = self._require_group("commit()")
-        triples = self._commit_offsets(message, offsets)
+        triples = self.commits.to_commit(message, offsets)
         if not triples:
             return None if asynchronous else []
-        end = self.world.now_ms + self.config.request_timeout_ms
         if asynchronous:
-            group.commit(triples, lambda code: self._commit_done(triples, code), retry_until_ms=end)
+            self.commits.send(group, triples)
             return None
-        box: list[ErrorCode] = []
-        group.commit(triples, box.append, retry_until_ms=end)
-        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
-        if not box:
-            raise TimeoutException(
-                f"commit of {len(triples)} offsets got no answer within {self.config.request_timeout_ms} ms",
-                group=group.group_id,
-            )
-        self._commit_done(triples, box[0])
-        if box[0] is not ErrorCode.NONE:
-            raise _commit_exception(box[0], group.group_id)
-        return [TopicPartition(t, p, o) for t, p, o in triples]
+        return self.commits.commit_sync(group, triples)
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Store the offset the next ``commit()`` (or auto-commit) sends: ``message.offset() + 1``, or ``offsets``.
@@ -576,33 +430,7 @@ class Consumer(ClientNode):
             raise IllegalStateError(msg)
         triples = offsets_arg(message, offsets, "store_offsets()", strict=True)
         self._require_assigned([(t, p) for t, p, _ in triples], "store_offsets()")
-        for t, p, o in triples:
-            self._stored[(t, p)] = o
-
-    def _commit_offsets(
-        self, message: Message | None, offsets: list[TopicPartition] | None
-    ) -> tuple[tuple[str, int, int], ...]:
-        if message is not None:
-            return ((message.topic(), message.partition(), message.offset() + 1),)
-        if offsets is not None:
-            return tuple((t.topic, t.partition, t.offset) for t in offsets if t.offset >= 0)
-        if not self.config.enable_auto_offset_store:
-            return tuple((t, p, o) for (t, p), o in sorted(self._stored.items()) if (t, p) in self._assignment)
-        out = []
-        for key in self._assignment:
-            pos = self._position_for_app(key)
-            if pos >= 0:
-                out.append((key[0], key[1], pos))
-        return tuple(out)
-
-    def _commit_done(self, triples: tuple[tuple[str, int, int], ...], code: ErrorCode) -> None:
-        self.world.trace.emit(
-            self.name,
-            "state",
-            "consumer.commit",
-            ("error", code.name),
-            ("offsets", [f"{t}-{p}@{o}" for t, p, o in triples]),
-        )
+        self.commits.store(triples)
 
     def committed(
         self, partitions: Iterable[TopicPartition | tuple[str, int]], timeout: float | None = None
@@ -612,18 +440,7 @@ class Consumer(ClientNode):
         group = self._require_group("committed()")
         keys = tuple(t.key() for t in partition_list(partitions, "committed()"))
         wait_ms = call_wait_ms(timeout, "committed()", self.config.request_timeout_ms)
-        box: list[tuple[ErrorCode, dict[tuple[str, int], int]]] = []
-        group.fetch_committed(keys, lambda code, offs: box.append((code, offs)))
-        end = self.world.now_ms + wait_ms
-        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
-        if not box:
-            raise TimeoutException(
-                "committed() got no answer in time (an unstable offset or no coordinator)", group=group.group_id
-            )
-        code, offs = box[0]
-        if code is not ErrorCode.NONE:
-            raise exception_for(code, group=group.group_id)
-        return [TopicPartition(t, p, o if (o := offs.get((t, p), -1)) >= 0 else OFFSET_INVALID) for t, p in keys]
+        return self.commits.committed(group, keys, wait_ms)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """Return the group id, generation and member id as this consumer believes them now."""
@@ -655,40 +472,19 @@ class Consumer(ClientNode):
     def on_group_assignment(self, tps: list[tuple[str, int]]) -> None:
         """The group gave this consumer ``tps`` (SyncGroup): read them from the committed offsets."""
         self._set_assignment(list(tps))
-        self._no_committed = set()
+        self.fetcher.no_committed = set()
         if self._on_assign is not None:
-            self._callbacks.append((self._on_assign, [TopicPartition(t, p) for t, p in self._assignment]))
-        self._kick()
+            self._callbacks.append((self._on_assign, [TopicPartition(t, p) for t, p in self.assigned]))
+        self.fetcher.kick()
 
     def on_group_revoke(self, *, lost: bool) -> None:
         """Give back every partition (eager rebalance); commit first unless they were lost."""
         if not lost and self.config.enable_auto_commit:
-            self._auto_commit()
+            self.commits.auto_commit()
         cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
-        if cb is not None and self._assignment:
-            self._callbacks.append((cb, [TopicPartition(t, p) for t, p in self._assignment]))
+        if cb is not None and self.assigned:
+            self._callbacks.append((cb, [TopicPartition(t, p) for t, p in self.assigned]))
         self._set_assignment([])
-
-    # -- auto commit ------------------------------------------------------------------------
-
-    def _start_auto_commit(self) -> None:
-        if self.group is not None and self.config.enable_auto_commit:
-            self.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
-
-    def _auto_commit_tick(self) -> None:
-        if self.closed:
-            return
-        self._auto_commit()
-        self.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
-
-    def _auto_commit(self) -> None:
-        group = self.group
-        if group is None or not self._assignment or (group.subscription and group.state != "STABLE"):
-            return
-        triples = self._commit_offsets(None, None)
-        if triples:
-            end = self.world.now_ms + self.config.request_timeout_ms
-            group.commit(triples, lambda code: self._commit_done(triples, code), retry_until_ms=end)
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -703,248 +499,20 @@ class Consumer(ClientNode):
     def after_poll(self, messages: list[Message]) -> None:
         """Learn what a poll returned (history recording)."""
 
-    # ======================================================================================
-    # fetching
-    # ======================================================================================
-
     def _check_open(self) -> None:
         if self.closed:
             msg = f"consumer {self.name} is closed; create a new consumer"
             raise IllegalStateError(msg)
 
-    def _kick(self) -> None:
-        unresolved = []
-        for key in self._assignment:
-            if key in self._fetching or key in self._resetting or key in self._resolving or key in self._paused:
-                continue
-            if key not in self.positions:
-                if self.group is not None and key not in self._no_committed:
-                    unresolved.append(key)
-                else:
-                    self._reset_offset(key, -2 if self.config.auto_offset_reset == "earliest" else -1)
-                continue
-            if any((m.topic(), m.partition()) == key for m in self._buffer):
-                continue
-            self._fetch(key)
-        if unresolved:
-            self._fetch_committed(tuple(unresolved))
-
-    def _fetch_committed(self, keys: tuple[tuple[str, int], ...]) -> None:
-        """Start ``keys`` from the group's committed offsets (then auto.offset.reset)."""
-        group = self.group
-        if group is None:
-            return
-        self._resolving.update(keys)
-        gen = self._fetch_gen
-
-        def answered(code: ErrorCode, offsets: dict[tuple[str, int], int]) -> None:
-            self._resolving.difference_update(keys)
-            if gen != self._fetch_gen:
-                self._kick()
-                return
-            if code is not ErrorCode.NONE:
-                self.set_timer(self.config.retry_backoff_ms, self._kick)
-                return
-            for key in keys:
-                offset = offsets.get(key, -1)
-                if offset >= 0:
-                    self.positions[key] = offset
-                else:
-                    self._no_committed.add(key)
-            self.world.trace.emit(
-                self.name,
-                "state",
-                "consumer.committed",
-                ("group", self.group.group_id if self.group else ""),
-                ("offsets", [f"{t}-{p}@{offsets.get((t, p), -1)}" for t, p in keys]),
-            )
-            self._kick()
-
-        group.fetch_committed(keys, answered)
-
-    def _await_leader(self, key: tuple[str, int]) -> None:
-        """No leader is known for ``key``: refresh metadata, then see whether the partition exists at all."""
-        if key in self._missing or self._metadata_waiting:
-            return  # a refresh is on its way (paced by the metadata backoff); _after_metadata kicks
-        self._metadata_waiting = True
-        self.refresh_metadata(self._after_metadata)
-
-    def _after_metadata(self) -> None:
-        """A metadata answer landed: report assigned partitions it shows do not exist, then carry on.
-
-        Each is reported once per assignment; while any is missing the consumer keeps refreshing
-        (the client's backoff makes that about once per ``retry.backoff.max.ms``), so it starts
-        reading if the topic is created.
-        """
-        self._metadata_waiting = False
-        missing = set()
-        for key in self._assignment:
-            if self.leader_of(*key) >= 0:
-                continue
-            count = self.partition_counts.get(key[0])
-            if count is None or key[1] >= count:
-                missing.add(key)
-                if key not in self._reported:
-                    self._report_missing(key, count)
-        self._missing = missing
-        if missing:
-            self._metadata_waiting = True
-            self.refresh_metadata(self._after_metadata)
-        self._kick()
-
-    def _report_missing(self, key: tuple[str, int], count: int | None) -> None:
-        self._reported.add(key)
-        text = f"{_missing_text(key, count)}; {self.name} keeps refreshing metadata and reads it if it is created"
-        error = UnknownTopicOrPartitionException(text, topic=key[0], partition=key[1])
-        self._events.append(Message(key[0], key[1], OFFSET_INVALID, None, None, error=error))
-        self.world.trace.emit(self.name, "state", "consumer.unknown_partition", ("tp", f"{key[0]}-{key[1]}"))
-
-    def _reset_offset(self, key: tuple[str, int], timestamp: int) -> None:
-        leader = self.leader_of(*key)
-        if leader < 0:
-            self._await_leader(key)
-            return
-        self._resetting.add(key)
-        gen = self._fetch_gen
-        req = ListOffsetsRequest(key[0], key[1], timestamp, self.config.isolation_level)
-        self.request(
-            f"broker-{leader}",
-            req,
-            lambda r: self._on_list_offsets(key, gen, r),
-            timeout_ms=self.config.request_timeout_ms,
-        )
-
-    def _on_list_offsets(self, key: tuple[str, int], gen: int, resp: ListOffsetsResponse | None) -> None:
-        self._resetting.discard(key)
-        if resp is None or resp.error is not ErrorCode.NONE:
-            self.refresh_metadata()
-            self.set_timer(self.config.retry_backoff_ms, self._kick)
-            return
-        if key in self._assignment and gen == self._fetch_gen:
-            self.positions[key] = resp.offset
-        self._kick()
-
-    def _fetch(self, key: tuple[str, int]) -> None:
-        leader = self.leader_of(*key)
-        if leader < 0:
-            self._await_leader(key)
-            return
-        self._fetching.add(key)
-        gen = self._fetch_gen
-        offset = self.positions[key]
-        req = FetchRequest(
-            key[0],
-            key[1],
-            offset,
-            replica_id=-1,
-            isolation_level=self.config.isolation_level,
-            max_bytes=self.config.max_partition_fetch_bytes,
-            max_wait_ms=self.config.fetch_max_wait_ms,
-        )
-        self.request(
-            f"broker-{leader}",
-            req,
-            lambda r: self._on_fetch(key, gen, offset, r),
-            timeout_ms=self.config.request_timeout_ms + self.config.fetch_max_wait_ms,
-        )
-
-    def _on_fetch(self, key: tuple[str, int], gen: int, offset: int, resp: FetchResponse | None) -> None:
-        if gen != self._fetch_gen or key not in self._assignment:
-            return
-        self._fetching.discard(key)
-        if resp is None or resp.error is not ErrorCode.NONE:
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
-            if code is ErrorCode.OFFSET_OUT_OF_RANGE:
-                self.positions.pop(key, None)
-            else:
-                self.refresh_metadata()
-            self.set_timer(self.config.retry_backoff_ms, self._kick)
-            return
-        if self.positions.get(key) != offset:
-            return
-        self.fetch_log.append((self.world.now_ms, key[0], key[1], offset, resp.high_watermark, resp.last_stable_offset))
-        records, next_offset = self._unpack(key, offset, resp)
-        self.positions[key] = next_offset
-        high = resp.last_stable_offset if self.read_committed else resp.high_watermark
-        self._watermarks[key] = (resp.log_start_offset, high)
-        self._buffer.extend(records)
-        self.world.trace.emit(
-            self.name,
-            "state",
-            "consumer.fetched",
-            ("tp", f"{key[0]}-{key[1]}"),
-            ("from", offset),
-            ("records", len(records)),
-            ("next", next_offset),
-            ("lso", resp.last_stable_offset),
-            ("hw", resp.high_watermark),
-        )
-        if not records and key not in self._fetching and key not in self._paused:
-            self._fetch(key)
-
-    def _unpack(self, key: tuple[str, int], offset: int, resp: FetchResponse) -> tuple[list[Message], int]:
-        """Turn fetched batches into records, dropping markers and (read_committed) aborted data."""
-        topic, partition = key
-        out: list[Message] = []
-        next_offset = offset
-        aborted_heap: list[tuple[int, int]] = []
-        aborted_producers: set[int] = set()
-        if self.read_committed and resp.aborted_transactions:
-            aborted_heap = [(t.first_offset, t.producer_id) for t in resp.aborted_transactions]
-            heapq.heapify(aborted_heap)
-        for b in resp.batches:
-            if b.next_offset <= offset:
-                continue
-            next_offset = b.next_offset
-            if self.read_committed:
-                while aborted_heap and aborted_heap[0][0] <= b.last_offset:
-                    aborted_producers.add(heapq.heappop(aborted_heap)[1])
-                if b.is_control:
-                    if b.control_type == ABORT:
-                        aborted_producers.discard(b.producer_id)
-                    continue
-                if b.is_transactional and b.producer_id in aborted_producers:
-                    self.world.trace.mark(self.name, "consumer: aborted batch dropped (read_committed)")
-                    continue
-            elif b.is_control:
-                continue
-            base = b.base_offset
-            for i, v in enumerate(b.values):
-                o = base + i
-                if o < offset:
-                    continue
-                out.append(
-                    Message(
-                        topic,
-                        partition,
-                        o,
-                        b.keys[i],
-                        v,
-                        timestamp=b.record_timestamp(i),
-                        headers=b.headers[i] if b.headers else None,
-                        leader_epoch=b.partition_leader_epoch,
-                    )
-                )
-        return out, next_offset
-
     def on_crash(self) -> None:
         """A crashed consumer forgets positions and buffered records."""
         super().on_crash()
-        self._buffer = deque()
-        self._fetching = set()
-        self._resetting = set()
-        self._resolving = set()
-        self._no_committed = set()
-        self.positions = {}
+        self.fetcher.on_crash()
         self._callbacks = deque()
-        self._events = deque()
-        self._paused = set()
-        self._stored = {}
-        self._missing = set()
-        self._reported = set()
-        self._metadata_waiting = False
+        self.paused_tps = set()
+        self.commits.stored = {}
         if self.group is not None:
-            self._assignment = [] if self.group.subscription else self._assignment
+            self.assigned = [] if self.group.subscription else self.assigned
             self.group.on_crash()
 
     def on_restart(self) -> None:
@@ -952,26 +520,5 @@ class Consumer(ClientNode):
         super().on_restart()
         self.refresh_metadata()
         if self.group is not None and not self.closed:
-            self._start_auto_commit()
+            self.commits.start_auto_commit()
             self.group.join()
-
-
-def _commit_exception(code: ErrorCode, group_id: str) -> KafkaError:
-    """The exception ``commit()`` raises (Kafka's ``commitSync``: a lost generation is CommitFailed)."""
-    if code in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-        return CommitFailedException(
-            f"Commit cannot be completed: the group {group_id!r} rebalanced and gave the partitions to another "
-            f"member ({code.name}); poll() to rejoin, then process and commit again",
-            group=group_id,
-            error=code.name,
-        )
-    return exception_for(code, group=group_id)
-
-
-def _missing_text(key: tuple[str, int], count: int | None) -> str:
-    """Say that ``key`` does not exist, and what does (``count``: the topic's partitions, None: no topic)."""
-    topic, partition = key
-    if count is None:
-        return f"topic {topic!r} does not exist (partition {topic}-{partition})"
-    tp = f"{topic}-{partition}"
-    return f"partition {partition} of topic {topic!r} ({tp}) does not exist: the topic has {count} partitions"

@@ -29,7 +29,6 @@ from engine.client.producer import Producer
 from engine.client.transactions import TransactionStateMachine, TxnClientState
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import (
-    CommitFailedException,
     ErrorCode,
     IllegalStateError,
     KafkaError,
@@ -37,6 +36,7 @@ from engine.errors import (
     TransactionAbortedException,
     exception_for,
 )
+from engine.group import txn_offsets
 from engine.protocol import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -68,7 +68,6 @@ _RETRY = frozenset(
     }
 )
 _FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH})
-_GROUP_FENCED = frozenset({ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID})
 
 
 class TransactionalProducer(Producer):
@@ -155,10 +154,15 @@ class TransactionalProducer(Producer):
     def send_offsets_to_transaction(
         self, offsets: list[TopicPartition], group_metadata: Any, timeout: float | None = None
     ) -> None:
-        """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit)."""
+        """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit).
+
+        ``group_metadata`` (``consumer.group_metadata()``) lets the group coordinator fence a consumer
+        that is no longer in that generation: the call then raises ``CommitFailedException``, an
+        abortable error (KIP-447, :mod:`engine.group.txn_offsets`).
+        """
         start = self.world.now_ms
         triples = _offset_triples(offsets)
-        group_id, generation, member, instance = _group_fields(group_metadata)
+        group_id, generation, member, instance = txn_offsets.group_fields(group_metadata)
         wait_ms(timeout, "send_offsets_to_transaction", default="max.block.ms")
         self._raise_if_fatal()
         self._refuse_if_pending("send_offsets_to_transaction")
@@ -191,14 +195,9 @@ class TransactionalProducer(Producer):
             "send_offsets_to_transaction",
         )
         if resp2.error is not ErrorCode.NONE:
-            if resp2.error in _GROUP_FENCED:
-                # Kafka's TxnOffsetCommitHandler reports these as CommitFailedException (abortable).
+            err = txn_offsets.fenced_commit_error(resp2.error, group_id, generation, self.transactional_id)
+            if err is not None:
                 self.world.trace.mark(self.name, "producer: stale group generation rejected (KIP-447)")
-                err = CommitFailedException(
-                    f"offsets for group {group_id} were rejected ({resp2.error.name}): this consumer is no longer "
-                    f"in generation {generation}; abort the transaction and rejoin the group",
-                    transactional_id=self.transactional_id,
-                )
                 self.last_error = err
                 self.txn.transition_to(T.ABORTABLE_ERROR)
                 raise err
@@ -605,21 +604,6 @@ class TransactionalProducer(Producer):
             )
             raise TimeoutException(msg)
         return box[0]
-
-
-def _group_fields(group_metadata: Any) -> tuple[str, int, str, str | None]:
-    if isinstance(group_metadata, str):
-        return group_metadata, -1, "", None
-    try:
-        return (
-            group_metadata.group_id,
-            group_metadata.generation_id,
-            group_metadata.member_id,
-            getattr(group_metadata, "group_instance_id", None),
-        )
-    except AttributeError:
-        msg = "group_metadata must come from consumer.group_metadata() (or be a group id string)"
-        raise IllegalStateError(msg) from None
 
 
 def _offset_triples(offsets: Any) -> tuple[tuple[str, int, int], ...]:

@@ -12,9 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print one line per scenario."""
     from engine.scenarios.catalog import BY_NAME
-    from engine.scenarios.registry import DESCRIPTIONS, _load_all
+    from engine.scenarios.registry import DESCRIPTIONS, load_all
 
-    _load_all()
+    load_all()
     width = max(len(n) for n in DESCRIPTIONS)
     for name in sorted(DESCRIPTIONS):
         spec = BY_NAME.get(name)

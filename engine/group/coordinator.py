@@ -21,7 +21,9 @@ through the leader replica and answered when the high watermark passes them (ack
 ``offsets.commit.required.acks=-1``), or after :data:`OFFSETS_COMMIT_TIMEOUT_MS` with
 REQUEST_TIMED_OUT. Plain offsets enter the cache when replicated; transactional offsets wait in
 ``pending_txn`` until a COMMIT marker of their producer id lands in the partition
-(:meth:`GroupCoordinator.on_txn_marker`); an ABORT marker discards them.
+(:meth:`GroupCoordinator.on_txn_marker`); an ABORT marker discards them. Who may commit, the
+pending offsets and OffsetFetch's ``require_stable`` follow the rules of
+:mod:`engine.group.txn_offsets` (KIP-447).
 
 Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is in :mod:`engine.group.membership`.
 """
@@ -34,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 from engine.broker.extension import BrokerExtension
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 from engine.errors import ErrorCode, IllegalStateError
+from engine.group import txn_offsets
 from engine.group.membership import Membership
 from engine.group.metadata import GroupMetadata, MemberMetadata
-from engine.group.records import StoredOffset, complete_txn, offsets_batch, replay
+from engine.group.records import StoredOffset, offsets_batch, replay
 from engine.group.state import GroupState
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import (
     OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
     TxnOffsetCommitRequest,
@@ -286,18 +288,15 @@ class GroupCoordinator(BrokerExtension):
     def validate_commit(
         self, g: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool
     ) -> ErrorCode:
-        """Kafka's ``validateOffsetCommit``: who may commit for this group now."""
-        if g.is_(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id >= 0 or member_id != "" or instance_id is not None:
-            if member_id not in g.members and not (transactional and not self.weak.fence_stale_generation):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != g.generation and not (transactional and not self.weak.fence_stale_generation):
-                return ErrorCode.ILLEGAL_GENERATION
-            return ErrorCode.NONE
-        if not transactional and not g.is_(GroupState.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID  # a non-empty group takes commits from members only
-        return ErrorCode.NONE
+        """Who may commit for this group now (:func:`engine.group.txn_offsets.validate_commit`)."""
+        return txn_offsets.validate_commit(
+            g,
+            generation_id,
+            member_id,
+            instance_id,
+            transactional=transactional,
+            fence_stale_generation=self.weak.fence_stale_generation,
+        )
 
     def _on_offset_commit(self, m: Message) -> None:
         req: OffsetCommitRequest = m.body
@@ -372,9 +371,7 @@ class GroupCoordinator(BrokerExtension):
             self.broker.respond(m, TxnOffsetCommitResponse(code))
             return
         # Pending from the append on: the cache mirrors the leader's log, which keeps the record.
-        pending = g.pending_txn.setdefault(req.producer_id, {})
-        for i, (t, p, o) in enumerate(req.offsets):
-            pending[(t, p)] = StoredOffset(o, base + i, batch.create_time)
+        txn_offsets.add_pending(g, req.producer_id, req.offsets, base, batch.create_time)
         self.trace(
             "txn_offset_commit.pending",
             ("group", req.group_id),
@@ -388,9 +385,7 @@ class GroupCoordinator(BrokerExtension):
     def _check_producer_epoch(self, p: int, producer_id: int, producer_epoch: int) -> ErrorCode:
         r = self.broker.replicas.get((CONSUMER_OFFSETS_TOPIC, p))
         entry = r.producers.producers.get(producer_id) if r is not None else None
-        if entry is not None and producer_epoch < entry.producer_epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
-        return ErrorCode.NONE
+        return txn_offsets.producer_epoch_error(entry.producer_epoch if entry is not None else None, producer_epoch)
 
     def on_txn_marker(self, r: Replica, batch: RecordBatch) -> None:
         """A COMMIT or ABORT marker landed in a partition this broker leads: settle pending offsets.
@@ -406,7 +401,7 @@ class GroupCoordinator(BrokerExtension):
             g = self.groups[gid]
             if g.partition != r.partition or batch.producer_id not in g.pending_txn:
                 continue
-            moved = complete_txn(g.committed, g.pending_txn, batch.producer_id, marker_offset, commit=commit)
+            moved = txn_offsets.settle(g, batch.producer_id, marker_offset, commit=commit)
             self.trace(
                 "txn_offset_commit.completed",
                 ("group", gid),
@@ -428,14 +423,8 @@ class GroupCoordinator(BrokerExtension):
             tps = list(req.partitions)
         else:
             tps = sorted(g.committed) if g is not None else []
-        out = []
-        for tp in tps:
-            if g is not None and req.require_stable and g.has_pending_offsets(tp):
-                out.append(OffsetFetchPartition(tp[0], tp[1], -1, ErrorCode.UNSTABLE_OFFSET_COMMIT))
-                continue
-            stored = g.committed.get(tp) if g is not None else None
-            out.append(OffsetFetchPartition(tp[0], tp[1], stored.offset if stored is not None else -1))
-        self.broker.respond(m, OffsetFetchResponse(ErrorCode.NONE, tuple(out)))
+        out = tuple(txn_offsets.fetch_partition(g, tp, require_stable=req.require_stable) for tp in tps)
+        self.broker.respond(m, OffsetFetchResponse(ErrorCode.NONE, out))
 
     def _count_and_trace(self, name: str, group_id: str, code: ErrorCode) -> None:
         self.broker.error_counts[code.name] = self.broker.error_counts.get(code.name, 0) + 1

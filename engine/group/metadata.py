@@ -102,7 +102,8 @@ class GroupMetadata:
         self.new_member_added = False
         self.rebalance_deadline_ms = 0
         self.committed: dict[tuple[str, int], StoredOffset] = {}
-        #: Plain OffsetCommits appended but not yet replicated, per partition (KIP-447 stability).
+        #: Plain OffsetCommits appended but not yet replicated, per partition (KIP-447 stability:
+        #: :func:`engine.group.txn_offsets.is_unstable`).
         self.pending_commits: dict[tuple[str, int], int] = {}
         #: producer id -> partition -> offset of a transaction not decided yet.
         self.pending_txn: dict[int, dict[tuple[str, int], StoredOffset]] = {}
@@ -157,12 +158,6 @@ class GroupMetadata:
             if all(any(p[0] == name for p in m.protocols) for m in members):
                 return name
         return members[0].protocols[0][0]
-
-    def has_pending_offsets(self, tp: tuple[str, int]) -> bool:
-        """Return True when an offset for ``tp`` is in flight or in an undecided transaction."""
-        if self.pending_commits.get(tp, 0) > 0:
-            return True
-        return any(tp in offsets for offsets in self.pending_txn.values())
 
     def to_record(
         self, now_ms: int, assignments: dict[str, tuple[tuple[str, int], ...]] | None = None

@@ -1,29 +1,35 @@
 """The scenarios of eos-checking.md §5.2, under hierarchical names, as :class:`Spec` data.
 
 Each entry says what it sets up, which faults its plan holds (a function of the seed's
-``faults`` stream), and which mutants it is built to catch with which check. ``eos scenarios``
-lists them; ``eos run NAME --seed N [--mutant M..]`` runs one; ``eos sweep NAME --seeds N``
-runs many seeds.
+``faults`` stream, from ``fault_plans.py``), and which mutants it is built to catch with which
+check. ``eos scenarios`` lists them; ``eos run NAME --seed N [--mutant M..]`` runs one;
+``eos sweep NAME --seeds N`` runs many seeds.
 """
 
 from __future__ import annotations
 
-import random
-from typing import TYPE_CHECKING
-
-from engine.scenarios.harness import Spec, TopicSpec
-from engine.scenarios.workloads import (
-    BAD_SEND_MAX_REQUEST_SIZE,
-    Aggregator,
-    Copier,
-    IdempotentSends,
-    Transactions,
-    ZombieAbortRace,
+from engine.scenarios.copier import Aggregator, Copier
+from engine.scenarios.fault_plans import (
+    client_crashes,
+    coordinator_failover,
+    delayed_end_txn,
+    delayed_produce,
+    isolated_leader,
+    light_partitions,
+    lost_ack_burst,
+    lost_acks,
+    marker_retry,
+    not_leader_after_append,
+    pauses,
+    power_loss,
+    reorders,
+    rolling_crashes,
+    swarm,
+    unclean_setup,
 )
-from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
-
-if TYPE_CHECKING:
-    from engine.scenarios.harness import Run
+from engine.scenarios.harness import Spec, TopicSpec
+from engine.scenarios.workloads import BAD_SEND_MAX_REQUEST_SIZE, IdempotentSends, Transactions
+from engine.scenarios.zombie_race import ZombieAbortRace
 
 #: Faster failure detection than Kafka's defaults, so a simulated failover takes ~2 s, not ~10 s.
 FAST_FAILOVER = (
@@ -32,172 +38,6 @@ FAST_FAILOVER = (
     ("broker.heartbeat.interval.ms", 500),
     ("replica.lag.time.max.ms", 1_500),
 )
-
-BROKERS = ("broker-1", "broker-2", "broker-3")
-
-
-def _times(rng: random.Random, n: int, start: int, end: int) -> list[int]:
-    return sorted(rng.randint(start, end) for _ in range(n))
-
-
-def lost_acks(rng: random.Random, run: Run) -> FaultPlan:
-    """Drop a few ProduceResponses after the leader appended (lost acks)."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(1, 2))
-            for t in _times(rng, 4, 200, 3_500)
-        )
-    )
-
-
-def reorders(rng: random.Random, run: Run) -> FaultPlan:
-    """Delay single produce requests past their successors, and lose an answer now and then."""
-    entries = [
-        FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(3, 30), count=1)
-        for t in _times(rng, 6, 200, 3_500)
-    ]
-    entries += [
-        FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=1)
-        for t in _times(rng, 2, 200, 3_500)
-    ]
-    return FaultPlan(tuple(entries))
-
-
-def lost_ack_burst(rng: random.Random, run: Run) -> FaultPlan:
-    """Lose 5–8 consecutive answers: every in-flight batch is retried, the oldest first."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(5, 8))
-            for t in _times(rng, 3, 300, 3_500)
-        )
-    )
-
-
-def rolling_crashes(rng: random.Random, run: Run) -> FaultPlan:
-    """Crash brokers one at a time (hard bounce), each back after a few seconds."""
-    entries = []
-    t = rng.randint(300, 800)
-    for b in rng.sample(BROKERS, 2):
-        entries.append(FaultEntry.of(t, "crash", node=b))
-        entries.append(FaultEntry.of(t + rng.randint(2_500, 3_500), "restart", node=b))
-        t += rng.randint(3_800, 4_500)
-    return FaultPlan(tuple(entries))
-
-
-def unclean_setup(rng: random.Random, run: Run) -> FaultPlan:
-    """Cut broker-1 (leader of t-0 and t-1's second replica) off its followers, then crash it."""
-    t0 = rng.randint(300, 600)
-    crash = t0 + rng.randint(2_200, 2_800)
-    return FaultPlan(
-        (
-            FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3")),
-            FaultEntry.of(crash, "crash", node="broker-1"),
-            FaultEntry.of(crash + 50, "heal"),
-            FaultEntry.of(crash + rng.randint(3_000, 4_000), "restart", node="broker-1"),
-        )
-    )
-
-
-def isolated_leader(rng: random.Random, run: Run) -> FaultPlan:
-    """Cut the first leader off the other brokers and the controller, but not from clients."""
-    t0 = rng.randint(300, 900)
-    return FaultPlan(
-        (
-            FaultEntry.of(t0, "partition", a=("broker-1",), b=("broker-2", "broker-3", "controller")),
-            FaultEntry.of(t0 + rng.randint(2_500, 3_500), "heal"),
-        )
-    )
-
-
-def coordinator_failover(rng: random.Random, run: Run) -> FaultPlan:
-    """Crash coordinators around PREPARE_COMMIT (BUGGIFY sites): before the markers, and by power loss after."""
-    run.world.sites.force("coordinator.crash_after_prepare_logged", times=1)
-    run.world.sites.force("coordinator.power_loss_after_prepare_answered", times=2)
-    return FaultPlan()
-
-
-def client_crashes(rng: random.Random, run: Run) -> FaultPlan:
-    """Crash transactional producers mid-transaction (their processes start new instances)."""
-    names = [f"producer-{i}" for i in range(1, 4)]
-    return FaultPlan(tuple(FaultEntry.of(t, "crash", node=rng.choice(names)) for t in _times(rng, 3, 400, 3_500)))
-
-
-def pauses(rng: random.Random, run: Run) -> FaultPlan:
-    """Pause a transactional producer longer than transaction.timeout.ms (a zombie)."""
-    t = rng.randint(300, 1_000)
-    name = rng.choice(["producer-1", "producer-2"])
-    return FaultPlan(
-        (FaultEntry.of(t, "pause", node=name), FaultEntry.of(t + rng.randint(3_500, 4_500), "resume", node=name))
-    )
-
-
-def delayed_end_txn(rng: random.Random, run: Run) -> FaultPlan:
-    """Hold EndTxn requests past the client's timeout; release each after the next txn began (KAFKA-17754)."""
-    entries = []
-    t = rng.randint(200, 600)
-    for n in range(1, 9):
-        entries.append(FaultEntry.of(t, "hold", body_type="EndTxnRequest", skip=rng.randint(0, 3), count=1))
-        # the hold starts after 0-3 other EndTxns; released ~1.8-2.1 s after the rule, it has
-        # usually outlived request.timeout.ms (1.5 s), so the client's retry ended the txn first
-        entries.append(FaultEntry.of(t + rng.randint(1_800, 2_100), "release", rule=n))
-        t += rng.randint(2_150, 2_400)
-    return FaultPlan(tuple(entries))
-
-
-def delayed_produce(rng: random.Random, run: Run) -> FaultPlan:
-    """Delay transactional produce requests by more than a transaction takes."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(300, 1_200), count=1)
-            for t in _times(rng, 4, 200, 3_000)
-        )
-    )
-
-
-def light_partitions(rng: random.Random, run: Run) -> FaultPlan:
-    """Short partitions between brokers."""
-    return random_plan(
-        rng,
-        list(BROKERS),
-        duration_ms=4_000,
-        kinds=("partition",),
-        mean_interval_ms=1_200,
-        outage_ms_max=600,
-        start_ms=200,
-    )
-
-
-def marker_retry(rng: random.Random, run: Run) -> FaultPlan:
-    """Drop WriteTxnMarkers requests for a while: the coordinator must retry until written."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "drop", body_type="WriteTxnMarkersRequest", count=rng.randint(2, 6))
-            for t in _times(rng, 3, 200, 3_000)
-        )
-    )
-
-
-def power_loss(rng: random.Random, run: Run) -> FaultPlan:
-    """Crash every replica at once, losing what the OS had not flushed (a correlated power loss)."""
-    t = rng.randint(1_200, 2_000)
-    entries = [FaultEntry.of(t, "crash", node=b, lose_unflushed_tail=True) for b in BROKERS]
-    entries += [FaultEntry.of(t + 200, "restart", node=b) for b in BROKERS]
-    return FaultPlan(tuple(entries))
-
-
-def not_leader_after_append(rng: random.Random, run: Run) -> FaultPlan:
-    """Answer NOT_LEADER_OR_FOLLOWER after appending (BUGGIFY site), several times."""
-    run.world.sites.force("broker.produce.not_leader_after_append", times=rng.randint(3, 8))
-    return FaultPlan()
-
-
-def swarm(rng: random.Random, run: Run) -> FaultPlan:
-    """A random subset of fault kinds for this seed (swarm testing), rotating over the safety phase."""
-    kinds = swarm_kinds(rng, ("crash", "pause", "partition", "partition_one_way", "clog", "drop", "delay", "duplicate"))
-    return random_plan(
-        rng, list(BROKERS), duration_ms=8_000, kinds=kinds, mean_interval_ms=900, outage_ms_max=2_500, start_ms=200
-    )
-
 
 SENDS = IdempotentSends()
 
@@ -296,7 +136,9 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "transactions: delayed EndTxn",
         "an EndTxn held past its timeout arrives during the next txn (S12)",
-        Transactions(processes=2, txns_per_process=150, abort_p=0.4),
+        # 6-12 sends keep each transaction open long enough that a released EndTxn often lands
+        # inside the next one (with 1-4 sends the replication of short transactions outran it).
+        Transactions(processes=2, txns_per_process=150, abort_p=0.4, sends_per_txn=(6, 12)),
         delayed_end_txn,
         broker_config=FAST_FAILOVER,
         safety_ms=18_000,

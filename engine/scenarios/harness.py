@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.check.anomaly import Report
 from engine.check.checker import check_history
-from engine.check.history import HistoryRecorder, Poll
+from engine.check.history import HistoryRecorder, Poll, Send
 from engine.cluster import Cluster
+from engine.scenarios.fault_plans import swarm as swarm_plan
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.scheduler import SimulationStalled
@@ -165,11 +166,11 @@ class Run:
 
     def spawn(self, make: Callable[[Run, int], Process]) -> int:
         """Start a process (a generator); return its process number."""
-        pid = self.next_process
+        proc = self.next_process
         self.next_process += 1
-        self.processes[pid] = make(self, pid)
-        self.wake_at[pid] = self.now_ms
-        return pid
+        self.processes[proc] = make(self, proc)
+        self.wake_at[proc] = self.now_ms
+        return proc
 
     def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
@@ -187,14 +188,14 @@ class Run:
                 nxt = min(self.wake_at.values())
                 self.world.run_for(max(1, min(nxt, until_ms) - self.now_ms))
                 continue
-            pid = self.rng.choice(ready)
+            proc = self.rng.choice(ready)
             try:
-                out = next(self.processes[pid])
+                out = next(self.processes[proc])
             except StopIteration:
-                del self.processes[pid]
-                del self.wake_at[pid]
+                del self.processes[proc]
+                del self.wake_at[proc]
                 continue
-            self.wake_at[pid] = self.now_ms + (out.ms if isinstance(out, Sleep) else 0)
+            self.wake_at[proc] = self.now_ms + (out.ms if isinstance(out, Sleep) else 0)
             self.world.run_for(self.rng.randint(0, 2))
         if self.now_ms < until_ms:
             self.world.run_for(until_ms - self.now_ms)
@@ -283,14 +284,14 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
         p.flush(timeout=30)
     reader = c.consumer(run.consumer_config({"isolation.level": "read_committed", "client.id": "final-reader"}))
     reader.assign(run.topic_partitions())
-    pid = 10_000 + run.next_process
+    proc = 10_000 + run.next_process
     run.next_process += 1
-    op = run.history.invoke(pid, "assign", (), run.now_ms, keys=run.topic_partitions())
+    op = run.history.invoke(proc, "assign", (), run.now_ms, keys=run.topic_partitions())
     run.history.complete(op, "ok", (), run.now_ms)
     seen_sentinels: set[str] = set()
     idle = 0
     while idle < 3:
-        op = run.history.invoke(pid, "poll", (), run.now_ms)
+        op = run.history.invoke(proc, "poll", (), run.now_ms)
         msgs = reader.consume(1000, timeout=1.0)
         polls = []
         for m in msgs:
@@ -319,7 +320,7 @@ def white_box(run: Run, history: Any) -> list[str]:
     for op in history:
         if op.type == "ok" and op.f in ("send", "txn"):
             for m in op.mops:
-                if type(m).__name__ == "Send" and m.offset is not None:
+                if isinstance(m, Send) and m.offset is not None:
                     acked.setdefault((m.topic, m.partition), set()).add(m.value)
     at_least_once = run.spec.allowed == "at-least-once" or run.flag("no-idempotence")
     found = check_invariants(run.cluster, run.timeline, acked_values=acked, at_least_once=at_least_once)
@@ -346,7 +347,6 @@ def run_spec(
     run = Run(spec, seed, mutant)
     plan = _choose_plan(run, plan, swarm) or FaultPlan()
     run.cluster.schedule_faults(plan)
-    run.extra["fault_plan"] = plan
     _drive_phases(run)
     history = run.history.history()
     undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm and spec.must_report else []
@@ -376,8 +376,6 @@ def run_spec(
 def _choose_plan(run: Run, plan: FaultPlan | None, swarm: bool) -> FaultPlan | None:
     """Return the plan to inject: the one given, else a swarm plan, else the scenario's own."""
     if plan is None and swarm:
-        from engine.scenarios.catalog import swarm as swarm_plan
-
         plan = swarm_plan(run.fault_rng, run)
     if plan is None and run.spec.faults is not None:
         plan = run.spec.faults(run.fault_rng, run)

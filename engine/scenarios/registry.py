@@ -58,7 +58,7 @@ def scenario(name: str, description: str) -> Callable[[Callable[..., ScenarioRes
 
 def get_scenario(name: str) -> Callable[..., ScenarioResult]:
     """Return a scenario by name, or raise KeyError with a suggestion."""
-    _load_all()
+    load_all()
     fn = SCENARIOS.get(name)
     if fn is None:
         close = difflib.get_close_matches(name, list(SCENARIOS), n=1)
@@ -68,8 +68,8 @@ def get_scenario(name: str) -> Callable[..., ScenarioResult]:
     return fn
 
 
-def _load_all() -> None:
-    # Importing the modules registers their scenarios.
+def load_all() -> None:
+    """Register every scenario: the ``@scenario`` functions (on import) and the catalog's specs."""
     from engine.scenarios import demo  # noqa: F401
     from engine.scenarios.catalog import SPECS
 

@@ -14,6 +14,12 @@ Hooks
     the run moved to a phase: ``"safety"``, ``"heal"``, ``"liveness"``, ``"end"``.
 ``after_run_for(world)``
     a ``World.run_for`` call returned; a natural point to take a frozen snapshot.
+``on_offsets(replica)``
+    a partition replica's offsets may have moved: its log end (an append or a truncation), its
+    high watermark, its last stable offset (a transaction began or ended) or its leader epoch
+    (it became leader). Called at the moment of the change, so no value is missed; the replica
+    is the engine's own object, to be read and never changed. Not a method of :class:`Observer`
+    on purpose: the hook costs something on the produce path only while someone defines it.
 """
 
 from __future__ import annotations

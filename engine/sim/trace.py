@@ -135,6 +135,11 @@ class Trace:
         self.marks: dict[str, int] = {}
         self._observers: list[Observer] = []
         self._hooks: list[Any] = []
+        #: The observers' ``on_offsets`` hooks. Replicas hold this very list (it is updated in
+        #: place), so an observer attached later is seen by replicas made earlier.
+        self.offset_hooks: list[Any] = []
+        #: The observers' ``after_run_for`` hooks.
+        self.run_for_hooks: list[Any] = []
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
         #: keep=False: the events of the chunk being filled (hashed when it is full).
         self._chunk: list[TraceEvent] = self.events if keep else []
@@ -144,12 +149,17 @@ class Trace:
     def attach(self, observer: Observer) -> None:
         """Attach an observer; it receives every later event through its ``on_event`` hook."""
         self._observers.append(observer)
-        self._hooks = [o.on_event for o in self._observers if getattr(o, "on_event", None)]
+        self._rehook()
 
     def detach(self, observer: Observer) -> None:
         """Detach an observer attached earlier."""
         self._observers.remove(observer)
+        self._rehook()
+
+    def _rehook(self) -> None:
         self._hooks = [o.on_event for o in self._observers if getattr(o, "on_event", None)]
+        self.offset_hooks[:] = [o.on_offsets for o in self._observers if getattr(o, "on_offsets", None)]
+        self.run_for_hooks = [o.after_run_for for o in self._observers if getattr(o, "after_run_for", None)]
 
     @property
     def observers(self) -> tuple[Observer, ...]:

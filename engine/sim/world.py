@@ -83,10 +83,8 @@ class World:
     def run_for(self, duration_ms: int, max_events: int = DEFAULT_MAX_EVENTS) -> int:
         """Run ``duration_ms`` of simulated time; return the number of events run."""
         ran = self.scheduler.run_for(duration_ms, max_events)
-        for o in self.trace.observers:
-            hook = getattr(o, "after_run_for", None)
-            if hook is not None:
-                hook(self)
+        for hook in self.trace.run_for_hooks:
+            hook(self)
         return ran
 
     def run_until(self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS) -> int:

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from engine import Cluster
+from engine.client.group_member import MemberState
 from engine.client.message import TopicPartition
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 from engine.errors import CommitFailedException, ErrorCode, UnknownMemberIdException
+from engine.group.txn_offsets import UNSTABLE_OFFSET_RETRIED
 from engine.protocol import (
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -53,7 +55,7 @@ def _stable(c: Cluster, *consumers: Any, ms: int = 30_000) -> None:
             v is not None
             and v.state == "Stable"
             and len(v.members) == len(consumers)
-            and all(x.group.state == "STABLE" and x.group.generation_id == v.generation for x in consumers)
+            and all(x.group.state is MemberState.STABLE and x.group.generation_id == v.generation for x in consumers)
         )
 
     c.run_until(lambda: done() or c.now_ms >= end)
@@ -378,6 +380,28 @@ def test_send_offsets_to_transaction_commits_the_group_offsets_with_the_transact
     assert v.pending_transactional == ()
     assert v.committed == tuple(("t", p, 3) for p in range(4))
     assert [t.offset for t in a.committed([("t", p) for p in range(4)])] == [3, 3, 3, 3]
+
+
+def test_a_read_committed_consumer_waits_for_offsets_pending_in_a_transaction_kip447() -> None:
+    c = _cluster()
+    _produce(c, 3)
+    producer = c.producer({"transactional.id": "copier", "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([TopicPartition("t", 0, 2)], GROUP)  # the transaction stays open
+    waiting = c.consumer({"group.id": GROUP, "isolation.level": "read_committed"})
+    waiting.assign([("t", 0)])
+    assert waiting.poll(2.0) is None  # OffsetFetch(require_stable) answers UNSTABLE_OFFSET_COMMIT, retried
+    assert c.world.trace.marks[UNSTABLE_OFFSET_RETRIED] >= 1
+    assert waiting.position([("t", 0)])[0].offset < 0
+    # read_uncommitted does not wait: no committed offset yet, so auto.offset.reset (earliest) applies.
+    eager = c.consumer({"group.id": GROUP})
+    eager.assign([("t", 0)])
+    assert eager.poll(2.0).offset() == 0
+    producer.commit_transaction()
+    first = waiting.poll(5.0)
+    assert first is not None
+    assert first.offset() == 2  # the offset the transaction committed
 
 
 # -- kafka-consumer-groups.sh --describe ----------------------------------------------------------

@@ -545,8 +545,8 @@ def test_at_least_once_skips_idempotence_and_fencing() -> None:
 def stuck_completion_run() -> Cluster:
     """The COMPLETE_COMMIT write of a transaction cannot replicate for 6 s, then can.
 
-    Only the ``__transaction_state`` fetches of the coordinator's followers are dropped, so the
-    markers (on a partition led elsewhere) are written and acknowledged, and the coordinator's
+    The followers' fetches from the coordinator (which carry ``__transaction_state``) are dropped,
+    so the markers (on a partition led elsewhere) are written and acknowledged, and the coordinator's
     COMPLETE write times out after ``WRITE_TIMEOUT_MS`` while it stays coordinator.
     """
     from engine.coordinator_lookup import partition_for
@@ -562,14 +562,17 @@ def stuck_completion_run() -> Cluster:
     p.commit_transaction()
 
     def txn_state_fetch(m: Any) -> bool:
-        return getattr(m.body, "topic", None) == "__transaction_state"
+        # A follower's fetch carries every partition it follows on the coordinator, these among them.
+        return any(p.topic == "__transaction_state" for p in m.body.partitions)
 
     rules = [
-        c.add_rule("drop", src=f, dst=coord, body_type="FetchRequest", count=None, where=txn_state_fetch)
+        c.add_rule("drop", src=f, dst=coord, body_type="ReplicaFetchRequest", count=None, where=txn_state_fetch)
         for f in (1, 2, 3)
         if f != coord
     ]
+    dropped = c.world.network.dropped
     c.run_for(6_000)
+    assert c.world.network.dropped > dropped, "the followers' fetches from the coordinator were dropped"
     for r in rules:
         c.world.network.remove_rule(r)
     c.run_for(60_000)

@@ -2,12 +2,12 @@
 
 Goal: the partitions a group's leader hands out are exactly the ones a real Kafka client would
 compute, so a scenario's assignment can be checked against the Kafka docs by hand. Method: call
-:func:`~engine.group.assignor.range_assign` on small subscriptions and compare whole results.
+:func:`~engine.client.assignor.range_assign` on small subscriptions and compare whole results.
 """
 
 from __future__ import annotations
 
-from engine.group.assignor import range_assign
+from engine.client.assignor import range_assign
 
 
 def test_four_partitions_two_members_get_two_consecutive_partitions_each() -> None:

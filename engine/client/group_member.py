@@ -4,8 +4,8 @@ Driven by timers and responses on the consumer's node, like the Java client's he
 so it runs whenever the simulation runs (during ``poll``, ``flush``, ``run_for`` ...), never
 while the node is paused or down.
 
-Member states
--------------
+Member states (:class:`MemberState`)
+------------------------------------
 ==========  =================================================================================
 state       received X ⇒ next state
 ==========  =================================================================================
@@ -22,17 +22,22 @@ Heartbeats go every ``heartbeat.interval.ms`` from the first JoinGroup answer on
 consumer sends none, so the coordinator evicts it after ``session.timeout.ms``; when it resumes it
 still believes in its old generation (``group_metadata()`` says so) until a heartbeat or a commit
 tells it otherwise -- exactly the zombie KIP-447 fences.
+
+Committed offsets are read with OffsetFetch; under read_committed it requires stable offsets and
+retries while a transaction holds one (:mod:`engine.group.txn_offsets`).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engine.client.assignor import RANGE, range_assign
 from engine.client.base import METADATA_TIMEOUT_MS
 from engine.coordinator_lookup import KEY_TYPE_GROUP
 from engine.errors import ErrorCode
-from engine.group.assignor import RANGE, range_assign
+from engine.group import txn_offsets
 from engine.group.metadata import CONSUMER_PROTOCOL_TYPE
 from engine.protocol import (
     FindCoordinatorRequest,
@@ -53,10 +58,15 @@ from engine.protocol import (
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
 
-UNJOINED = "UNJOINED"
-JOINING = "JOINING"
-SYNCING = "SYNCING"
-STABLE = "STABLE"
+
+class MemberState(enum.Enum):
+    """Where the consumer is in joining its group (the module docstring's table)."""
+
+    UNJOINED = "UNJOINED"
+    JOINING = "JOINING"
+    SYNCING = "SYNCING"
+    STABLE = "STABLE"
+
 
 #: Answers after which the coordinator must be looked up again.
 COORDINATOR_ERRORS = frozenset(
@@ -84,7 +94,7 @@ class GroupMember:
         self.member_id = ""
         self.generation_id = -1
         self.group_instance_id: str | None = None
-        self.state = UNJOINED
+        self.state: MemberState = MemberState.UNJOINED
         self.subscription: tuple[str, ...] = ()
         self.is_leader = False
         self.fatal: ErrorCode | None = None
@@ -180,23 +190,23 @@ class GroupMember:
         """Set the subscription; join, or rejoin when it changed."""
         changed = topics != self.subscription
         self.subscription = topics
-        if self.state == UNJOINED:
+        if self.state is MemberState.UNJOINED:
             self.join()
         elif changed:
             self.request_rejoin("subscription changed")
 
     def join(self) -> None:
         """Start (re)joining unless a join is already under way."""
-        if self.state in (JOINING, SYNCING) or not self.subscription or self.fatal is not None:
+        if self.state in (MemberState.JOINING, MemberState.SYNCING) or not self.subscription or self.fatal is not None:
             return
         if self.consumer.closed:
             return  # a rejoin scheduled before close() must not bring a closed consumer back
-        self.state = JOINING
+        self.state = MemberState.JOINING
         self._epoch += 1
         self.with_coordinator(lambda epoch=self._epoch: self._send_join(epoch))
 
     def _send_join(self, epoch: int) -> None:
-        if epoch != self._epoch or self.state != JOINING:
+        if epoch != self._epoch or self.state is not MemberState.JOINING:
             return
         cfg = self.config
         req = JoinGroupRequest(
@@ -212,7 +222,7 @@ class GroupMember:
         self._send(req, lambda r: self._on_join(epoch, r), cfg.max_poll_interval_ms + 5_000)
 
     def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
-        if epoch != self._epoch or self.state != JOINING:
+        if epoch != self._epoch or self.state is not MemberState.JOINING:
             return
         code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
         if resp is not None and code is ErrorCode.MEMBER_ID_REQUIRED:
@@ -225,7 +235,7 @@ class GroupMember:
         self.member_id = resp.member_id
         self.generation_id = resp.generation_id
         self.is_leader = resp.leader == resp.member_id
-        self.state = SYNCING
+        self.state = MemberState.SYNCING
         self._trace(
             "group.joined", ("member", self.member_id), ("generation", self.generation_id), ("leader", self.is_leader)
         )
@@ -246,9 +256,9 @@ class GroupMember:
             self.generation_id = -1
         elif code not in RETRY_ERRORS and code is not ErrorCode.REBALANCE_IN_PROGRESS:
             self.fatal = code  # INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT ...: poll() raises it
-            self.state = UNJOINED
+            self.state = MemberState.UNJOINED
             return
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self._later(self.join)
 
     def _assign_as_leader(self, epoch: int, resp: JoinGroupResponse) -> None:
@@ -260,7 +270,7 @@ class GroupMember:
         self._compute_assignment(epoch, resp)
 
     def _compute_assignment(self, epoch: int, resp: JoinGroupResponse) -> None:
-        if epoch != self._epoch or self.state != SYNCING:
+        if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
         subs = {m.member_id: m.subscription for m in resp.members}
         result = range_assign(subs, self.consumer.partition_counts)
@@ -276,14 +286,14 @@ class GroupMember:
         self._send(req, lambda r: self._on_sync(epoch, r), self.config.max_poll_interval_ms + 5_000)
 
     def _on_sync(self, epoch: int, resp: SyncGroupResponse | None) -> None:
-        if epoch != self._epoch or self.state != SYNCING:
+        if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
         code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
         if resp is None or code is not ErrorCode.NONE:
-            self.state = JOINING  # so _join_failed's bookkeeping applies
+            self.state = MemberState.JOINING  # so _join_failed's bookkeeping applies
             self._join_failed(epoch, code)
             return
-        self.state = STABLE
+        self.state = MemberState.STABLE
         self._trace(
             "group.synced", ("generation", self.generation_id), ("assignment", [f"{t}-{p}" for t, p in resp.assignment])
         )
@@ -293,11 +303,11 @@ class GroupMember:
 
     def request_rejoin(self, reason: str) -> None:
         """Revoke every partition (eager protocol) and join again."""
-        if self.state in (JOINING, SYNCING):
+        if self.state in (MemberState.JOINING, MemberState.SYNCING):
             return
         self._trace("group.rejoin", ("reason", reason))
         self.consumer.on_group_revoke(lost=False)
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self.join()
 
     def _lose(self, code: ErrorCode) -> None:
@@ -308,7 +318,7 @@ class GroupMember:
         self._trace("group.fenced", ("error", code.name))
         self.consumer.on_group_revoke(lost=True)
         self._epoch += 1
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self.join()
 
     # -- heartbeats -------------------------------------------------------------------------
@@ -322,7 +332,7 @@ class GroupMember:
     def _heartbeat(self, token: int) -> None:
         if token != self._hb_token:
             return
-        if self.state not in (SYNCING, STABLE) or self.generation_id < 0:
+        if self.state not in (MemberState.SYNCING, MemberState.STABLE) or self.generation_id < 0:
             self._heartbeating = False
             return
         self.with_coordinator(lambda: self._send_heartbeat(token))
@@ -344,7 +354,7 @@ class GroupMember:
         if code in COORDINATOR_ERRORS:
             self.coordinator_dead()
         elif code is ErrorCode.REBALANCE_IN_PROGRESS:
-            if self.state == STABLE:
+            if self.state is MemberState.STABLE:
                 self.request_rejoin("heartbeat: REBALANCE_IN_PROGRESS")
         elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
             self._lose(code)
@@ -366,7 +376,7 @@ class GroupMember:
         """Forget member id, generation and every in-flight answer (leave, crash)."""
         self.member_id = ""
         self.generation_id = -1
-        self.state = UNJOINED
+        self.state = MemberState.UNJOINED
         self.is_leader = False
         self._epoch += 1
         self._heartbeating = False
@@ -385,7 +395,7 @@ class GroupMember:
     def commit(self, offsets: Offsets, done: Callable[[ErrorCode], None], *, retry_until_ms: int) -> None:
         """Send an OffsetCommit; ``done(code)`` gets the final answer (coordinator errors are retried)."""
         if self.subscription:
-            if self.state != STABLE:
+            if self.state is not MemberState.STABLE:
                 done(ErrorCode.REBALANCE_IN_PROGRESS)
                 return
             gen, member = self.generation_id, self.member_id
@@ -406,7 +416,7 @@ class GroupMember:
                 return
             if code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID) and gen == self.generation_id:
                 self._lose(code)
-            elif code is ErrorCode.REBALANCE_IN_PROGRESS and self.state == STABLE:
+            elif code is ErrorCode.REBALANCE_IN_PROGRESS and self.state is MemberState.STABLE:
                 self.request_rejoin("commit: REBALANCE_IN_PROGRESS")
             done(code)
 
@@ -416,7 +426,7 @@ class GroupMember:
         self, partitions: tuple[tuple[str, int], ...], done: Callable[[ErrorCode, dict[tuple[str, int], int]], None]
     ) -> None:
         """Send an OffsetFetch (require_stable under read_committed, KIP-447), retrying until stable."""
-        stable = self.config.isolation_level == "read_committed"
+        stable = txn_offsets.require_stable(self.consumer.isolation_level)
         req = OffsetFetchRequest(self.group_id, partitions, require_stable=stable)
 
         def send() -> None:
@@ -425,11 +435,8 @@ class GroupMember:
         def answered(resp: OffsetFetchResponse | None) -> None:
             code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
             if resp is not None and code is ErrorCode.NONE:
-                unstable = [p for p in resp.partitions if p.error is ErrorCode.UNSTABLE_OFFSET_COMMIT]
-                if unstable:
-                    self.consumer.world.trace.mark(
-                        self.consumer.name, "consumer: committed offset unstable, retrying (KIP-447)"
-                    )
+                if txn_offsets.any_unstable(resp.partitions):
+                    self.consumer.world.trace.mark(self.consumer.name, txn_offsets.UNSTABLE_OFFSET_RETRIED)
                     code = ErrorCode.UNSTABLE_OFFSET_COMMIT
                 else:
                     done(ErrorCode.NONE, {(p.topic, p.partition): p.offset for p in resp.partitions})

@@ -1,0 +1,208 @@
+"""The leader's side of replication: followers' fetches, their progress, the HW and the ISR.
+
+Kafka keeps this in ``Partition`` (``updateFollowerFetchState``, ``maybeIncrementLeaderHW``,
+``maybeShrinkIsr``, ``maybeExpandIsr``) and ``ReplicaManager.fetchMessages`` with a
+``DelayedFetch`` for followers; the ISR change itself goes to the controller as an
+``AlterPartition`` request. Here:
+
+- A follower's :class:`~engine.protocol.ReplicaFetchRequest` names every partition it follows on
+  this broker. Each partition is checked (leadership, the follower's leader epoch, the tail of
+  its log against this leader's epoch history), then its fetch offset counts as the follower's
+  progress, which may move the HW or earn it a place in the ISR.
+- When no partition has anything to send, the request is parked for ``max_wait_ms``: at most one
+  per follower (a newer fetch from the same follower replaces the parked one, whose sender gave
+  it up). An append to any of its partitions, a leadership change of one of them, or the
+  deadline answers it.
+- The HW is the smallest LEO in the ISR (:meth:`Replica.maybe_advance_hw`); a follower that has
+  not caught up for ``replica.lag.time.max.ms`` is proposed out of the ISR, one that reaches the
+  HW (and the leader epoch's start offset) is proposed in. One proposal per partition is in
+  flight at a time; while an expansion is pending the HW counts the joining replica (KIP-497).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from engine.errors import ErrorCode, IllegalStateError
+from engine.protocol import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    ReplicaFetchPartitionData,
+    ReplicaFetchResponse,
+)
+
+if TYPE_CHECKING:
+    from engine.broker.broker import Broker
+    from engine.broker.replica import Replica
+    from engine.protocol import ReplicaFetchPartition, ReplicaFetchRequest
+    from engine.sim.network import Message
+    from engine.sim.scheduler import Timer
+
+CONTROLLER = "controller"
+_NONE = ErrorCode.NONE
+
+
+class ParkedReplicaFetch(NamedTuple):
+    """A follower's fetch waiting for data on any of ``keys``."""
+
+    request: Message
+    keys: frozenset[tuple[str, int]]
+    timer: Timer
+
+
+class LeaderReplication:
+    """Followers' fetches, progress, HW and ISR proposals for the partitions one broker leads."""
+
+    __slots__ = ("broker", "parked")
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        #: follower broker id → its parked fetch.
+        self.parked: dict[int, ParkedReplicaFetch] = {}
+
+    # -- followers' fetches ------------------------------------------------------------------
+
+    def on_fetch(self, m: Message) -> None:
+        """Handle a follower's fetch: record its progress, answer now or park it."""
+        req: ReplicaFetchRequest = m.body
+        old = self.parked.pop(req.replica_id, None)
+        if old is not None:
+            old.timer.cancel()  # its sender has moved on to this request
+        ready = False
+        for p in req.partitions:
+            if self._progress(req.replica_id, p):
+                ready = True
+        if ready or req.max_wait_ms <= 0:
+            self._answer(m)
+            return
+        keys = frozenset((p.topic, p.partition) for p in req.partitions)
+        timer = self.broker.set_timer(req.max_wait_ms, self._expired, req.replica_id, m)
+        self.parked[req.replica_id] = ParkedReplicaFetch(m, keys, timer)
+
+    def _progress(self, follower: int, p: ReplicaFetchPartition) -> bool:
+        """Check one partition of a follower's fetch and count its offset; return True if it has an answer now."""
+        r, _code = self.broker.leader_replica(p.topic, p.partition)
+        if r is None or r.state is None:
+            return True
+        if 0 <= p.current_leader_epoch < r.state.leader_epoch:
+            return True  # fenced: the follower follows an older epoch
+        if p.last_fetched_epoch >= 0:
+            epoch, end = r.log.end_offset_for_epoch(p.last_fetched_epoch)
+            if epoch != p.last_fetched_epoch or end < p.fetch_offset:
+                return True  # diverging
+        # Only a fetch whose tail matches this leader's epoch history counts as progress: a
+        # divergent follower's offset must never move the HW or earn it a place in the ISR.
+        self.follower_progress(r, follower, p.fetch_offset)
+        return r.log.log_end_offset > p.fetch_offset
+
+    def _partition_answer(self, p: ReplicaFetchPartition) -> ReplicaFetchPartitionData:
+        r, code = self.broker.leader_replica(p.topic, p.partition)
+        if r is None or r.state is None:
+            code = code if r is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
+            return ReplicaFetchPartitionData(p.topic, p.partition, code)
+        if 0 <= p.current_leader_epoch < r.state.leader_epoch:
+            return ReplicaFetchPartitionData(p.topic, p.partition, ErrorCode.FENCED_LEADER_EPOCH)
+        log = r.log
+        if p.last_fetched_epoch >= 0:
+            epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch)
+            if epoch != p.last_fetched_epoch or end < p.fetch_offset:
+                return ReplicaFetchPartitionData(p.topic, p.partition, _NONE, r.high_watermark, (), (epoch, end))
+        leo = log.log_end_offset
+        batches = (
+            tuple(log.read(p.fetch_offset, self.broker.config.replica_fetch_max_bytes, leo))
+            if leo > p.fetch_offset
+            else ()
+        )
+        return ReplicaFetchPartitionData(p.topic, p.partition, _NONE, r.high_watermark, batches)
+
+    def _answer(self, m: Message) -> None:
+        req: ReplicaFetchRequest = m.body
+        answer = self._partition_answer
+        self.broker.respond(m, ReplicaFetchResponse(tuple([answer(p) for p in req.partitions])))
+
+    def _expired(self, follower: int, m: Message) -> None:
+        parked = self.parked.get(follower)
+        if parked is not None and parked.request is m:
+            del self.parked[follower]
+            self._answer(m)
+
+    def wake(self, key: tuple[str, int]) -> None:
+        """Answer the parked fetches that include ``key`` (new data, or its leadership moved)."""
+        parked = self.parked
+        for follower in [f for f, p in parked.items() if key in p.keys]:
+            p = parked.pop(follower)
+            p.timer.cancel()
+            self._answer(p.request)
+
+    def on_crash(self) -> None:
+        """Parked fetches are volatile."""
+        self.parked = {}
+
+    # -- progress and the HW ---------------------------------------------------------------
+
+    def follower_progress(self, r: Replica, follower: int, fetch_offset: int) -> None:
+        """A follower holds everything below ``fetch_offset``: update its LEO, the HW, the ISR."""
+        if follower not in r.follower_leo:
+            return
+        leo = r.log.log_end_offset
+        r.follower_leo[follower] = fetch_offset if fetch_offset < leo else leo
+        if fetch_offset >= leo:
+            r.follower_caught_up_ms[follower] = self.broker._sched.now_ms
+        state = r.state
+        if state is None:
+            raise IllegalStateError(f"{r.tp}: follower progress on a replica with no partition state")
+        if (
+            follower not in state.isr
+            and fetch_offset >= max(r.high_watermark, r.leader_epoch_start_offset)
+            and not r.pending_isr_change
+        ):
+            self.propose_isr(r, (*state.isr, follower))
+        elif r.maybe_advance_hw():
+            self.broker.leader_hw_moved(r)
+
+    # -- ISR changes ------------------------------------------------------------------------
+
+    def shrink_lagging(self) -> None:
+        """Propose out of the ISR every follower not caught up for ``replica.lag.time.max.ms``."""
+        broker = self.broker
+        now = broker.world.now_ms
+        lag_max = broker.config.replica_lag_time_max_ms
+        for key in sorted(broker.replicas):
+            r = broker.replicas[key]
+            if not r.is_leader or r.state is None or r.pending_isr_change:
+                continue
+            lagging = [
+                b for b in r.state.isr if b != broker.broker_id and now - r.follower_caught_up_ms.get(b, now) > lag_max
+            ]
+            if lagging:
+                self.propose_isr(r, tuple(b for b in r.state.isr if b not in lagging))
+
+    def propose_isr(self, r: Replica, new_isr: tuple[int, ...]) -> None:
+        """Ask the controller for a new ISR (AlterPartition); one proposal per partition at a time."""
+        state = r.state
+        if state is None:
+            raise IllegalStateError(f"{r.tp}: ISR proposal on a replica with no partition state")
+        broker = self.broker
+        r.pending_isr_change = True
+        r.joining_isr = tuple(b for b in new_isr if b not in state.isr)
+        broker.world.trace.emit(broker.name, "state", "isr.propose", ("tp", r.tp), ("isr", list(new_isr)))
+        req = AlterPartitionRequest(
+            broker.broker_id, r.topic, r.partition, state.leader_epoch, state.partition_epoch, tuple(sorted(new_isr))
+        )
+        broker.request(
+            CONTROLLER,
+            req,
+            lambda resp, r=r: self._isr_answer(r, resp),
+            timeout_ms=broker.config.broker_session_timeout_ms,
+        )
+
+    def _isr_answer(self, r: Replica, resp: AlterPartitionResponse | None) -> None:
+        r.pending_isr_change = False
+        r.joining_isr = ()
+        if resp is None or resp.error is not _NONE or resp.state is None:
+            return
+        self.broker.metadata[(r.topic, r.partition)] = resp.state
+        if r.is_leader and r.state is not None and resp.state.leader_epoch == r.state.leader_epoch:
+            r.state = resp.state
+            if r.maybe_advance_hw():
+                self.broker.leader_hw_moved(r)

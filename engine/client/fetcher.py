@@ -1,0 +1,467 @@
+"""The consumer's fetcher: where each assigned partition starts, its fetches, and the records they bring.
+
+Kafka's consumer splits this between ``SubscriptionState`` (positions), ``OffsetFetcher``
+(ListOffsets for ``auto.offset.reset`` and seeks to the beginning or end) and ``Fetcher`` (Fetch
+requests and the buffered results). Here one :class:`Fetcher` per consumer does all three,
+driven by the consumer's node (timers and answers), so fetches go on whenever the simulation
+runs. The consumer keeps the assignment and the paused set; the fetcher reads them.
+
+Per assigned partition
+----------------------
+==========================  ==============================================================
+situation                   what :meth:`Fetcher.kick` does
+==========================  ==============================================================
+in flight, paused           nothing (an answer, or ``resume()``, kicks again)
+no position, ``group.id``   OffsetFetch for the group's committed offset (with
+                            ``require_stable`` under read_committed, KIP-447)
+no position otherwise       ListOffsets per ``auto.offset.reset`` (earliest; else latest),
+                            also when the group has no committed offset
+records still buffered      nothing: the application has not taken them yet
+otherwise                   Fetch from the position (long poll: ``fetch.max.wait.ms``)
+==========================  ==============================================================
+
+Every answer is checked against the fetcher's *generation*, bumped whenever the assignment or
+a position changes under it (``seek``, a new assignment): an answer to an older generation is
+dropped. A Fetch answer is turned into records by :func:`engine.client.read_committed.visible_batches`
+(markers and, under read_committed, aborted transactions removed) and the position moves to the
+end of the fetched range. With no leader known, the fetcher refreshes metadata (see below).
+
+A partition that does not exist
+-------------------------------
+A consumer assigned a partition it finds no leader for refreshes metadata (paced by the client's
+``retry.backoff.ms`` → ``retry.backoff.max.ms`` backoff). When an answer shows the topic missing,
+or the partition at or past the topic's partition count, the next ``poll``/``consume`` returns a
+:class:`~engine.client.message.Message` whose ``error()`` is ``UnknownTopicOrPartitionException``,
+once per assignment of that partition, as confluent-kafka reports ``UNKNOWN_TOPIC_OR_PART``; the
+fetcher keeps refreshing metadata in the background and starts reading if the topic is created.
+A metadata answer with no partitions at all (a cluster without any topic) is treated by the
+client as no answer, so nothing is reported until some topic exists.
+
+``get_watermark_offsets`` (:meth:`Fetcher.watermark_offsets`) asks the leader with ListOffsets
+too, but waits for the answer: it is a blocking call of the application.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message
+from engine.client.read_committed import visible_batches
+from engine.config import IsolationLevel
+from engine.errors import ErrorCode, TimeoutException, UnknownTopicOrPartitionException, exception_for
+from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+
+if TYPE_CHECKING:
+    from engine.client.consumer import Consumer
+    from engine.log.records import RecordBatch
+
+Key = tuple[str, int]
+
+#: ListOffsets timestamps: the log start, and the end (the LSO for read_committed).
+EARLIEST = -2
+LATEST = -1
+
+#: ListOffsets errors after which ``watermark_offsets`` looks the leader up again.
+_STALE_LEADER = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.REQUEST_TIMED_OUT,
+    }
+)
+
+#: The coverage mark hit once per transactional batch dropped as part of an aborted transaction.
+ABORTED_BATCH_DROPPED = "consumer: aborted batch dropped (read_committed)"
+
+
+class Fetcher:
+    """Positions, in-flight requests and fetched records of one consumer's assigned partitions."""
+
+    def __init__(self, consumer: Consumer) -> None:
+        self.consumer = consumer
+        self.config = consumer.config
+        self.isolation: IsolationLevel = consumer.isolation_level
+        #: The next offset to fetch per partition (absent: not known yet).
+        self.positions: dict[Key, int] = {}
+        #: Fetched records the application has not taken, in fetch order.
+        self.buffer: deque[Message] = deque()
+        #: Error events for the application (a Message with error()), returned before records.
+        self.events: deque[Message] = deque()
+        #: Partitions with a Fetch, a ListOffsets, or an OffsetFetch in flight.
+        self.fetching: set[Key] = set()
+        self.resetting: set[Key] = set()
+        self.resolving: set[Key] = set()
+        #: Partitions the group is known to have no committed offset for (auto.offset.reset applies).
+        self.no_committed: set[Key] = set()
+        #: Bumped whenever in-flight answers must be ignored (new assignment, seek).
+        self.generation = 0
+        #: ``(time_ms, topic, partition, fetch_offset, hw, lso)`` of every answered fetch (for the checkers).
+        self.fetch_log: list[tuple[int, str, int, int, int, int]] = []
+        #: ``(low, high)`` from the last fetch of each partition (``get_watermark_offsets(cached=True)``).
+        self.watermarks: dict[Key, tuple[int, int]] = {}
+        #: Assigned partitions a metadata answer showed do not exist; those already reported.
+        self.missing: set[Key] = set()
+        self.reported: set[Key] = set()
+        self.metadata_waiting = False
+
+    # -- what the consumer asks ---------------------------------------------------------------
+
+    def retain(self, kept: set[Key], *, fresh: bool) -> None:
+        """The assignment became ``kept``: forget the rest and ignore every answer in flight.
+
+        ``fresh``: a new assignment, whose missing partitions are reported again.
+        """
+        self.positions = {k: v for k, v in self.positions.items() if k in kept}
+        self.buffer = deque(m for m in self.buffer if (m.topic(), m.partition()) in kept)
+        if fresh:
+            self.missing.clear()
+            self.reported.clear()
+        else:
+            self.missing &= kept
+            self.reported &= kept
+        self.generation += 1
+        self.fetching = set()
+        self.resolving = set()
+
+    def start_at(self, key: Key, offset: int) -> None:
+        """Read ``key`` from ``offset`` (>= 0), or from the log start or end (OFFSET_BEGINNING, OFFSET_END)."""
+        if offset == OFFSET_BEGINNING:
+            self.reset_offset(key, EARLIEST)
+        elif offset == OFFSET_END:
+            self.reset_offset(key, LATEST)
+        else:
+            self.positions[key] = offset
+
+    def seek(self, key: Key, offset: int) -> None:
+        """Drop what was fetched for ``key`` and read it from ``offset`` (see :meth:`start_at`)."""
+        self.buffer = deque(m for m in self.buffer if (m.topic(), m.partition()) != key)
+        self.generation += 1
+        self.fetching = set()
+        self.start_at(key, offset)
+
+    def position_for_app(self, key: Key) -> int:
+        """The position as the application sees it: after the last record it was given."""
+        for m in self.buffer:
+            if (m.topic(), m.partition()) == key:
+                return m.offset()
+        return self.positions.get(key, OFFSET_INVALID)
+
+    def ready(self, paused: set[Key]) -> bool:
+        """Return True when a poll would return something: an error event or a record of an unpaused partition."""
+        if self.events:
+            return True
+        if not paused:
+            return bool(self.buffer)
+        return any((m.topic(), m.partition()) not in paused for m in self.buffer)
+
+    def take(self, n: int, paused: set[Key]) -> list[Message]:
+        """Hand out up to ``n`` error events, then records; records of ``paused`` partitions stay buffered."""
+        out: list[Message] = []
+        while self.events and len(out) < n:
+            out.append(self.events.popleft())
+        if not paused:
+            while self.buffer and len(out) < n:
+                out.append(self.buffer.popleft())
+            return out
+        held: deque[Message] = deque()
+        while self.buffer and len(out) < n:
+            m = self.buffer.popleft()
+            (held if (m.topic(), m.partition()) in paused else out).append(m)
+        held.extend(self.buffer)
+        self.buffer = held
+        return out
+
+    def on_crash(self) -> None:
+        """A crashed consumer forgets positions, buffered records and everything in flight."""
+        self.buffer = deque()
+        self.fetching = set()
+        self.resetting = set()
+        self.resolving = set()
+        self.no_committed = set()
+        self.positions = {}
+        self.events = deque()
+        self.missing = set()
+        self.reported = set()
+        self.metadata_waiting = False
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def kick(self) -> None:
+        """Start whatever each assigned partition needs next (see the module docstring's table)."""
+        c = self.consumer
+        unresolved = []
+        for key in c.assigned:
+            if key in self.fetching or key in self.resetting or key in self.resolving or key in c.paused_tps:
+                continue
+            if key not in self.positions:
+                if c.group is not None and key not in self.no_committed:
+                    unresolved.append(key)
+                else:
+                    self.reset_offset(key, EARLIEST if self.config.auto_offset_reset == "earliest" else LATEST)
+                continue
+            if any((m.topic(), m.partition()) == key for m in self.buffer):
+                continue
+            self._fetch(key)
+        if unresolved:
+            self._fetch_committed(tuple(unresolved))
+
+    def _fetch_committed(self, keys: tuple[Key, ...]) -> None:
+        """Start ``keys`` from the group's committed offsets (then auto.offset.reset)."""
+        c = self.consumer
+        group = c.group
+        if group is None:
+            return
+        self.resolving.update(keys)
+        gen = self.generation
+
+        def answered(code: ErrorCode, offsets: dict[Key, int]) -> None:
+            self.resolving.difference_update(keys)
+            if gen != self.generation:
+                self.kick()
+                return
+            if code is not ErrorCode.NONE:
+                c.set_timer(self.config.retry_backoff_ms, self.kick)
+                return
+            for key in keys:
+                offset = offsets.get(key, -1)
+                if offset >= 0:
+                    self.positions[key] = offset
+                else:
+                    self.no_committed.add(key)
+            c.world.trace.emit(
+                c.name,
+                "state",
+                "consumer.committed",
+                ("group", c.group.group_id if c.group else ""),
+                ("offsets", [f"{t}-{p}@{offsets.get((t, p), -1)}" for t, p in keys]),
+            )
+            self.kick()
+
+        group.fetch_committed(keys, answered)
+
+    # -- partitions without a leader ----------------------------------------------------------
+
+    def _await_leader(self, key: Key) -> None:
+        """No leader is known for ``key``: refresh metadata, then see whether the partition exists at all."""
+        if key in self.missing or self.metadata_waiting:
+            return  # a refresh is on its way (paced by the metadata backoff); _after_metadata kicks
+        self.metadata_waiting = True
+        self.consumer.refresh_metadata(self._after_metadata)
+
+    def _after_metadata(self) -> None:
+        """A metadata answer landed: report assigned partitions it shows do not exist, then carry on.
+
+        Each is reported once per assignment; while any is missing the consumer keeps refreshing
+        (the client's backoff makes that about once per ``retry.backoff.max.ms``), so it starts
+        reading if the topic is created.
+        """
+        c = self.consumer
+        self.metadata_waiting = False
+        missing = set()
+        for key in c.assigned:
+            if c.leader_of(*key) >= 0:
+                continue
+            count = c.partition_counts.get(key[0])
+            if count is None or key[1] >= count:
+                missing.add(key)
+                if key not in self.reported:
+                    self._report_missing(key, count)
+        self.missing = missing
+        if missing:
+            self.metadata_waiting = True
+            c.refresh_metadata(self._after_metadata)
+        self.kick()
+
+    def _report_missing(self, key: Key, count: int | None) -> None:
+        c = self.consumer
+        self.reported.add(key)
+        text = f"{missing_text(key, count)}; {c.name} keeps refreshing metadata and reads it if it is created"
+        error = UnknownTopicOrPartitionException(text, topic=key[0], partition=key[1])
+        self.events.append(Message(key[0], key[1], OFFSET_INVALID, None, None, error=error))
+        c.world.trace.emit(c.name, "state", "consumer.unknown_partition", ("tp", f"{key[0]}-{key[1]}"))
+
+    # -- ListOffsets --------------------------------------------------------------------------
+
+    def reset_offset(self, key: Key, timestamp: int) -> None:
+        """Ask the leader for the earliest or latest offset of ``key`` (:data:`EARLIEST`, :data:`LATEST`)."""
+        c = self.consumer
+        leader = c.leader_of(*key)
+        if leader < 0:
+            self._await_leader(key)
+            return
+        self.resetting.add(key)
+        gen = self.generation
+        req = ListOffsetsRequest(key[0], key[1], timestamp, self.isolation.value)
+        c.request(
+            f"broker-{leader}",
+            req,
+            lambda r: self._on_list_offsets(key, gen, r),
+            timeout_ms=self.config.request_timeout_ms,
+        )
+
+    def _on_list_offsets(self, key: Key, gen: int, resp: ListOffsetsResponse | None) -> None:
+        c = self.consumer
+        self.resetting.discard(key)
+        if resp is None or resp.error is not ErrorCode.NONE:
+            c.refresh_metadata()
+            c.set_timer(self.config.retry_backoff_ms, self.kick)
+            return
+        if key in c.assigned and gen == self.generation:
+            self.positions[key] = resp.offset
+        self.kick()
+
+    def watermark_offsets(self, key: Key, end: int, action: str) -> tuple[int, int]:
+        """Ask the leader for ``key``'s ``(earliest, latest)`` offsets, running the simulation until ``end``.
+
+        Latest is the HW, or the LSO under read_committed. Raises ``UnknownTopicOrPartitionException``
+        for a partition that does not exist, the answer's error when it is not about a stale
+        leader, and ``TimeoutException`` when no answer comes by ``end``.
+        """
+        c = self.consumer
+        while c.world.now_ms < end and c.is_up:
+            leader = self._leader_for_call(key, end, action)
+            if leader >= 0:
+                answers = self._earliest_and_latest(leader, key, end)
+                if len(answers) == 2 and all(a.error is ErrorCode.NONE for a in answers):
+                    return (answers[0].offset, answers[1].offset)
+                bad = [a.error for a in answers if a.error is not ErrorCode.NONE and a.error not in _STALE_LEADER]
+                if bad:
+                    raise exception_for(bad[0], topic=key[0], partition=key[1])
+                c.forget_leader(*key)
+            c.world.run_for(min(self.config.retry_backoff_ms, max(0, end - c.world.now_ms)))
+        msg = f"{action}: no answer for {key[0]}-{key[1]} in time"
+        raise TimeoutException(msg, topic=key[0], partition=key[1])
+
+    def _earliest_and_latest(self, leader: int, key: Key, end: int) -> list[ListOffsetsResponse]:
+        """Send ListOffsets(earliest) and ListOffsets(latest) to the leader; return the answers that came by ``end``."""
+        c = self.consumer
+        boxes: tuple[list[Any], list[Any]] = ([], [])
+        for ts, box in zip((EARLIEST, LATEST), boxes, strict=True):
+            req = ListOffsetsRequest(key[0], key[1], ts, self.isolation.value)
+            c.request(f"broker-{leader}", req, box.append, timeout_ms=max(1, end - c.world.now_ms))
+        c.world.run_until(lambda: bool(boxes[0] and boxes[1]) or c.world.now_ms >= end or not c.is_up)
+        return [b[0] for b in boxes if b and b[0] is not None]
+
+    def _leader_for_call(self, key: Key, end: int, action: str) -> int:
+        """Return the partition's leader (-1: none now), asking a broker when the cache has none.
+
+        Raises ``UnknownTopicOrPartitionException`` when the answer shows no such partition.
+        """
+        c = self.consumer
+        leader = c.leader_of(*key)
+        if leader >= 0:
+            return leader
+        md = c.list_topics(key[0], timeout=max(0, end - c.world.now_ms) / 1000)
+        topic = md.topics[key[0]]
+        if topic.error is not None or key[1] not in topic.partitions:
+            raise UnknownTopicOrPartitionException(
+                f"{action}: {missing_text(key, len(topic.partitions) if topic.error is None else None)}",
+                topic=key[0],
+                partition=key[1],
+            )
+        return topic.partitions[key[1]].leader
+
+    # -- Fetch --------------------------------------------------------------------------------
+
+    def _fetch(self, key: Key) -> None:
+        c = self.consumer
+        leader = c.leader_of(*key)
+        if leader < 0:
+            self._await_leader(key)
+            return
+        self.fetching.add(key)
+        gen = self.generation
+        offset = self.positions[key]
+        req = FetchRequest(
+            key[0],
+            key[1],
+            offset,
+            replica_id=-1,
+            isolation_level=self.isolation.value,
+            max_bytes=self.config.max_partition_fetch_bytes,
+            max_wait_ms=self.config.fetch_max_wait_ms,
+        )
+        c.request(
+            f"broker-{leader}",
+            req,
+            lambda r: self._on_fetch(key, gen, offset, r),
+            timeout_ms=self.config.request_timeout_ms + self.config.fetch_max_wait_ms,
+        )
+
+    def _on_fetch(self, key: Key, gen: int, offset: int, resp: FetchResponse | None) -> None:
+        c = self.consumer
+        if gen != self.generation or key not in c.assigned:
+            return
+        self.fetching.discard(key)
+        if resp is None or resp.error is not ErrorCode.NONE:
+            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            if code is ErrorCode.OFFSET_OUT_OF_RANGE:
+                self.positions.pop(key, None)
+            else:
+                c.refresh_metadata()
+            c.set_timer(self.config.retry_backoff_ms, self.kick)
+            return
+        if self.positions.get(key) != offset:
+            return
+        self.fetch_log.append((c.world.now_ms, key[0], key[1], offset, resp.high_watermark, resp.last_stable_offset))
+        visible = visible_batches(resp.batches, offset, resp.aborted_transactions, self.isolation)
+        for _ in range(visible.aborted_dropped):
+            c.world.trace.mark(c.name, ABORTED_BATCH_DROPPED)
+        records = _records(key, offset, visible.batches)
+        next_offset = visible.next_offset
+        self.positions[key] = next_offset
+        read_committed = self.isolation is IsolationLevel.READ_COMMITTED
+        high = resp.last_stable_offset if read_committed else resp.high_watermark
+        self.watermarks[key] = (resp.log_start_offset, high)
+        self.buffer.extend(records)
+        c.world.trace.emit(
+            c.name,
+            "state",
+            "consumer.fetched",
+            ("tp", f"{key[0]}-{key[1]}"),
+            ("from", offset),
+            ("records", len(records)),
+            ("next", next_offset),
+            ("lso", resp.last_stable_offset),
+            ("hw", resp.high_watermark),
+        )
+        if not records and key not in self.fetching and key not in c.paused_tps:
+            self._fetch(key)
+
+
+def _records(key: Key, fetch_offset: int, batches: Iterable[RecordBatch]) -> list[Message]:
+    """Turn visible batches into the application's records, from ``fetch_offset`` on."""
+    topic, partition = key
+    out: list[Message] = []
+    for b in batches:
+        base = b.base_offset
+        for i, v in enumerate(b.values):
+            o = base + i
+            if o < fetch_offset:
+                continue
+            out.append(
+                Message(
+                    topic,
+                    partition,
+                    o,
+                    b.keys[i],
+                    v,
+                    timestamp=b.record_timestamp(i),
+                    headers=b.headers[i] if b.headers else None,
+                    leader_epoch=b.partition_leader_epoch,
+                )
+            )
+    return out
+
+
+def missing_text(key: Key, count: int | None) -> str:
+    """Say that ``key`` does not exist, and what does (``count``: the topic's partitions, None: no topic)."""
+    topic, partition = key
+    if count is None:
+        return f"topic {topic!r} does not exist (partition {topic}-{partition})"
+    tp = f"{topic}-{partition}"
+    return f"partition {partition} of topic {topic!r} ({tp}) does not exist: the topic has {count} partitions"
