@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.errors import ErrorCode
+from engine.errors import ErrorCode, IllegalStateError
 from engine.log.partition_log import PartitionLog
 from engine.log.producer_state import (
     AppendOrigin,
@@ -178,7 +178,8 @@ class Replica:
         follower about to join must already hold what the HW covers, or a record committed just
         before the join would be missing from an ISR member that may later be elected.
         """
-        assert self.state is not None
+        if self.state is None:
+            raise IllegalStateError(f"{self.tp}: a leader duty on a replica that has no partition state yet")
         leo = self.log.log_end_offset
         new_hw = leo
         for r in (*self.state.isr, *self.joining_isr):
@@ -202,7 +203,8 @@ class Replica:
         Raises :class:`LogValidationError` with the code to answer; the log and producer state
         are then unchanged.
         """
-        assert self.state is not None
+        if self.state is None:
+            raise IllegalStateError(f"{self.tp}: a leader duty on a replica that has no partition state yet")
         log = self.log
         offset = log.log_end_offset
         if batch.producer_id < 0:
@@ -290,7 +292,8 @@ class Replica:
 
     def check_min_isr(self, min_isr: int) -> LogValidationError | None:
         """Return the NOT_ENOUGH_REPLICAS error when the ISR is below ``min_isr``."""
-        assert self.state is not None
+        if self.state is None:
+            raise IllegalStateError(f"{self.tp}: a leader duty on a replica that has no partition state yet")
         if len(self.state.isr) < min_isr:
             return LogValidationError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,

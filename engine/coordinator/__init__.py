@@ -1,1 +1,1 @@
-"""The transaction coordinator: ``__transaction_state``, its state machine, markers, timeouts."""
+"""The transaction coordinator, one module per mechanism (the map is in ``txn_coordinator.py``)."""

@@ -597,6 +597,7 @@ def test_should_return_ok_on_end_txn_v2_if_end_txn_v2_retry_epoch_overflow() -> 
     new_pid = first.producer_id
     assert new_pid != pid
     assert first.producer_epoch == 0
+    assert h.c.world.trace.marks["coordinator: epoch exhausted at EndTxn, new id"] == 1
     md = h.md()
     assert (md.state, md.producer_id, md.producer_epoch, md.next_producer_id) == (
         S.PREPARE_COMMIT,

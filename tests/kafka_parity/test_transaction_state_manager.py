@@ -3,10 +3,11 @@
 Kafka's ``TransactionStateManager`` owns the loaded metadata of each ``__transaction_state``
 partition, loads a partition (and the PREPARE_* it finds) when its broker becomes the leader,
 removes it on emigration, appends transitions and finds timed-out transactions. In the engine
-this is part of ``TransactionCoordinator`` (``on_become_leader``/``_finish_load``,
-``on_become_follower``, ``_write``, ``_expire_tick``), so the tests drive a three-broker cluster with
-a raw client and real failovers (a crash, or an isolated leader) instead of mocked logs. Each test is
-named after the Kafka test it paraphrases (camelCase to snake_case) and its docstring names it.
+that is ``TransactionStateManager`` (``engine/coordinator/txn_state_manager.py``: ``load``,
+``unload``, ``append``) and ``TransactionTimeouts`` (``txn_timeout.py``), driven by the coordinator's
+broker hooks, so the tests drive a three-broker cluster with a raw client and real failovers (a
+crash, or an isolated leader) instead of mocked logs. Each test is named after the Kafka test it
+paraphrases (camelCase to snake_case) and its docstring names it.
 
 Reference: apache/kafka ``core/src/test/scala/unit/kafka/coordinator/transaction/
 TransactionStateManagerTest.scala`` (Oct 2024 trunk, 4.x) and ``TransactionLog.readTxnRecordValue``

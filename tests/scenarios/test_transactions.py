@@ -69,6 +69,29 @@ def test_second_producer_with_the_same_transactional_id_fences_the_first_and_its
     assert c.world.trace.marks["coordinator: open transaction aborted to fence a new producer"] == 1
 
 
+def test_version_2_partition_leader_verifies_a_transaction_once_and_refuses_a_fenced_producer() -> None:
+    """KIP-890: under version 2 a leader checks a producer's first batch of a transaction with the coordinator."""
+    verified = "partition: transactional produce verified with the coordinator"
+    rejected = "partition: transactional produce rejected by verification"
+    for version in (1, 2):
+        c = _cluster(**{"transaction.version": version})
+        old = _txn_producer(c)
+        old.begin_transaction()
+        for value in (b"first", b"second"):
+            old.produce("t", value=value, partition=0)
+            old.flush()
+        _txn_producer(c)  # a new instance fences the old one
+        old.produce("t", value=b"after-fence", partition=1)
+        with pytest.raises((InvalidProducerEpochException, ProducerFencedException)):
+            old.commit_transaction()
+        marks = c.world.trace.marks
+        if version == 1:  # the client added the partitions itself; no leader asks
+            assert verified not in marks and rejected not in marks
+        else:  # t-0 asked once (its second batch finds the transaction open); t-1 was refused
+            assert (marks[verified], marks[rejected]) == (1, 1)
+        assert b"after-fence" not in log_values(c, "t", 1)
+
+
 def test_aborted_transaction_of_1000_records_is_invisible_to_read_committed_and_marked_at_offset_1000() -> None:
     c = _cluster(partitions=1)
     p = _txn_producer(c)

@@ -1,0 +1,118 @@
+"""Transaction verification of a produce, on the partition leader (KIP-890).
+
+Under ``transaction.version`` 2 a partition leader does not append a transactional batch from a
+producer it has no open transaction for: it first sends AddPartitionsToTxn to the coordinator
+itself (Kafka's ``AddPartitionsToTxnManager``, started from ``ReplicaManager.appendRecords``), which
+adds the partition to the transaction (the client no longer does, KIP-890 part 2). The produce is
+parked until the answer; then it is appended or refused:
+
+=========================  ==========================================================
+coordinator answer         the produce
+=========================  ==========================================================
+NONE                       appended (``continue_produce``)
+CONCURRENT_TRANSACTIONS    asked again after ``VERIFY_RETRY_BACKOFF_MS`` while the produce's
+                           timeout lasts (KAFKA-18654); then as any retriable error
+retriable, or no answer    NOT_ENOUGH_REPLICAS, which the producer retries
+PRODUCER_FENCED            INVALID_PRODUCER_EPOCH
+anything else              INVALID_TXN_STATE
+=========================  ==========================================================
+
+This is a partition-leader duty housed with the coordinator; it owns no state (a parked produce
+lives in its callbacks). Mutant M8 turns it off.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.coordinator_lookup import KEY_TYPE_TRANSACTION
+from engine.errors import ErrorCode
+from engine.protocol import AddPartitionsToTxnRequest
+
+if TYPE_CHECKING:
+    from engine.broker.broker import Broker
+    from engine.broker.replica import Replica
+    from engine.protocol import AddPartitionsToTxnResponse, ProduceRequest
+    from engine.sim.network import Message
+
+#: Kafka's add.partitions.to.txn.retry.backoff.ms default: how soon a partition leader asks again.
+VERIFY_RETRY_BACKOFF_MS = 20
+#: How long a partition leader waits for the coordinator's answer (as long as for a marker's).
+VERIFY_REQUEST_TIMEOUT_MS = 10_000
+
+
+class TransactionVerifier:
+    """Verifies transactional produces with the coordinator before they are appended."""
+
+    broker: Broker
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+
+    def install(self, broker: Broker) -> None:
+        """Attach to the broker (at start and every restart)."""
+        self.broker = broker
+
+    def intercept(self, m: Message, r: Replica, req: ProduceRequest) -> bool:
+        """Return True if the produce must be verified first (it is then answered later)."""
+        batch = req.batch
+        if not batch.is_transactional or self.broker.config.transaction_version < 2 or req.transactional_id is None:
+            return False
+        if not self.enabled:
+            return False  # mutant M8
+        entry = r.producers.producers.get(batch.producer_id)
+        if (
+            entry is not None
+            and entry.current_txn_first_offset is not None
+            and entry.producer_epoch == batch.producer_epoch
+        ):
+            return False
+        self._verify(m, self.broker.world.now_ms + req.timeout_ms)
+        return True
+
+    def _verify(self, m: Message, deadline_ms: int) -> None:
+        """Ask the coordinator whether the producer is in a transaction here (adding the partition)."""
+        req: ProduceRequest = m.body
+        batch = req.batch
+        broker = self.broker
+        coordinator, code = broker.coordinator_for(req.transactional_id or "", KEY_TYPE_TRANSACTION)
+        if code is not ErrorCode.NONE:
+            broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "transaction coordinator not available")
+            return
+        verify = AddPartitionsToTxnRequest(
+            req.transactional_id,
+            batch.producer_id,
+            batch.producer_epoch,
+            ((req.topic, req.partition),),
+            from_broker=True,
+        )
+        broker.request(
+            f"broker-{coordinator}",
+            verify,
+            lambda resp: self._verified(m, resp, deadline_ms),
+            timeout_ms=VERIFY_REQUEST_TIMEOUT_MS,
+        )
+
+    def _verified(self, m: Message, resp: AddPartitionsToTxnResponse | None, deadline_ms: int) -> None:
+        broker = self.broker
+        if (
+            resp is not None
+            and resp.error is ErrorCode.CONCURRENT_TRANSACTIONS
+            and broker.world.now_ms + VERIFY_RETRY_BACKOFF_MS < deadline_ms
+        ):
+            # The previous transaction is still writing its markers: retry on the broker, as Kafka
+            # 4.0 does (KAFKA-18654, add.partitions.to.txn.retry.backoff.ms), not via the client.
+            broker.set_timer(VERIFY_RETRY_BACKOFF_MS, self._verify, m, deadline_ms)
+            return
+        if resp is not None and resp.error is ErrorCode.NONE:
+            broker.world.trace.mark(broker.name, "partition: transactional produce verified with the coordinator")
+            broker.continue_produce(m, verified=True)
+            return
+        if resp is None or resp.error.retriable:
+            broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "could not verify the transaction; retry")
+            return
+        code = (
+            ErrorCode.INVALID_PRODUCER_EPOCH if resp.error is ErrorCode.PRODUCER_FENCED else ErrorCode.INVALID_TXN_STATE
+        )
+        broker.world.trace.mark(broker.name, "partition: transactional produce rejected by verification")
+        broker.produce_error(m, code, resp.error_message or resp.error.name)
