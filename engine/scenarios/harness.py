@@ -181,22 +181,27 @@ class Run:
     def drive(self, until_ms: int, *, max_steps: int = 200_000) -> None:
         """Run the processes, one step at a time in a random order, until ``until_ms``."""
         steps = 0
-        while self.now_ms < until_ms and self.processes and steps < max_steps:
+        sched = self.world.scheduler
+        run_for = self.world.run_for
+        processes, wake_at = self.processes, self.wake_at
+        rng = self.rng
+        while sched.now_ms < until_ms and processes and steps < max_steps:
             steps += 1
-            ready = sorted(p for p in self.processes if self.wake_at[p] <= self.now_ms)
+            now = sched.now_ms
+            ready = sorted([p for p, at in wake_at.items() if at <= now])
             if not ready:
-                nxt = min(self.wake_at.values())
-                self.world.run_for(max(1, min(nxt, until_ms) - self.now_ms))
+                nxt = min(wake_at.values())
+                run_for(max(1, min(nxt, until_ms) - now))
                 continue
-            proc = self.rng.choice(ready)
+            proc = rng.choice(ready)
             try:
-                out = next(self.processes[proc])
+                out = next(processes[proc])
             except StopIteration:
-                del self.processes[proc]
-                del self.wake_at[proc]
+                del processes[proc]
+                del wake_at[proc]
                 continue
-            self.wake_at[proc] = self.now_ms + (out.ms if isinstance(out, Sleep) else 0)
-            self.world.run_for(self.rng.randint(0, 2))
+            wake_at[proc] = sched.now_ms + (out.ms if isinstance(out, Sleep) else 0)
+            run_for(rng.randint(0, 2))
         if self.now_ms < until_ms:
             self.world.run_for(until_ms - self.now_ms)
 
