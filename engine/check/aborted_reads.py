@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from engine.check.analysis import Analysis, as_analysis
 from engine.check.anomaly import Anomaly
-from engine.check.history import History, Key, Op, Poll
+from engine.check.history import History, Key, Op
 
 __all__ = ["check_aborted_reads", "check_precommitted_reads"]
 
@@ -42,16 +42,7 @@ def check_aborted_reads(history: Analysis | History | Iterable[Op]) -> list[Anom
                 hits[key] = found
     if not hits:
         return []
-    readers: dict[tuple[Key, str], list[tuple[int, int]]] = {}
-    for op in a.completions:
-        if op.type != "ok":
-            continue
-        for m in op.mops:
-            if type(m) is Poll:
-                key = (m.topic, m.partition)
-                vals = hits.get(key)
-                if vals is not None and m.value in vals:
-                    readers.setdefault((key, m.value), []).append((op.index, m.offset))
+    readers = a.ok_readers(hits)
     out: list[Anomaly] = []
     for key in sorted(hits):
         ks = a.keys[key]

@@ -27,6 +27,11 @@ cycle: wr edges are added only towards readers that also wrote (``Analysis.mixed
 networkx sees the graph, nodes without an incoming or an outgoing edge are trimmed repeatedly,
 so an acyclic history hands networkx an empty graph.
 
+Most often no graph is built at all: when every edge points from an earlier op to a later one
+there is no cycle. For ww edges that is shown per key from the send summaries, one step per
+committed op (:func:`_forward_by_spans`); only the keys that shortcut cannot vouch for have
+their version order mapped to writers.
+
 Invariants
 ----------
 Deterministic: components are visited in order of their smallest op index and successors in
@@ -46,7 +51,7 @@ from itertools import groupby, pairwise
 
 import networkx as nx
 
-from engine.check.analysis import Analysis, as_analysis
+from engine.check.analysis import Analysis, KeyState, as_analysis, send_summary
 from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
 
@@ -65,24 +70,11 @@ def dependency_edges(history: Analysis | History | Iterable[Op]) -> Edges:
     edges: Edges = {}
     for key in a.sorted_keys():
         ks = a.keys[key]
-        writer = ks.writer
-        if len(writer) < 2:
+        if len(ks.writer) < 2:
             continue
-        offsets = ks.sorted_offsets
-        if ks.dup_offsets:
-            # A duplicate copy is already reported as such; placing it again in the version
-            # order would only add a spurious ww edge back to the original writer.
-            first = {v: min(offs) for v, offs in ks.dup_offsets.items()}
-            offsets = [o for o in offsets if first.get(ks.offsets[o], o) == o]
-        # Map the version order to writers in C, collapse runs of one writer, then pair
-        # neighbouring runs: one Python step per run, not per record.
-        ws = map(writer.get, map(ks.offsets.__getitem__, offsets))
-        runs = [w for w, _ in groupby(ws)]
-        pairs = {p for p in pairwise(runs) if p[0] is not None and p[1] is not None}
-        for pair in sorted(pairs):
+        for pair in sorted(_ww_pairs(ks)):
             edges.setdefault(pair, {}).setdefault("ww", key)
-    for op, polls in a.mixed_ok:
-        idx = op.index
+    for idx, polls in a.mixed_ok:
         for t, p, _o, v in polls:
             ks = a.keys[(t, p)]
             w = ks.writer.get(v)
@@ -91,6 +83,78 @@ def dependency_edges(history: Analysis | History | Iterable[Op]) -> Edges:
                 if "wr" not in labels or (t, p) < labels["wr"]:
                     labels["wr"] = (t, p)
     return edges
+
+
+def _ww_pairs(ks: KeyState) -> set[tuple[int, int]]:
+    """The ww edges of one key: (writer, next writer) along its version order."""
+    writer = ks.writer
+    values: Iterable[str]
+    if ks.dup_offsets:
+        # A duplicate copy is already reported as such; placing it again in the version
+        # order would only add a spurious ww edge back to the original writer.
+        first = {v: min(offs) for v, offs in ks.dup_offsets.items()}
+        offsets = [o for o in ks.sorted_offsets if first.get(ks.offsets[o], o) == o]
+        values = map(ks.offsets.__getitem__, offsets)
+    else:
+        values = ks.values_in_order()
+    # Map the version order to writers in C, collapse runs of one writer, then pair
+    # neighbouring runs: one Python step per run, not per record.
+    runs = [w for w, _ in groupby(map(writer.get, values))]
+    return {p for p in pairwise(runs) if p[0] is not None and p[1] is not None}
+
+
+def _forward_by_spans(a: Analysis) -> set[Key]:
+    """Return keys whose ww edges all point forward (to a later op), shown from the send summaries alone.
+
+    Take a key without duplicates, and the span (first to last offset) of each committed op's
+    sends to it, when those sends landed at consecutive offsets. Every value of the version
+    order with a writer sits inside its writer's span: without duplicates it has one offset,
+    the one its writer's send was acknowledged at or located by. So if each op's span starts
+    after the previous op's span ended, ops taken in increasing index, then a value's writer is
+    an earlier op than the writer of any later value: every ww edge of the key points forward.
+    This costs a step per committed op instead of a lookup per value; a key where the spans
+    do not line up that way is left to :func:`_ww_pairs`.
+    """
+    ends: dict[Key, list[int]] = {}  # key -> [end of the last span, its op index]
+    unproven: set[Key] = set()
+    proven = a.proven
+    for idx, _process, typ, summary, sends in a.send_ops:
+        if typ == "crash" or (typ == "info" and idx not in proven):
+            continue
+        if summary is None:
+            summary = send_summary(a, sends or (), KeyState.locate)
+        firsts, gaps = summary
+        if gaps:
+            unproven.update(gaps[0::5])
+        it = iter(firsts)
+        for key, o, _v, last in zip(it, it, it, it, strict=True):
+            held = ends.get(key)
+            if held is None:
+                ends[key] = [last, idx]
+            elif o > held[0] and idx > held[1]:
+                held[0] = last
+                held[1] = idx
+            else:
+                unproven.add(key)
+    keys = a.keys
+    return {key for key in ends if key not in unproven and not keys[key].dup_offsets}
+
+
+def _all_forward(a: Analysis) -> bool:
+    """True when every dependency edge points from an earlier op to a later one (no cycle possible)."""
+    forward = _forward_by_spans(a)
+    for key in a.sorted_keys():
+        ks = a.keys[key]
+        if key in forward or len(ks.writer) < 2:
+            continue
+        if any(u > v for u, v in _ww_pairs(ks)):
+            return False
+    for idx, polls in a.mixed_ok:
+        for t, p, _o, v in polls:
+            w = a.keys[(t, p)].writer.get(v)
+            if w is not None and w > idx:
+                return False
+    return True
 
 
 def _trim(edges: Edges) -> Edges:
@@ -179,11 +243,12 @@ def _anomaly(kind: str, cycle: list[int], edges: Edges, label_order: tuple[str, 
 
 def check_cycles(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
     """Return ``G1c-wr``, ``G0`` and ``G1c-ww`` cycles (at most one of each per component)."""
-    edges = dependency_edges(history)
-    if all(u < v for u, v in edges):
+    a = as_analysis(history)
+    if _all_forward(a):
         # Every edge points forward in history order, so the graph is acyclic: the common case
         # for a healthy run, decided without building any graph.
         return []
+    edges = dependency_edges(a)
     edges = _trim(edges)
     if not edges:
         return []

@@ -53,6 +53,7 @@ __all__ = [
     "Key",
     "Mop",
     "Op",
+    "Pairing",
     "Poll",
     "Send",
     "short_repr",
@@ -166,45 +167,17 @@ class History(Sequence[Op]):
         self._ops: tuple[Op, ...] = tuple(ops)
         self._invocation_of: dict[int, int] = {}
         self._completion_of: dict[int, int] = {}
-        pending: dict[int, int] = {}
-        last_index = -1
+        pairing = Pairing()
         for pos, op in enumerate(self._ops):
             try:
-                if op.index <= last_index:
-                    raise HistoryFormatError(f"op index {op.index} does not increase (previous {last_index})")
-                last_index = op.index
-                if op.type == "invoke":
-                    self._open(pos, op, pending)
-                else:
-                    self._close(pos, op, pending)
+                inv = pairing.add(pos, op.index, op.process, op.type, op.f, op.mops)
             except HistoryFormatError as exc:
                 if pos < len(where):
                     raise HistoryFormatError(f"{where[pos]}: {exc}") from None
                 raise
-
-    def _open(self, pos: int, op: Op, pending: dict[int, int]) -> None:
-        """Check an invocation and make it its process's pending one."""
-        if op.process in pending:
-            raise HistoryFormatError(
-                f"op {op.index}: process {op.process} invoked again before op "
-                f"{self._ops[pending[op.process]].index} completed"
-            )
-        _check_invocation_mops(op.mops, f"op {op.index}")
-        pending[op.process] = pos
-
-    def _close(self, pos: int, op: Op, pending: dict[int, int]) -> None:
-        """Pair a completion with its process's pending invocation."""
-        inv = pending.pop(op.process, None)
-        if inv is None:
-            raise HistoryFormatError(f"op {op.index}: {op.type} completion without an invocation")
-        invocation = self._ops[inv]
-        if op.f != invocation.f:
-            raise HistoryFormatError(
-                f"op {op.index}: an {op.type} completion with f={op.f!r} cannot complete op "
-                f"{invocation.index}, a {invocation.f!r}; a completion repeats its invocation's f"
-            )
-        self._invocation_of[pos] = inv
-        self._completion_of[inv] = pos
+            if inv is not None:
+                self._invocation_of[pos] = inv
+                self._completion_of[inv] = pos
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -252,6 +225,60 @@ class History(Sequence[Op]):
     def invocation(self, completion_pos: int) -> Op:
         """Return the invocation of the completion at list position ``completion_pos``."""
         return self._ops[self._invocation_of[completion_pos]]
+
+
+class Pairing:
+    """The pairing rules, checked one record at a time in history order.
+
+    :class:`History` runs it over its records; the file reader
+    (:func:`engine.check.jsonl.analyse_jsonl`) runs it over the lines as they come, so both
+    refuse the same histories with the same messages.
+    """
+
+    __slots__ = ("_last_index", "_pending")
+
+    def __init__(self) -> None:
+        self._last_index = -1
+        # process -> (position, index, f) of its invocation still in flight
+        self._pending: dict[int, tuple[int, int, str]] = {}
+
+    def add(self, pos: int, index: int, process: int, type: str, f: str, mops: Iterable[Mop] = ()) -> int | None:
+        """Check the record at position ``pos``; return its invocation's position if it is a completion.
+
+        ``mops`` are an invocation's micro-ops (they may only announce sends); a caller that
+        already knows they do may pass ``()``.
+
+        Raises
+        ------
+        HistoryFormatError
+            If the index does not increase, a process invokes twice, an invocation carries a
+            poll or an offset, or a completion has no pending invocation or another ``f``.
+        """
+        if index <= self._last_index:
+            raise HistoryFormatError(f"op index {index} does not increase (previous {self._last_index})")
+        self._last_index = index
+        pending = self._pending
+        if type == "invoke":
+            held = pending.get(process)
+            if held is not None:
+                raise HistoryFormatError(f"op {index}: process {process} invoked again before op {held[1]} completed")
+            if mops:
+                _check_invocation_mops(mops, f"op {index}")
+            pending[process] = (pos, index, f)
+            return None
+        held = pending.pop(process, None)
+        if held is None:
+            raise HistoryFormatError(f"op {index}: {type} completion without an invocation")
+        if f != held[2]:
+            raise HistoryFormatError(
+                f"op {index}: an {type} completion with f={f!r} cannot complete op "
+                f"{held[1]}, a {held[2]!r}; a completion repeats its invocation's f"
+            )
+        return held[0]
+
+    def in_flight(self) -> list[int]:
+        """Positions of the invocations not completed so far, in history order."""
+        return sorted(held[0] for held in self._pending.values())
 
 
 _REPR = reprlib.Repr()

@@ -27,7 +27,6 @@ writes (their absence is correct; reading them is ``G1a``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import filterfalse
 
 from engine.check.analysis import Analysis, KeyState, as_analysis
 from engine.check.anomaly import Anomaly
@@ -55,8 +54,7 @@ def check_lost_writes(history: Analysis | History | Iterable[Op]) -> list[Anomal
     out: list[Anomaly] = []
     for key in a.sorted_keys():
         ks = a.keys[key]
-        # filterfalse runs in C and builds nothing when every committed value was read.
-        unread = list(filterfalse(ks.read.__contains__, ks.writer))
+        unread = ks.unread_writes()
         if not unread:
             continue
         bound = _bound(ks)

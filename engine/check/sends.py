@@ -24,99 +24,81 @@ Sends whose position is unknown (no offset, never read) are skipped, not guessed
 from __future__ import annotations
 
 from collections.abc import Iterable
-from operator import sub
 
-from engine.check.analysis import Analysis, as_analysis
+from engine.check.analysis import Analysis, KeyState, as_analysis, send_summary
 from engine.check.anomaly import Anomaly
-from engine.check.history import History, Key, Op, Send
+from engine.check.history import History, Key, Op
 
 __all__ = ["check_sends"]
-
-
-def _contiguous_single_key(
-    sends: tuple[Send, ...],
-) -> tuple[Key, tuple[int, str], tuple[int, str]] | None:
-    """For sends to one key acknowledged at consecutive offsets, return (key, first, last).
-
-    This is the common shape of a producer batch; the test runs on whole columns in C. Any
-    other shape returns None and goes through the per-send loop.
-    """
-    if len(sends) < 2:
-        return None
-    topics, partitions, values, offsets = zip(*sends, strict=True)
-    n = len(values)
-    if topics.count(topics[0]) != n or partitions.count(partitions[0]) != n or None in offsets:
-        return None
-    if offsets[-1] - offsets[0] != n - 1 or list(map(sub, offsets[1:], offsets[:-1])).count(1) != n - 1:
-        return None
-    return (topics[0], partitions[0]), (offsets[0], values[0]), (offsets[-1], values[-1])
 
 
 def check_sends(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
     """Return ``nonmonotonic-send``, ``int-nonmonotonic-send`` and ``int-send-skip`` anomalies."""
     a = as_analysis(history)
     keys = a.keys
+    proven = a.proven
     out: list[Anomaly] = []
     # process -> key -> (last offset sent, op index)
     last_sent: dict[int, dict[Key, tuple[int, int]]] = {}
-    for op, sends in a.send_ops:
-        if op.f == "crash":
-            last_sent.pop(op.process, None)
+    for idx, process, typ, summary, sends in a.send_ops:
+        if typ == "crash":
+            last_sent.pop(process, None)
             continue
-        if not a.is_committed(op):
+        if typ == "info" and idx not in proven:
             continue
-        idx = op.index
-        first: dict[Key, tuple[int, str]] = {}
-        prev: dict[Key, tuple[int, str]] = {}
-        fast = _contiguous_single_key(sends)
-        if fast is not None:
-            key, first[key], prev[key] = fast
-            sends = ()
-        for t, p, v, o in sends:
-            key = (t, p)
-            ks = keys[key]
-            if o is None:
-                o = ks.read.get(v)
-                if o is None:
-                    o = ks.seen.get(v)
-                    if o is None:
-                        continue
-            before = prev.get(key)
-            if before is None:
-                first[key] = (o, v)
-            elif o != before[0] + 1:
-                d = ks.delta(before[0], o)
-                if d != 1:
-                    kind = "int-send-skip" if d > 1 else "int-nonmonotonic-send"
-                    how = f"{d - 1} other value(s) landed between" if d > 1 else "the later send landed first"
-                    out.append(
-                        Anomaly(
-                            kind,
-                            key,
-                            (before[0], o),
-                            (before[1], v),
-                            (idx,),
-                            f"op {idx} sent {before[1]!r} then {v!r} to {t}/{p}; they landed at offsets "
-                            f"{before[0]} and {o}: {how}",
-                        )
-                    )
-            prev[key] = (o, v)
-        mine = last_sent.get(op.process)
+        if summary is None:
+            summary = send_summary(a, sends or (), KeyState.locate)
+        firsts, gaps = summary
+        mine = last_sent.get(process)
         if mine is None:
-            mine = last_sent[op.process] = {}
-        for key, (o, v) in first.items():
+            mine = last_sent[process] = {}
+        if not gaps and len(firsts) == 4:
+            # The common shape: one key, consecutive offsets.
+            key, o, v, last = firsts
             earlier = mine.get(key)
-            if earlier is not None and keys[key].delta(earlier[0], o) < 1:
+            if earlier is not None and o <= earlier[0]:
+                out.append(_nonmonotonic(keys[key], key, process, idx, o, v, earlier))
+            mine[key] = (last, idx)
+            continue
+        it = iter(gaps)
+        for key, before, bv, o, v in zip(it, it, it, it, it, strict=True):
+            d = keys[key].delta(before, o)
+            if d != 1:
+                kind = "int-send-skip" if d > 1 else "int-nonmonotonic-send"
+                how = f"{d - 1} other value(s) landed between" if d > 1 else "the later send landed first"
                 out.append(
                     Anomaly(
-                        "nonmonotonic-send",
+                        kind,
                         key,
-                        (earlier[0], o),
-                        (keys[key].offsets.get(earlier[0], ""), v),
-                        (earlier[1], idx),
-                        f"op {idx} of process {op.process} sent {v!r} to {key[0]}/{key[1]} at offset {o}, "
-                        f"at or below offset {earlier[0]} of its previous send op {earlier[1]}",
+                        (before, o),
+                        (bv, v),
+                        (idx,),
+                        f"op {idx} sent {bv!r} then {v!r} to {key[0]}/{key[1]}; they landed at offsets "
+                        f"{before} and {o}: {how}",
                     )
                 )
-            mine[key] = (prev[key][0], idx)
+        it = iter(firsts)
+        for key, o, v, last in zip(it, it, it, it, strict=True):
+            earlier = mine.get(key)
+            if earlier is not None and o <= earlier[0]:
+                out.append(_nonmonotonic(keys[key], key, process, idx, o, v, earlier))
+            mine[key] = (last, idx)
     return out
+
+
+def _nonmonotonic(ks: KeyState, key: Key, process: int, idx: int, o: int, v: str, earlier: tuple[int, int]) -> Anomaly:
+    """The ``nonmonotonic-send`` anomaly of op ``idx``, whose first send to ``key`` landed at ``o``.
+
+    Both offsets hold values in the version order (an acknowledged or located send is always
+    placed), so the later send lands at or below the earlier one exactly when its offset is
+    not greater: no rank is needed to decide.
+    """
+    return Anomaly(
+        "nonmonotonic-send",
+        key,
+        (earlier[0], o),
+        (ks.offsets.get(earlier[0], ""), v),
+        (earlier[1], idx),
+        f"op {idx} of process {process} sent {v!r} to {key[0]}/{key[1]} at offset {o}, "
+        f"at or below offset {earlier[0]} of its previous send op {earlier[1]}",
+    )
