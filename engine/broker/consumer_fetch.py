@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.broker.purgatory import DelayedFetch
+from engine.config import IsolationLevel
 from engine.errors import ErrorCode
 from engine.protocol import FetchRequest, FetchResponse
 
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from engine.broker.replica import Replica
     from engine.sim.network import Message
 
-READ_COMMITTED = "read_committed"
+#: A str enum: equal to the request's ``"read_committed"`` string.
+READ_COMMITTED = IsolationLevel.READ_COMMITTED
 
 
 class ConsumerFetches:

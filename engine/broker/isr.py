@@ -79,34 +79,40 @@ class LeaderReplication:
         timer = self.broker.set_timer(req.max_wait_ms, self._expired, req.replica_id, m)
         self.parked[req.replica_id] = ParkedReplicaFetch(m, keys, timer)
 
-    def _progress(self, follower: int, p: ReplicaFetchPartition) -> bool:
-        """Check one partition of a follower's fetch and count its offset; return True if it has an answer now."""
-        r, _code = self.broker.leader_replica(p.topic, p.partition)
-        if r is None or r.state is None:
-            return True
-        if 0 <= p.current_leader_epoch < r.state.leader_epoch:
-            return True  # fenced: the follower follows an older epoch
-        if p.last_fetched_epoch >= 0:
-            epoch, end = r.log.end_offset_for_epoch(p.last_fetched_epoch)
-            if epoch != p.last_fetched_epoch or end < p.fetch_offset:
-                return True  # diverging
-        # Only a fetch whose tail matches this leader's epoch history counts as progress: a
-        # divergent follower's offset must never move the HW or earn it a place in the ISR.
-        self.follower_progress(r, follower, p.fetch_offset)
-        return r.log.log_end_offset > p.fetch_offset
+    def _check(self, p: ReplicaFetchPartition) -> Replica | ReplicaFetchPartitionData:
+        """Return the replica led here, or the answer the partition gets without data.
 
-    def _partition_answer(self, p: ReplicaFetchPartition) -> ReplicaFetchPartitionData:
+        Not the leader (or no state yet), the follower on an older leader epoch (fenced), or its
+        log's tail not matching this leader's epoch history (diverging: the answer names the end
+        of the epoch it shares, KIP-279).
+        """
         r, code = self.broker.leader_replica(p.topic, p.partition)
         if r is None or r.state is None:
             code = code if r is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
             return ReplicaFetchPartitionData(p.topic, p.partition, code)
         if 0 <= p.current_leader_epoch < r.state.leader_epoch:
             return ReplicaFetchPartitionData(p.topic, p.partition, ErrorCode.FENCED_LEADER_EPOCH)
-        log = r.log
         if p.last_fetched_epoch >= 0:
-            epoch, end = log.end_offset_for_epoch(p.last_fetched_epoch)
+            epoch, end = r.log.end_offset_for_epoch(p.last_fetched_epoch)
             if epoch != p.last_fetched_epoch or end < p.fetch_offset:
                 return ReplicaFetchPartitionData(p.topic, p.partition, _NONE, r.high_watermark, (), (epoch, end))
+        return r
+
+    def _progress(self, follower: int, p: ReplicaFetchPartition) -> bool:
+        """Check one partition of a follower's fetch and count its offset; return True if it has an answer now."""
+        r = self._check(p)
+        if isinstance(r, ReplicaFetchPartitionData):
+            return True
+        # Only a fetch whose tail matches this leader's epoch history counts as progress: a
+        # divergent follower's offset must never move the HW or earn it a place in the ISR.
+        self.follower_progress(r, follower, p.fetch_offset)
+        return r.log.log_end_offset > p.fetch_offset
+
+    def _partition_answer(self, p: ReplicaFetchPartition) -> ReplicaFetchPartitionData:
+        r = self._check(p)
+        if isinstance(r, ReplicaFetchPartitionData):
+            return r
+        log = r.log
         leo = log.log_end_offset
         batches = (
             tuple(log.read(p.fetch_offset, self.broker.config.replica_fetch_max_bytes, leo))

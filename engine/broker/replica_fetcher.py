@@ -37,11 +37,22 @@ _NONE = ErrorCode.NONE
 class ReplicaFetcher:
     """The fetch loop of one broker from one leader."""
 
-    __slots__ = ("_kick_pending", "_order", "_wake_at", "broker", "delayed", "in_flight", "leader_id", "partitions")
+    __slots__ = (
+        "_kick_pending",
+        "_order",
+        "_wake_at",
+        "broker",
+        "delayed",
+        "in_flight",
+        "leader_id",
+        "leader_node",
+        "partitions",
+    )
 
     def __init__(self, broker: Broker, leader_id: int) -> None:
         self.broker = broker
         self.leader_id = leader_id
+        self.leader_node = broker.leader_name(leader_id)
         #: (topic, partition) → the leader epoch followed, in the order partitions joined.
         self.partitions: dict[tuple[str, int], int] = {}
         #: Partitions answered with an error: fetched again from this simulated time on.
@@ -113,7 +124,7 @@ class ReplicaFetcher:
         wait = config.replica_fetch_wait_max_ms
         req = ReplicaFetchRequest(broker.broker_id, tuple(entries), wait, config.replica_fetch_max_bytes)
         self.in_flight = broker.request(
-            broker.leader_name(self.leader_id), req, self._on_response, wait + config.broker_session_timeout_ms
+            self.leader_node, req, self._on_response, wait + config.broker_session_timeout_ms
         )
 
     def _wake(self, at_ms: int) -> None:

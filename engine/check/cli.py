@@ -25,14 +25,13 @@ It runs no simulation; ``eos run`` does that.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 
 from engine.check.anomaly import MODES
 from engine.check.checker import check_history
 from engine.check.history import HistoryFormatError
-from engine.check.jsonl import analyse_jsonl
+from engine.check.jsonl import analyse_jsonl, gc_paused
 
 __all__ = ["add_arguments", "run"]
 
@@ -52,15 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the history named by ``args``; return 0 (clean), 1 (forbidden anomaly) or 2 (bad file)."""
-    # Reading and checking build millions of objects and no reference cycle: the cyclic
-    # garbage collector would only walk them over and over.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _run(args)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -26,10 +26,11 @@ same checks and messages, and keeps no record.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from engine.check.analysis import Analysis, AnalysisBuilder, Rows
@@ -168,13 +169,18 @@ def _parse_line(line: str, where: str) -> Op:
         return op_from_json(json.loads(line), where)
     except HistoryFormatError:
         raise
-    except json.JSONDecodeError as exc:
-        raise HistoryFormatError(f"{where}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HistoryFormatError(f"{where}: JSON nested too deeply to be a history record") from None
-    except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
-        reason = str(exc).split(":", 1)[0]
-        raise HistoryFormatError(f"{where}: cannot read this JSON ({reason})") from None
+    except (ValueError, RecursionError) as exc:
+        raise _json_error(exc, where) from None
+
+
+def _json_error(exc: ValueError | RecursionError, where: str) -> HistoryFormatError:
+    """Return the format error for JSON the parser refused (bad syntax, too deep, too big a number)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return HistoryFormatError(f"{where}: not valid JSON ({exc.msg})")
+    if isinstance(exc, RecursionError):
+        return HistoryFormatError(f"{where}: JSON nested too deeply to be a history record")
+    reason = str(exc).split(":", 1)[0]  # e.g. an integer beyond sys.get_int_max_str_digits()
+    return HistoryFormatError(f"{where}: cannot read this JSON ({reason})")
 
 
 def load_jsonl(path: str | os.PathLike[str]) -> History:
@@ -325,13 +331,8 @@ def _parse_record(line: str, lineno: int) -> Record:
         return _record(_loads(line), lineno)
     except HistoryFormatError:
         raise
-    except json.JSONDecodeError as exc:
-        raise HistoryFormatError(f"line {lineno}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise HistoryFormatError(f"line {lineno}: JSON nested too deeply to be a history record") from None
-    except ValueError as exc:  # e.g. an integer beyond sys.get_int_max_str_digits()
-        reason = str(exc).split(":", 1)[0]
-        raise HistoryFormatError(f"line {lineno}: cannot read this JSON ({reason})") from None
+    except (ValueError, RecursionError) as exc:
+        raise _json_error(exc, f"line {lineno}") from None
 
 
 def analyse_jsonl(path: str | os.PathLike[str]) -> Analysis:
@@ -354,12 +355,21 @@ def analyse_jsonl(path: str | os.PathLike[str]) -> Analysis:
     OSError, UnicodeDecodeError
         If the file cannot be read, or is not UTF-8.
     """
-    # The pass allocates millions of short-lived lists and tuples and no reference cycle: the
-    # cyclic garbage collector would only walk them again and again.
+    with gc_paused():
+        return _analyse_lines(path)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Switch the cyclic garbage collector off for the block, and back on if it was on.
+
+    Reading and checking a history build millions of short-lived lists and tuples and no
+    reference cycle: the collector would only walk them again and again.
+    """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _analyse_lines(path)
+        yield
     finally:
         if collecting:
             gc.enable()

@@ -34,7 +34,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from engine.broker.broker import Broker
     from engine.broker.replica import Replica
     from engine.cluster import Cluster
 
@@ -82,37 +81,28 @@ class PartitionTimeline:
 
     def on_offsets(self, r: Replica) -> None:
         """A replica's offsets may have moved: keep a sample if it leads and a value changed."""
+        world = self._cluster.world
+        self._record(r, world.trace.count - 1, world.now_ms)
+
+    # -- sampling ---------------------------------------------------------------------------
+
+    def sample_all(self, index: int) -> None:
+        """Sample every leader replica of every broker now."""
+        now = self._cluster.world.now_ms
+        for bid in sorted(self._cluster.brokers):
+            # Insertion order of ``replicas`` is the (deterministic) order replicas were made.
+            for r in self._cluster.brokers[bid].replicas.values():
+                self._record(r, index, now)
+
+    def _record(self, r: Replica, index: int, time_ms: int) -> None:
+        """Keep a sample of a leader replica whose (epoch, LEO, HW, LSO) changed since its last one."""
         if not r.is_leader or r.state is None:
             return
         values = (r.state.leader_epoch, r.log.log_end_offset, r.high_watermark, r.last_stable_offset)
         key = (r.topic, r.partition, r.broker_id)
         if self._last.get(key) != values:
             self._last[key] = values
-            world = self._cluster.world
-            self.samples.append(
-                TimelineSample(world.trace.count - 1, world.now_ms, r.topic, r.partition, r.broker_id, *values)
-            )
-
-    # -- sampling ---------------------------------------------------------------------------
-
-    def sample_all(self, index: int) -> None:
-        """Sample every broker now."""
-        now = self._cluster.world.now_ms
-        for bid in sorted(self._cluster.brokers):
-            self._sample(self._cluster.brokers[bid], index, now)
-
-    def _sample(self, broker: Broker, index: int, time_ms: int) -> None:
-        bid = broker.broker_id
-        last = self._last
-        # Insertion order of ``broker.replicas`` is the (deterministic) order replicas were made.
-        for (topic, partition), r in broker.replicas.items():
-            if not r.is_leader or r.state is None:
-                continue
-            values = (r.state.leader_epoch, r.log.log_end_offset, r.high_watermark, r.last_stable_offset)
-            key = (topic, partition, bid)
-            if last.get(key) != values:
-                last[key] = values
-                self.samples.append(TimelineSample(index, time_ms, topic, partition, bid, *values))
+            self.samples.append(TimelineSample(index, time_ms, r.topic, r.partition, r.broker_id, *values))
 
     # -- reading ----------------------------------------------------------------------------
 
