@@ -54,7 +54,7 @@ class Row:
     origin: str = ""
 
 
-def _one(task: tuple) -> Row:
+def run_one(task: tuple) -> Row:
     """Run one (scenario, seed) and return its row; an exception becomes a FAIL row, never escapes."""
     from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.harness import replay_command, run_spec
@@ -121,11 +121,11 @@ def _run_all(tasks: list[tuple], jobs: int, quiet: bool) -> list[Row]:
         import multiprocessing
 
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for row in pool.imap(_one, tasks, chunksize=2):
+            for row in pool.imap(run_one, tasks, chunksize=2):
                 progress(row)
     else:
         for task in tasks:
-            progress(_one(task))
+            progress(run_one(task))
     if not quiet:
         sys.stderr.write("\n")
     return rows

@@ -1,0 +1,36 @@
+"""``TestingShell``: a real IPython shell for tests, which re-raises a cell's error instead of printing it.
+
+>>> ip = testing_shell()
+>>> ip.run_cell("%eos_cluster create --seed 1")   # raises EosUsageError, KafkaError ... as is
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.interactiveshell import InteractiveShell
+
+__all__ = ["TestingShell", "testing_shell"]
+
+
+class TestingShell(InteractiveShell):
+    """An ``InteractiveShell`` without history whose ``run_cell`` raises what the cell raised."""
+
+    def run_cell(self, raw_cell: str, *args: Any, **kwargs: Any) -> Any:
+        result = super().run_cell(raw_cell, *args, **kwargs)
+        error = result.error_before_exec or result.error_in_exec
+        if error is not None:
+            raise error
+        return result
+
+
+def testing_shell(*, load: bool = True) -> TestingShell:
+    """A fresh shell (not the global singleton) with ``eos_magics`` loaded."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.enabled = False
+    ip = TestingShell(config=config)
+    if load:
+        ip.run_line_magic("load_ext", "eos_magics")
+    return ip

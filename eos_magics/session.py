@@ -1,0 +1,642 @@
+"""The plain-Python session: everything the ``%eos`` magics do, without magics.
+
+>>> from eos_magics import Session
+>>> s = Session()
+>>> c = s.create_cluster(brokers=3, seed=42)
+>>> s.create_topic("orders", partitions=2)
+>>> p = s.producer("p1")
+>>> s.produce("p1", "orders", ["o-1", "o-2"], partition=0).column("offset")
+[0, 1]
+>>> s.check().ok
+True
+
+Role
+----
+A :class:`Session` owns named clusters (one is *current*), the named clients made on each, and a
+client history per cluster (:class:`engine.check.client_history.ClientHistory`), so
+:meth:`Session.check` judges what the user just did. The magics (``eos_magics.commands``) parse a
+line and call one method here; tests and people who dislike magics call the same methods.
+
+Invariants
+----------
+* Objects are the engine's own (``engine.Cluster``, ``Producer``, ``Consumer``): Python and
+  magics mix freely. With a ``namespace`` (the kernel's ``user_ns``) every named object is also
+  bound there under its name.
+* Every entry point checks its arguments before it changes anything; bad arguments and wrong
+  state raise :class:`~eos_magics.errors.EosUsageError` (one line, "did you mean"). Kafka errors
+  are the engine's named exceptions and pass through. Nothing the user built is lost by an error.
+* Nothing here reads wall time or draws randomness: a session is as deterministic as its seeds.
+
+What it does not do
+-------------------
+It draws nothing itself: every result is a view from :mod:`eos_magics.views`. It runs no thread:
+simulated time moves only inside a call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import keyword
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from eos_magics.errors import EosUsageError, did_you_mean, unknown_name
+
+if TYPE_CHECKING:
+    from engine.check.client_history import ClientHistory
+
+    from engine import Cluster, Consumer, Producer
+
+__all__ = ["ClusterEntry", "Defaults", "Session"]
+
+#: What ``%eos_fault drop/delay/hold`` may name as a message kind.
+MESSAGE_KINDS = ("request", "response", "oneway")
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+CHECK_MODES = ("eos", "subscribe", "at-least-once")
+
+
+@dataclasses.dataclass
+class Defaults:
+    """What a new cluster, topic or consumer gets when a call does not say (``%config EosMagics``)."""
+
+    brokers: int = 3
+    seed: int = 42
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    partitions: int = 1
+    isolation_level: str = "read_committed"
+
+
+@dataclasses.dataclass
+class ClusterEntry:
+    """One named cluster of a session: how it was built (for reset), its clients and its history."""
+
+    name: str
+    cluster: Cluster
+    brokers: int
+    seed: int
+    config: dict[str, Any]
+    history: ClientHistory
+    clients: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def _check_name(name: Any, what: str) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise EosUsageError(
+            f"{what} name must be a Python identifier such as 'p1' (it becomes a variable), got {name!r}"
+        )
+    return name
+
+
+def _check_int(value: Any, what: str, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EosUsageError(f"{what} must be an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise EosUsageError(f"{what} must be at least {minimum}, got {value}")
+    return value
+
+
+class Session:
+    """Named clusters, their named clients and histories; what every magic calls."""
+
+    def __init__(self, *, namespace: dict[str, Any] | None = None, defaults: Defaults | None = None) -> None:
+        self.namespace = namespace
+        self.defaults = defaults if defaults is not None else Defaults()
+        self.entries: dict[str, ClusterEntry] = {}
+        self.current: str | None = None
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.entries) or "none"
+        return f"Session(clusters: {names}; current: {self.current or 'none'})"
+
+    # -- clusters ---------------------------------------------------------------------------
+
+    def create_cluster(
+        self,
+        name: str = "cluster",
+        *,
+        brokers: int | None = None,
+        seed: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        replace: bool = False,
+    ) -> Cluster:
+        """Build a cluster, make it current, bind it under ``name``; return it."""
+        _check_name(name, "cluster")
+        if name in self.entries and not replace:
+            raise EosUsageError(
+                f"cluster '{name}' exists; use '%eos_cluster reset' to rebuild it, "
+                f"'--name other' for a second one, or delete it first"
+            )
+        brokers = self.defaults.brokers if brokers is None else _check_int(brokers, "--brokers", 1)
+        seed = self.defaults.seed if seed is None else _check_int(seed, "--seed")
+        if config is not None and not isinstance(config, Mapping):
+            raise EosUsageError(f"config must be a dict of Kafka broker settings, got {config!r}")
+        cfg = {"min.insync.replicas": min(self.defaults.min_insync_replicas, brokers)}
+        cfg["default.replication.factor"] = min(self.defaults.replication_factor, brokers)
+        cfg.update(config or {})
+        cluster = self._build(brokers, seed, cfg)
+        if name in self.entries:
+            self._forget(self.entries.pop(name))
+        from engine.check.client_history import ClientHistory
+
+        entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster))
+        self.entries[name] = entry
+        self.current = name
+        self._bind(name, cluster)
+        return cluster
+
+    @staticmethod
+    def _build(brokers: int, seed: int, config: dict[str, Any]) -> Cluster:
+        from engine import Cluster
+
+        try:
+            return Cluster(seed=seed, brokers=brokers, config=config)
+        except (TypeError, ValueError) as exc:
+            raise EosUsageError(str(exc)) from None
+
+    def reset_cluster(self, name: str | None = None) -> Cluster:
+        """Rebuild a cluster from its seed and settings: same seed, same run; its clients are gone."""
+        entry = self.entry(name)
+        return self.create_cluster(
+            entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config), replace=True
+        )
+
+    def delete_cluster(self, name: str | None = None) -> None:
+        """Forget a cluster, its clients and their variables."""
+        entry = self.entry(name)
+        self._forget(self.entries.pop(entry.name))
+        if self.current == entry.name:
+            self.current = next(iter(self.entries), None)
+
+    def use(self, name: str) -> Cluster:
+        """Make another cluster current."""
+        entry = self.entry(name)
+        self.current = entry.name
+        return entry.cluster
+
+    def entry(self, name: str | None = None) -> ClusterEntry:
+        """Return a cluster's entry (the current one by default)."""
+        if name is None:
+            if self.current is None:
+                raise EosUsageError("no cluster yet; create one first: %eos_cluster create --brokers 3 --seed 42")
+            name = self.current
+        entry = self.entries.get(name)
+        if entry is None:
+            raise unknown_name("cluster", name, self.entries, how="create it with %eos_cluster create --name NAME")
+        return entry
+
+    @property
+    def cluster(self) -> Cluster:
+        """The current cluster."""
+        return self.entry().cluster
+
+    def close(self) -> None:
+        """Forget every cluster (``%unload_ext``)."""
+        for name in list(self.entries):
+            self._forget(self.entries.pop(name))
+        self.current = None
+
+    def _bind(self, name: str, obj: Any) -> None:
+        if self.namespace is not None:
+            self.namespace[name] = obj
+
+    def _forget(self, entry: ClusterEntry) -> None:
+        if self.namespace is None:
+            return
+        for name, obj in [(entry.name, entry.cluster), *entry.clients.items()]:
+            if self.namespace.get(name) is obj:
+                del self.namespace[name]
+
+    # -- topics -----------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        replication_factor: int | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create a topic on the current cluster (Kafka's topic config names)."""
+        c = self.cluster
+        partitions = self.defaults.partitions if partitions is None else _check_int(partitions, "--partitions", 1)
+        if replication_factor is None:
+            replication_factor = min(self.defaults.replication_factor, len(c.brokers))
+        self._engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
+
+    def topic_names(self) -> list[str]:
+        """The user topics of the current cluster, sorted."""
+        return sorted(self.cluster.topics)
+
+    def require_topic(self, topic: str) -> str:
+        """Return ``topic`` if it exists, else a usage error with the nearest name."""
+        if topic not in self.cluster.topics:
+            raise unknown_name("topic", topic, self.cluster.topics, how="create it with %eos_topic create NAME")
+        return topic
+
+    # -- clients ----------------------------------------------------------------------------
+
+    def producer(
+        self,
+        name: str,
+        *,
+        transactional_id: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        init: bool = True,
+    ) -> Producer:
+        """Create a producer (idempotent by default), bind it under ``name``, return it.
+
+        With a ``transactional_id`` it is transactional and, unless ``init=False``, has run
+        ``init_transactions()`` (which fences any older instance with the same id).
+        """
+        entry = self.entry()
+        self._new_client_name(entry, name)
+        cfg = dict(config or {})
+        if transactional_id is not None:
+            cfg["transactional.id"] = transactional_id
+        cfg.setdefault("client.id", name)
+        p = self._engine(entry.cluster.producer, cfg)
+        entry.clients[name] = p
+        self._bind(name, p)
+        if transactional_id is not None and init:
+            p.init_transactions()
+        return p
+
+    def consumer(
+        self,
+        name: str,
+        *,
+        group_id: str | None = None,
+        isolation_level: str | None = None,
+        assign: Sequence[tuple[str, int]] | None = None,
+        subscribe: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> Consumer:
+        """Create a consumer, bind it under ``name``, assign or subscribe it; return it.
+
+        ``auto.offset.reset`` defaults to ``earliest`` here (Kafka's default is ``latest``) so that a
+        new consumer reads what the notebook just wrote; pass it in ``config`` to choose.
+        """
+        entry = self.entry()
+        self._new_client_name(entry, name)
+        level = self.defaults.isolation_level if isolation_level is None else isolation_level
+        if level not in ISOLATION_LEVELS:
+            raise EosUsageError(f"isolation level must be one of {', '.join(ISOLATION_LEVELS)}, got {level!r}")
+        if assign and subscribe:
+            raise EosUsageError("pass --assign or --subscribe, not both")
+        if subscribe and group_id is None:
+            raise EosUsageError("--subscribe needs a consumer group: add --group NAME")
+        for t, p in assign or ():
+            self.require_topic(t)
+            if not 0 <= p < self.cluster.topics[t]:
+                raise EosUsageError(f"topic '{t}' has partitions 0..{self.cluster.topics[t] - 1}, not {p}")
+        for t in subscribe or ():
+            self.require_topic(t)
+        cfg = {"isolation.level": level, "auto.offset.reset": "earliest", "client.id": name}
+        if group_id is not None:
+            cfg["group.id"] = group_id
+        cfg.update(config or {})
+        c = self._engine(entry.cluster.consumer, cfg)
+        entry.clients[name] = c
+        self._bind(name, c)
+        if assign:
+            c.assign(list(assign))
+        elif subscribe:
+            c.subscribe(list(subscribe))
+        return c
+
+    def client(self, name: Any, kind: str | None = None) -> Any:
+        """Return a named client of the current cluster (a Producer or Consumer object is taken as is)."""
+        from engine import Consumer, Producer
+
+        if isinstance(name, (Producer, Consumer)):
+            obj = name
+        else:
+            entry = self.entry()
+            obj = entry.clients.get(name)
+            if obj is None:
+                names = [n for n, o in entry.clients.items() if kind is None or _kind(o) == kind]
+                what = kind or "client"
+                raise unknown_name(what, name, names, how=f"create one with %eos_{what if kind else 'producer'} NAME")
+        if kind is not None and _kind(obj) != kind:
+            raise EosUsageError(f"'{name}' is a {_kind(obj)}, not a {kind}")
+        return obj
+
+    def _new_client_name(self, entry: ClusterEntry, name: str) -> None:
+        _check_name(name, "client")
+        if name in entry.clients:
+            raise EosUsageError(
+                f"'{name}' already names a {_kind(entry.clients[name])} on this cluster; pick a new name"
+            )
+        if name == entry.name:
+            raise EosUsageError(f"'{name}' names the cluster; pick another name for the client")
+
+    # -- producing --------------------------------------------------------------------------
+
+    def produce(
+        self,
+        producer: Any,
+        topic: str,
+        values: Sequence[Any],
+        *,
+        key: Any = None,
+        partition: int | None = None,
+        headers: Mapping[str, Any] | None = None,
+        wait: bool = True,
+    ) -> Any:
+        """Produce ``values`` (one record each) and, with ``wait``, flush and return the delivery reports."""
+        from eos_magics.views import kafka as views
+
+        p = self.client(producer, "producer")
+        self.require_topic(topic)
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise EosUsageError(f"values must be a list of record values, got {values!r}")
+        if not values:
+            raise EosUsageError("nothing to produce: give at least one value")
+        if partition is not None:
+            n = self.cluster.topics[topic]
+            if not 0 <= _check_int(partition, "--partition") < n:
+                raise EosUsageError(f"topic '{topic}' has partitions 0..{n - 1}, not {partition}")
+        reports: list[tuple[Any, Any]] = []
+        hdrs = list(headers.items()) if headers else None
+        for v in values:
+            self._engine(
+                p.produce,
+                topic,
+                value=v,
+                key=key,
+                partition=-1 if partition is None else partition,
+                headers=hdrs,
+                on_delivery=lambda err, msg: reports.append((err, msg)),
+            )
+        if wait:
+            p.flush()
+        return views.deliveries(reports)
+
+    def transactional(self, producer: Any) -> Producer:
+        """Return a named producer that has a ``transactional.id``, else a usage error."""
+        from engine.client.transactional_producer import TransactionalProducer
+
+        p = self.client(producer, "producer")
+        if not isinstance(p, TransactionalProducer):
+            raise EosUsageError(f"'{producer}' has no transactional.id; create a producer with --transactional-id ID")
+        return p
+
+    @contextlib.contextmanager
+    def transaction(self, producer: Any, *, offsets_from: Any = None, abort: bool = False) -> Iterator[Producer]:
+        """Run the ``with`` body inside ``begin_transaction()`` … ``commit_transaction()``.
+
+        An exception in the body aborts the transaction and propagates; ``abort=True`` aborts at the
+        end on purpose. With ``offsets_from`` (a consumer), its positions on its assignment are
+        sent with ``send_offsets_to_transaction`` before the commit: consume-transform-produce.
+        """
+        p = self.transactional(producer)
+        consumer = None if offsets_from is None else self.client(offsets_from, "consumer")
+        p.begin_transaction()
+        try:
+            yield p
+        except BaseException:
+            with contextlib.suppress(Exception):  # the body's error is the one to show
+                p.abort_transaction()
+            raise
+        if abort:
+            p.abort_transaction()
+            return
+        if consumer is not None:
+            assigned = consumer.assignment()
+            if assigned:
+                p.send_offsets_to_transaction(consumer.position(assigned), consumer.consumer_group_metadata())
+        p.commit_transaction()
+
+    # -- consuming --------------------------------------------------------------------------
+
+    def consume(self, consumer: Any, max_messages: int = 100, timeout: float = 1.0) -> Any:
+        """Poll up to ``max_messages`` records, waiting at most ``timeout`` simulated seconds."""
+        from eos_magics.views import kafka as views
+
+        c = self.client(consumer, "consumer")
+        _check_int(max_messages, "--max", 1)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise EosUsageError(f"--timeout is simulated seconds >= 0, got {timeout!r}")
+        return views.messages(c.consume(max_messages, timeout=timeout))
+
+    # -- faults -----------------------------------------------------------------------------
+
+    def node(self, node: Any) -> int | str:
+        """A broker id (``2``, ``"2"``) or any node name (``broker-2``, ``producer-1``, a client's name)."""
+        c = self.cluster
+        if isinstance(node, str) and node.isdigit():
+            node = int(node)
+        if isinstance(node, str) and node in self.entry().clients:
+            return self.entry().clients[node].name
+        if isinstance(node, int) and node not in c.brokers:
+            raise EosUsageError(f"no broker {node}; brokers are {', '.join(str(b) for b in sorted(c.brokers))}")
+        if isinstance(node, str) and node not in c.world.nodes:
+            names = [*c.world.nodes, *self.entry().clients]
+            raise unknown_name("node", node, names, how="name a broker id (1, 2, …) or a node name")
+        return node
+
+    def fault(self, action: str, *nodes: Any, one_way: bool = False) -> None:
+        """``crash``, ``restart``, ``pause``, ``resume``, ``isolate`` a node; ``heal`` everything."""
+        c = self.cluster
+        actions: dict[str, Callable[..., None]] = {
+            "crash": c.crash,
+            "restart": c.restart,
+            "pause": c.pause,
+            "resume": c.resume,
+            "isolate": c.isolate,
+        }
+        if action == "heal":
+            c.heal()
+            return
+        fn = actions.get(action)
+        if fn is None:
+            raise EosUsageError(f"unknown fault '{action}'{did_you_mean(action, [*actions, 'heal'])}")
+        if len(nodes) != 1:
+            raise EosUsageError(f"{action} takes one node: a broker id or a node name")
+        self._engine(fn, self.node(nodes[0]))
+
+    def cut(self, a: Sequence[Any], b: Sequence[Any], *, one_way: bool = False) -> None:
+        """Cut the network between two groups of nodes."""
+        self._engine(self.cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
+
+    def message_rule(
+        self,
+        action: str,
+        body_type: str | None = None,
+        *,
+        kind: str | None = None,
+        src: Any = None,
+        dst: Any = None,
+        count: int | None = 1,
+        skip: int = 0,
+        delay_ms: int | None = None,
+    ) -> int:
+        """Drop, delay, hold or duplicate the next ``count`` messages of a type; return the rule id."""
+        from engine import protocol
+
+        if body_type is not None:
+            names = sorted(n for n in vars(protocol) if n.endswith(("Request", "Response")) and n[0].isupper())
+            if body_type not in names:
+                raise unknown_name("message type", body_type, names, how="e.g. ProduceResponse, EndTxnRequest")
+        if kind is None and body_type is not None:
+            kind = "response" if body_type.endswith("Response") else "request"
+        fields: dict[str, Any] = {"kind": kind, "body_type": body_type, "count": count, "skip": skip}
+        if src is not None:
+            fields["src"] = self.node(src)
+        if dst is not None:
+            fields["dst"] = self.node(dst)
+        if delay_ms is not None:
+            fields["delay_ms"] = delay_ms
+        return self._engine(self.cluster.add_rule, action, **fields)
+
+    def release(self, rule_id: int | None = None) -> list[int]:
+        """Deliver held messages (of one rule, or all)."""
+        return self._engine(self.cluster.release, rule_id)
+
+    # -- time -------------------------------------------------------------------------------
+
+    def run(self, ms: int) -> int:
+        """Let ``ms`` simulated milliseconds pass; return how many events ran."""
+        return self._engine(self.cluster.run_for, _check_int(ms, "milliseconds", 0))
+
+    def step(self, events: int = 1) -> int:
+        """Run the next ``events`` events; return how many ran (fewer if the world went idle)."""
+        world = self.cluster.world
+        n = 0
+        for _ in range(_check_int(events, "events", 1)):
+            if not world.step():
+                break
+            n += 1
+        return n
+
+    def until(self, predicate: Callable[[], bool], max_ms: int = 60_000) -> int:
+        """Run until ``predicate()`` is true; a usage error if it is still false after ``max_ms``."""
+        c = self.cluster
+        _check_int(max_ms, "--max-ms", 1)
+        deadline = c.now_ms + max_ms
+        c.run_until(lambda: bool(predicate()) or c.now_ms >= deadline)
+        if not predicate():
+            raise EosUsageError(f"still false after {max_ms} simulated ms (now {c.now_ms} ms); raise --max-ms?")
+        return c.now_ms
+
+    # -- history and the judge --------------------------------------------------------------
+
+    def history(self, name: str | None = None) -> Any:
+        """The client history of a cluster so far (``engine.check.History``)."""
+        return self.entry(name).history.history()
+
+    def save_history(self, path: str, name: str | None = None) -> str:
+        """Write the history as JSON Lines (``eos check PATH`` reads it); return the path."""
+        self.entry(name).history.write_jsonl(path)
+        return path
+
+    def check(self, mode: str = "eos", name: str | None = None) -> Any:
+        """Judge the session's history with the EOS checkers; return the report view."""
+        from eos_magics.views import kafka as views
+
+        if mode not in CHECK_MODES:
+            raise EosUsageError(f"mode must be one of {', '.join(CHECK_MODES)}{did_you_mean(mode, CHECK_MODES)}")
+        entry = self.entry(name)
+        if len(entry.history) == 0:
+            raise EosUsageError("nothing to judge yet: produce or consume something first")
+        return views.check_report(entry.history.check(mode))
+
+    # -- the catalog ------------------------------------------------------------------------
+
+    def scenario_names(self) -> list[str]:
+        """Every scenario ``eos run`` knows."""
+        from engine.scenarios.registry import SCENARIOS, load_all
+
+        load_all()
+        return sorted(SCENARIOS)
+
+    def run_scenario(self, name: str, seed: int = 7, *, mutant: str | None = None, swarm: bool = False) -> Any:
+        """Run one catalog scenario; return its result view (verdict, short log, fingerprint, replay)."""
+        from engine.scenarios.registry import get_scenario
+        from eos_magics.views import kafka as views
+
+        _check_int(seed, "--seed")
+        if name not in self.scenario_names():
+            raise unknown_name("scenario", name, self.scenario_names(), how="list them with %eos_scenario list")
+        fn = get_scenario(name)
+        kwargs: dict[str, Any] = {}
+        if mutant or swarm:
+            if not hasattr(fn, "spec"):
+                raise EosUsageError(f"'{name}' takes no --mutant/--swarm; pick a catalog scenario")
+            kwargs["swarm"] = swarm
+            if mutant:
+                kwargs["mutant"] = self._mutant(mutant)
+        return views.scenario_result(fn(seed, **kwargs))
+
+    def sweep(
+        self,
+        name: str,
+        seeds: int = 10,
+        *,
+        first_seed: int = 1,
+        mutant: str | None = None,
+        swarm: bool = False,
+        progress: Callable[[int, int, Any], None] | None = None,
+    ) -> Any:
+        """Run a catalog scenario (or ``all``) on many seeds; return the table of verdicts."""
+        from engine.commands.sweep import run_one
+        from engine.scenarios.catalog import BY_NAME, SPECS
+        from eos_magics.views import kafka as views
+
+        _check_int(seeds, "--seeds", 1)
+        _check_int(first_seed, "--first-seed")
+        if name == "all":
+            names = [s.name for s in SPECS]
+        elif name in BY_NAME:
+            names = [name]
+        else:
+            raise unknown_name("catalog scenario", name, BY_NAME, how="or 'all'; list them with %eos_scenario list")
+        if mutant:
+            self._mutant(mutant)
+        tasks = [
+            (n, s, mutant.upper() if mutant else None, swarm)
+            for n in names
+            for s in range(first_seed, first_seed + seeds)
+        ]
+        rows = []
+        for i, task in enumerate(tasks):
+            rows.append(run_one(task))
+            if progress is not None:
+                progress(i + 1, len(tasks), rows[-1])
+        return views.sweep(rows)
+
+    @staticmethod
+    def _mutant(mutant: str) -> Any:
+        from engine.scenarios.mutants import MUTANTS, get_mutant
+
+        try:
+            return get_mutant(mutant)
+        except KeyError:
+            raise unknown_name("mutant", mutant, MUTANTS, how="list them with %eos_scenario mutants") from None
+
+    # -- engine calls -----------------------------------------------------------------------
+
+    @staticmethod
+    def _engine(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call the engine; its argument errors (TypeError, ValueError) become one-line usage errors.
+
+        Kafka's named errors (``KafkaError``) and the engine's ``IllegalStateError`` pass through:
+        they already render as one named line.
+        """
+        from engine.errors import ConfigError, IllegalStateError, KafkaError
+
+        try:
+            return fn(*args, **kwargs)
+        except (KafkaError, IllegalStateError):
+            raise
+        except ConfigError as exc:
+            raise EosUsageError(" ".join(str(exc).split())) from None
+        except (TypeError, ValueError) as exc:
+            raise EosUsageError(" ".join(str(exc).split())) from None
+
+
+def _kind(obj: Any) -> str:
+    from engine import Consumer
+
+    return "consumer" if isinstance(obj, Consumer) else "producer"
