@@ -44,9 +44,8 @@ from typing import TYPE_CHECKING, Any
 from eos_magics.errors import EosUsageError, did_you_mean, unknown_name
 
 if TYPE_CHECKING:
-    from engine.check.client_history import ClientHistory
-
     from engine import Cluster, Consumer, Producer
+    from engine.check.client_history import ClientHistory
 
 __all__ = ["ClusterEntry", "Defaults", "Session"]
 
@@ -79,6 +78,8 @@ class ClusterEntry:
     config: dict[str, Any]
     history: ClientHistory
     clients: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: final readers made by :meth:`Session.check` so far
+    readers: int = 0
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -531,16 +532,38 @@ class Session:
         self.entry(name).history.write_jsonl(path)
         return path
 
-    def check(self, mode: str = "eos", name: str | None = None) -> Any:
-        """Judge the session's history with the EOS checkers; return the report view."""
+    def check(self, mode: str = "eos", name: str | None = None, *, final_read: bool = True) -> Any:
+        """Judge the session's history with the EOS checkers; return the report view.
+
+        With ``final_read`` (the default) a read_committed consumer first reads every partition of
+        every topic to its end, as Jepsen's final reads do: without it, an acknowledged record that
+        no consumer of yours has read yet is reported ``unseen``. It is a real client of the
+        cluster (``eos-check-reader-N``, recorded in the history) and moves simulated time on by
+        its polls.
+        """
         from eos_magics.views import kafka as views
 
         if mode not in CHECK_MODES:
             raise EosUsageError(f"mode must be one of {', '.join(CHECK_MODES)}{did_you_mean(mode, CHECK_MODES)}")
         entry = self.entry(name)
-        if len(entry.history) == 0:
+        if entry.history.ops == 0:
             raise EosUsageError("nothing to judge yet: produce or consume something first")
+        if final_read:
+            self._final_read(entry)
         return views.check_report(entry.history.check(mode))
+
+    def _final_read(self, entry: ClusterEntry) -> None:
+        c = entry.cluster
+        keys = [(t, p) for t in sorted(c.topics) for p in range(c.topics[t])]
+        if not keys:
+            return
+        entry.readers += 1
+        reader = c.consumer({"isolation.level": "read_committed", "client.id": f"eos-check-reader-{entry.readers}"})
+        reader.assign(keys)
+        idle = 0
+        while idle < 3:
+            idle = 0 if reader.consume(1000, timeout=1.0) else idle + 1
+        reader.close()
 
     # -- the catalog ------------------------------------------------------------------------
 
