@@ -26,6 +26,7 @@ from engine import args
 from engine.broker.broker import MAX_BROKERS, Broker, broker_name
 from engine.broker.controller import Controller
 from engine.client.consumer import Consumer
+from engine.client.observer import NewClientObserver
 from engine.client.producer import Producer
 from engine.client.transactional_producer import TransactionalProducer
 from engine.config import BrokerConfig, TopicConfig, parse_config
@@ -117,6 +118,9 @@ class Cluster:
             broker.add_extension(GroupCoordinator(weakenings))
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
+        #: Told of every producer and consumer created from now on (``engine.check.ClientHistory``
+        #: sets it); None: nobody watches. See engine/client/observer.py.
+        self.client_observer: NewClientObserver | None = None
         self.world.run_for(STARTUP_MS)
 
     # -- shape ------------------------------------------------------------------------------
@@ -248,6 +252,8 @@ class Cluster:
         else:
             p = Producer(self.world, self.bootstrap(), config)
         self.producers.append(p)
+        if self.client_observer is not None:
+            self.client_observer.on_new_client(p)
         return p
 
     def consumer(self, config: dict[str, Any] | None = None) -> Consumer:
@@ -255,6 +261,8 @@ class Cluster:
         _check_client_config(config, "consumer")
         c = Consumer(self.world, self.bootstrap(), config)
         self.consumers.append(c)
+        if self.client_observer is not None:
+            self.client_observer.on_new_client(c)
         return c
 
     # -- time -------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from engine.check.aborted_reads import check_aborted_reads, check_precommitted_r
 from engine.check.analysis import Analysis, analyse
 from engine.check.anomaly import ALLOWED_BY_MODE, KINDS, MODES, Anomaly, Report
 from engine.check.checker import check_history
+from engine.check.client_history import ClientHistory
 from engine.check.copier import InputRecord, OutputRecord, check_copier
 from engine.check.cycles import check_cycles
 from engine.check.duplicates import check_duplicates
@@ -46,6 +47,7 @@ __all__ = [
     "MODES",
     "Analysis",
     "Anomaly",
+    "ClientHistory",
     "History",
     "HistoryFormatError",
     "HistoryRecorder",

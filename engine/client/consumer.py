@@ -80,6 +80,7 @@ from engine.group.txn_offsets import ConsumerGroupMetadata
 from engine.sim.scheduler import SimulationStalled
 
 if TYPE_CHECKING:
+    from engine.client.observer import ConsumerObserver
     from engine.sim.world import World
 
 #: confluent-kafka's bounds on ``consume(num_messages)``.
@@ -102,6 +103,8 @@ class Consumer(ClientNode):
         )
         name = self.config.client_id or f"consumer-{len([n for n in world.nodes if n.startswith('consumer-')]) + 1}"
         super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
+        #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
+        self.observer: ConsumerObserver | None = None
         #: ``isolation.level`` parsed (the config keeps Kafka's spelling).
         self.isolation_level = IsolationLevel(self.config.isolation_level)
         #: The assigned partitions, sorted (``assignment()`` returns them as TopicPartitions).
@@ -143,8 +146,10 @@ class Consumer(ClientNode):
         self._check_open()
         tps = partition_list(partitions, "assign()")
         self._set_assignment([t.key() for t in tps])
-        self._start_from(tps)
+        started = self._start_from(tps)
         self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_assignment(self, "assign", started)
 
     def incremental_assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Add partitions to the assignment; those already assigned keep their position and records."""
@@ -156,8 +161,10 @@ class Consumer(ClientNode):
                 msg = f"incremental_assign(): {t.topic}-{t.partition} is already assigned to {self.name}; seek() it"
                 raise IllegalStateError(msg)
         self._set_assignment(self.assigned + [t.key() for t in tps], fresh=False)
-        self._start_from(tps)
+        started = self._start_from(tps)
         self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_assignment(self, "assign", started)
 
     def incremental_unassign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Remove partitions from the assignment; the others keep their position and records."""
@@ -167,16 +174,21 @@ class Consumer(ClientNode):
         self._require_assigned(keys, "incremental_unassign()")
         self._set_assignment([k for k in self.assigned if k not in keys], fresh=False)
         self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_assignment(self, "assign", ())
 
     def assignment(self) -> list[TopicPartition]:
         """Return the assigned partitions, sorted, as TopicPartitions without offsets."""
         return [TopicPartition(t, p) for t, p in self.assigned]
 
-    def _start_from(self, tps: list[TopicPartition]) -> None:
-        """Start each partition that was given an offset (>= 0, OFFSET_BEGINNING, OFFSET_END) there."""
+    def _start_from(self, tps: list[TopicPartition]) -> tuple[tuple[str, int], ...]:
+        """Start each partition that was given an offset (>= 0, OFFSET_BEGINNING, OFFSET_END) there; return them."""
+        started = []
         for t in tps:
             if t.offset >= 0 or t.offset in (OFFSET_BEGINNING, OFFSET_END):
                 self.fetcher.start_at(t.key(), t.offset)
+                started.append(t.key())
+        return tuple(started)
 
     def _set_assignment(self, keys: list[tuple[str, int]], *, fresh: bool = True) -> None:
         """Replace the assignment. ``fresh``: a new assignment (errors are reported anew), not an increment."""
@@ -189,6 +201,8 @@ class Consumer(ClientNode):
     def unassign(self) -> None:
         """Stop reading every partition."""
         self._set_assignment([])
+        if self.observer is not None:
+            self.observer.on_assignment(self, "assign", ())
 
     def _refuse_if_subscribed(self, action: str) -> None:
         if self.group is not None and self.group.subscription:
@@ -224,6 +238,8 @@ class Consumer(ClientNode):
             raise IllegalStateError(msg)
         self.fetcher.seek(key, tp.offset)
         self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_seek(self, key)
 
     def position(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> list[TopicPartition]:
         """Return the next offset to read for each partition (-1001 when unknown)."""
@@ -277,6 +293,20 @@ class Consumer(ClientNode):
 
     def _consume(self, num_messages: int, wait_ms: int | None, action: str) -> list[Message]:
         self.before_poll()
+        observer = self.observer
+        if observer is None:
+            return self._fetch_for_app(num_messages, wait_ms, action)
+        observer.on_poll_start(self)
+        try:
+            out = self._fetch_for_app(num_messages, wait_ms, action)
+        except BaseException as exc:
+            observer.on_poll_end(self, [], exc)
+            raise
+        observer.on_poll_end(self, out, None)
+        return out
+
+    def _fetch_for_app(self, num_messages: int, wait_ms: int | None, action: str) -> list[Message]:
+        """Wait up to ``wait_ms`` for records or error events (None: until one comes) and hand them out."""
         self.fetcher.kick()
         if not self._ready():
             if wait_ms is None:
@@ -373,6 +403,8 @@ class Consumer(ClientNode):
         if not group.subscription:
             self._set_assignment([])
         group.subscribe(wanted)
+        if self.observer is not None:
+            self.observer.on_assignment(self, "subscribe", ())
 
     def unsubscribe(self) -> None:
         """Leave the group and stop reading."""
@@ -382,6 +414,8 @@ class Consumer(ClientNode):
             self.on_group_revoke(lost=False)
             group.leave("the consumer unsubscribed")
             group.subscription = ()
+        if self.observer is not None:
+            self.observer.on_assignment(self, "subscribe", ())
 
     def commit(
         self,
@@ -476,6 +510,8 @@ class Consumer(ClientNode):
         if self._on_assign is not None:
             self._callbacks.append((self._on_assign, [TopicPartition(t, p) for t, p in self.assigned]))
         self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_rebalance(self)
 
     def on_group_revoke(self, *, lost: bool) -> None:
         """Give back every partition (eager rebalance); commit first unless they were lost."""
@@ -485,6 +521,8 @@ class Consumer(ClientNode):
         if cb is not None and self.assigned:
             self._callbacks.append((cb, [TopicPartition(t, p) for t, p in self.assigned]))
         self._set_assignment([])
+        if self.observer is not None:
+            self.observer.on_rebalance(self)
 
     # -- hooks --------------------------------------------------------------------------------
 
@@ -514,6 +552,8 @@ class Consumer(ClientNode):
         if self.group is not None:
             self.assigned = [] if self.group.subscription else self.assigned
             self.group.on_crash()
+        if self.observer is not None:
+            self.observer.on_crash(self)
 
     def on_restart(self) -> None:
         """A restarted consumer process rejoins its group (if subscribed) and re-reads committed offsets."""

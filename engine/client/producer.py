@@ -67,6 +67,7 @@ from engine.sim.scheduler import SimulationStalled
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from engine.client.observer import ProducerObserver
     from engine.sim.world import World
 
 #: Errors after which the client refreshes metadata before retrying.
@@ -104,12 +105,15 @@ class Producer(ClientNode):
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
         super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
         self._rng = world.rng.stream(f"{name}:partitioner")
+        #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
+        self.observer: ProducerObserver | None = None
         self.idempotent = self.config.enable_idempotence
         self.producer_id = -1
         self.producer_epoch = -1
         self.fatal_error: KafkaError | None = None
         self._queues: dict[tuple[str, int], PartitionQueue] = {}
-        #: records waiting for metadata: (deadline, topic, value, key, partition, cb, timestamp, headers)
+        #: records waiting for metadata: (deadline, topic, value, key, partition, cb, timestamp, headers,
+        #: observer token)
         self._waiting_metadata: list[tuple[Any, ...]] = []
         self._waiting_expiry_at: int | None = None
         self._sticky: dict[str, int] = {}
@@ -156,6 +160,8 @@ class Producer(ClientNode):
         _check_record(topic, value, key, partition, cb, timestamp, headers)
         self._check_usable()
         self.before_produce(topic)
+        obs = self.observer
+        token = None if obs is None else obs.on_produce(self, topic, partition, value)
         ts = timestamp or self.world.now_ms
         size = _record_size(key, value)
         if size > self.config.max_request_size:
@@ -164,19 +170,19 @@ class Producer(ClientNode):
                 "send a smaller record or raise max.request.size",
                 topic=topic,
             )
-            self._fail_unsent(topic, partition, key, value, ts, cb, err)
+            self._fail_unsent(topic, partition, key, value, ts, cb, err, token)
             return
         count = self.partition_counts.get(topic)
         if count is None or partition >= count:
             self._waiting_metadata.append(
-                (self.world.now_ms + self.config.max_block_ms, topic, value, key, partition, cb, ts, headers)
+                (self.world.now_ms + self.config.max_block_ms, topic, value, key, partition, cb, ts, headers, token)
             )
             self._outstanding += 1
             self.refresh_metadata(self._drain_waiting_metadata)
             self._expire_waiting_at(self.world.now_ms + self.config.max_block_ms)
             return
         p = partition if partition >= 0 else self._choose_partition(topic, key)
-        self._append(topic, p, key, value, headers, ts, cb)
+        self._append(topic, p, key, value, headers, ts, cb, token)
 
     def produce_batch(
         self,
@@ -210,6 +216,9 @@ class Producer(ClientNode):
         now = self._sched.now_ms
         b = ProducerBatch(topic, partition, now, now + self.config.delivery_timeout_ms)
         b.add_many(keys, values, now, on_delivery)
+        obs = self.observer
+        if obs is not None:
+            obs.on_produce_batch(self, b)
         q.queue.append(b)
         self._outstanding += len(values)
         self._wake()
@@ -281,9 +290,10 @@ class Producer(ClientNode):
         purged = 0
         if in_queue:
             waiting, self._waiting_metadata = self._waiting_metadata, []
-            for _deadline, topic, value, key, partition, cb, ts, _headers in waiting:
+            for _deadline, topic, value, key, partition, cb, ts, _headers, token in waiting:
                 self._outstanding -= 1
-                self._fail_unsent(topic, partition, key, value, ts, cb, PurgedException("purged from the queue"))
+                purged_err = PurgedException("purged from the queue")
+                self._fail_unsent(topic, partition, key, value, ts, cb, purged_err, token)
                 purged += 1
             for q in self._queues.values():
                 for b in [x for x in q.queue if x.wire is None]:
@@ -376,7 +386,10 @@ class Producer(ClientNode):
             p = self._sticky[topic] = self._rng.randrange(n)
         return p
 
-    def _append(self, topic: str, p: int, key: Any, value: Any, headers: Any, ts: int, cb: Any) -> None:
+    def _append(
+        self, topic: str, p: int, key: Any, value: Any, headers: Any, ts: int, cb: Any, token: object = None
+    ) -> None:
+        """Add one record to the open batch of ``(topic, p)``; ``token`` is the observer's (None: no observer)."""
         q = self._queue(topic, p)
         size = _record_size(key, value)
         b = q.open_batch()
@@ -385,11 +398,13 @@ class Producer(ClientNode):
                 self._sticky.pop(topic, None)  # KIP-480: a full batch moves the sticky partition on
                 p2 = self._choose_partition(topic, None)
                 if p2 != p:
-                    return self._append(topic, p2, key, value, headers, ts, cb)
+                    return self._append(topic, p2, key, value, headers, ts, cb, token)
             now = self.world.now_ms
             b = ProducerBatch(topic, p, now, now + self.config.delivery_timeout_ms)
             q.queue.append(b)
         b.add(key, value, headers, ts, cb, size)
+        if token is not None:
+            self.observer.on_record_queued(self, token, b, len(b.values) - 1)  # type: ignore[union-attr]
         self._outstanding += 1
         if b.size >= self.config.batch_size:
             self._wake()
@@ -404,12 +419,12 @@ class Producer(ClientNode):
         waiting, self._waiting_metadata = self._waiting_metadata, []
         now = self.world.now_ms
         for entry in waiting:
-            deadline, topic, value, key, partition, cb, ts, headers = entry
+            deadline, topic, value, key, partition, cb, ts, headers, token = entry
             count = self.partition_counts.get(topic)
             if count is not None and partition < count:
                 self._outstanding -= 1
                 p = partition if partition >= 0 else self._choose_partition(topic, key)
-                self._append(topic, p, key, value, headers, ts, cb)
+                self._append(topic, p, key, value, headers, ts, cb, token)
             elif now >= deadline:
                 self._outstanding -= 1
                 waited = self.config.max_block_ms
@@ -423,7 +438,7 @@ class Producer(ClientNode):
                     topic=topic,
                     partition=partition,
                 )
-                self._fail_unsent(topic, partition, key, value, ts, cb, err)
+                self._fail_unsent(topic, partition, key, value, ts, cb, err, token)
             else:
                 self._waiting_metadata.append(entry)
         if self._waiting_metadata:
@@ -442,8 +457,13 @@ class Producer(ClientNode):
             self._waiting_expiry_at = None
             self._drain_waiting_metadata()
 
-    def _fail_unsent(self, topic: str, partition: int, key: Any, value: Any, ts: int, cb: Any, err: KafkaError) -> None:
-        """A record that never joined a batch failed: report it, count it, tell the transactional layer."""
+    def _fail_unsent(
+        self, topic: str, partition: int, key: Any, value: Any, ts: int, cb: Any, err: KafkaError, token: object = None
+    ) -> None:
+        """A record that never joined a batch failed: report it, count it, tell the transactional layer.
+
+        ``token`` is the observer's for this record (None: no observer).
+        """
         self.metrics_totals["records_failed"] += 1
         self.world.trace.emit(
             self.name,
@@ -455,6 +475,8 @@ class Producer(ClientNode):
             ("n", 1),
             ("error", type(err).__name__),
         )
+        if token is not None:
+            self.observer.on_record_failed(self, token, partition, err)  # type: ignore[union-attr]
         self.on_send_error(err)
         if cb is not None:
             self._report(cb, err, Message(topic, partition, -1, key, value, error=err, timestamp=ts))
@@ -743,6 +765,9 @@ class Producer(ClientNode):
             ("n", n),
             ("error", None if err is None else type(err).__name__),
         )
+        obs = self.observer
+        if obs is not None:
+            obs.on_batch_done(self, b, base_offset, err)
         if err is not None:
             self.on_send_error(err)
         if b.callbacks is not None:
@@ -841,6 +866,9 @@ class Producer(ClientNode):
         self._waiting_expiry_at = None
         self._wakeup_at = None
         self._outstanding = 0
+        obs = self.observer
+        if obs is not None:
+            obs.on_crash(self)
 
 
 #: The types a record's key and value may have (confluent-kafka takes bytes or str; None is a null).

@@ -150,6 +150,8 @@ class TransactionalProducer(Producer):
         self.world.trace.emit(
             self.name, "state", "txn.begin", ("txn_id", self.transactional_id), ("epoch", self.producer_epoch)
         )
+        if self.observer is not None:
+            self.observer.on_transaction(self, "begin", None)
 
     def send_offsets_to_transaction(
         self, offsets: list[TopicPartition], group_metadata: Any, timeout: float | None = None
@@ -211,6 +213,12 @@ class TransactionalProducer(Producer):
         this transaction left (then call ``abort_transaction``), or ``TimeoutException`` (then call
         ``commit_transaction`` again: the commit may already be under way).
         """
+        if self.observer is None:
+            self._commit_transaction(timeout)
+        else:
+            self._observed_end("commit", self._commit_transaction, timeout)
+
+    def _commit_transaction(self, timeout: float | None) -> None:
         start = self.world.now_ms
         wait_ms(timeout, "commit_transaction", default="max.block.ms")
         self._raise_if_fatal()
@@ -234,6 +242,12 @@ class TransactionalProducer(Producer):
 
         After ``TimeoutException``, call ``abort_transaction`` again to wait for the same abort.
         """
+        if self.observer is None:
+            self._abort_transaction(timeout)
+        else:
+            self._observed_end("abort", self._abort_transaction, timeout)
+
+    def _abort_transaction(self, timeout: float | None) -> None:
         start = self.world.now_ms
         wait_ms(timeout, "abort_transaction", default="max.block.ms")
         self._raise_if_fatal()
@@ -245,9 +259,9 @@ class TransactionalProducer(Producer):
             self._adding.clear()
             aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
             waiting, self._waiting_metadata = self._waiting_metadata, []
-            for _deadline, topic, value, key, partition, cb, ts, _headers in waiting:
+            for _deadline, topic, value, key, partition, cb, ts, _headers, token in waiting:
                 self._outstanding -= 1
-                self._fail_unsent(topic, partition, key, value, ts, cb, aborted)
+                self._fail_unsent(topic, partition, key, value, ts, cb, aborted, token)
             for q in self._queues.values():
                 for b in [x for x in q.queue if x.wire is None and x.attempts == 0]:
                     q.queue.remove(b)
@@ -280,6 +294,18 @@ class TransactionalProducer(Producer):
     def metrics(self) -> dict[str, float]:
         """Return producer metrics plus Kafka's txn-*-time-ns-total (in simulated nanoseconds)."""
         return {**super().metrics(), **self.txn_metrics}
+
+    def _observed_end(self, action: str, call: Callable[[float | None], None], timeout: float | None) -> None:
+        """Run a commit or an abort, then tell the observer how it ended (returned, or what it raised)."""
+        observer = self.observer
+        try:
+            call(timeout)
+        except BaseException as exc:
+            if observer is not None:
+                observer.on_transaction(self, action, exc)
+            raise
+        if observer is not None:
+            observer.on_transaction(self, action, None)
 
     # ======================================================================================
     # hooks into the producer

@@ -80,8 +80,8 @@ class InspectMagics(FamilyMagics):
     @line_magic
     @magic_arguments()
     @argument("action", choices=["list", "describe", "describe-producers", "find-hanging", "abort", "partition"])
-    @argument("target", nargs="?", help="describe: a transactional id; describe-producers/abort/partition: a topic")
-    @argument("--partition", "-p", type=int, default=0, help="the partition (default 0)")
+    @argument("target", nargs="?", help="describe: a transactional id; the others: a topic")
+    @argument("--partition", "-p", type=int, default=None, help="the partition (default 0; find-hanging: all)")
     @argument("--broker", "-b", type=int, default=None, help="describe-producers/find-hanging: this broker")
     @argument("--start-offset", type=int, default=None, help="abort: the hanging transaction's first offset")
     @argument("--max-transaction-timeout", type=int, default=None, help="find-hanging: minutes (default 15)")
@@ -106,7 +106,7 @@ class InspectMagics(FamilyMagics):
         elif args.action in ("describe-producers", "abort", "partition"):
             if args.target is None:
                 raise EosUsageError(f"{args.action} needs a topic: %eos_transactions {args.action} orders -p 0")
-            kw["topic"], kw["partition"] = self._partition(args.target, args.partition)
+            kw["topic"], kw["partition"] = self._partition(args.target, args.partition or 0)
             if args.action == "partition":
                 return views.partition(c, kw["topic"], kw["partition"])
             if args.action == "abort":
@@ -116,6 +116,14 @@ class InspectMagics(FamilyMagics):
             else:
                 kw["broker"] = self._broker(args.broker)
         elif args.action == "find-hanging":
+            if args.target is not None:
+                kw["topic"] = args.target
+                if args.partition is not None:
+                    kw["topic"], kw["partition"] = self._partition(args.target, args.partition)
+                else:
+                    self.session.require_topic(args.target)
+            elif args.broker is None:
+                raise EosUsageError("find-hanging needs --broker ID or a topic: %eos_transactions find-hanging -b 1")
             kw["broker"] = self._broker(args.broker)
             if args.max_transaction_timeout is not None:
                 kw["max_transaction_timeout"] = args.max_transaction_timeout

@@ -1,0 +1,388 @@
+"""Views of what clients and runs produced: deliveries, messages, the EOS check, a scenario run, a sweep.
+
+Role
+----
+:func:`deliveries` and :func:`messages` tabulate client records (confluent-kafka-shaped
+``Message`` objects); :func:`check_report` shows the checker's :class:`~engine.check.anomaly.Report`
+as ``eos check`` prints it; :func:`scenario_result` a run as ``eos run`` prints its summary;
+:func:`sweep`, :func:`scenarios` and :func:`mutants` what ``eos sweep``, ``eos scenarios`` and
+``eos mutants`` print.
+
+Invariants
+----------
+* The text of every view that has an ``eos`` command is that command's output, produced by the
+  command's own code: functions that return text are called, functions that print are called
+  with their standard output captured (``contextlib.redirect_stdout``, in this thread only for
+  the call). Deliveries and messages have no tool of their own: a plain text table.
+* Rows keep keys and values as the client returned them (bytes stay bytes); text and HTML
+  decode bytes as UTF-8 for display.
+
+What it does not do
+-------------------
+It runs nothing: the caller ran the scenario, the sweep or the check and passes the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from eos_magics.views.base import TableView, View, details, plain_table, pre
+
+__all__ = [
+    "CheckView",
+    "ScenarioView",
+    "check_report",
+    "deliveries",
+    "messages",
+    "mutants",
+    "scenario_result",
+    "scenarios",
+    "sweep",
+]
+
+#: The short log in a scenario view's HTML keeps its last this many lines.
+SHORT_LOG_TAIL = 300
+
+
+def _captured(fn: Callable[[], Any]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fn()
+    return out.getvalue().rstrip("\n")
+
+
+def _error_name(err: Any) -> str | None:
+    return None if err is None else type(err).__name__
+
+
+def _headers(h: Any) -> str | None:
+    if not h:
+        return None
+    items = h.items() if isinstance(h, dict) else h
+    out = []
+    for k, v in items:
+        key = k.decode("utf-8", errors="replace") if isinstance(k, bytes) else str(k)
+        val = v.decode("utf-8", errors="replace") if isinstance(v, bytes) else str(v)
+        out.append(f"{key}={val}")
+    return ",".join(out)
+
+
+# -- client records ---------------------------------------------------------------------------------
+
+DELIVERY_COLUMNS = ("topic", "partition", "offset", "key", "value", "error")
+MESSAGE_COLUMNS = ("topic", "partition", "offset", "key", "value", "headers", "timestamp", "leader_epoch", "error")
+
+
+def deliveries(reports: Sequence[tuple[Any, Any]]) -> TableView:
+    """Delivery reports ``(err, Message)`` as ``on_delivery`` receives them: one row per produced record.
+
+    ``error`` is the exception's class name (``NotEnoughReplicasException`` ...) or None; ``offset``
+    is -1 for a failed record. ``data`` keeps the reports themselves.
+    """
+    if isinstance(reports, (str, bytes)) or not isinstance(reports, Sequence):
+        msg = f"deliveries() takes a list of (err, Message) pairs, got {reports!r}"
+        raise TypeError(msg)
+    rows = []
+    for item in reports:
+        if not (isinstance(item, tuple) and len(item) == 2):
+            msg = f"deliveries() takes (err, Message) pairs as on_delivery receives them, got {item!r}"
+            raise TypeError(msg)
+        err, m = item
+        rows.append((m.topic(), m.partition(), m.offset(), m.key(), m.value(), _error_name(err)))
+    failed = sum(1 for r in rows if r[5] is not None)
+    title = f"{len(rows) - failed} records delivered" + (f", {failed} failed" if failed else "")
+    tone = ("fail", "FAILED") if failed else ("ok", "DELIVERED")
+    return TableView(
+        plain_table(DELIVERY_COLUMNS, rows),
+        DELIVERY_COLUMNS,
+        rows,
+        title=title,
+        badge=(tone[1], tone[0]) if rows else None,
+        data=list(reports),
+    )
+
+
+def messages(msgs: Sequence[Any]) -> TableView:
+    """Records returned by ``poll``/``consume``: one row per message (error events included, offset -1001)."""
+    if isinstance(msgs, (str, bytes)) or not isinstance(msgs, Sequence):
+        msg = f"messages() takes a list of Message, got {msgs!r}"
+        raise TypeError(msg)
+    rows = [
+        (
+            m.topic(),
+            m.partition(),
+            m.offset(),
+            m.key(),
+            m.value(),
+            _headers(m.headers()),
+            m.timestamp()[1],
+            m.leader_epoch(),
+            _error_name(m.error()),
+        )
+        for m in msgs
+    ]
+    return TableView(
+        plain_table(MESSAGE_COLUMNS, rows),
+        MESSAGE_COLUMNS,
+        rows,
+        title=f"{len(rows)} messages",
+        data=list(msgs),
+    )
+
+
+# -- eos check --------------------------------------------------------------------------------------
+
+ANOMALY_COLUMNS = ("forbidden", "kind", "check", "topic", "partition", "offsets", "values", "ops", "message")
+
+
+class CheckView(TableView):
+    """The checker's verdict: ``ok``, the report, one row per anomaly (forbidden first)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when no forbidden anomaly was found."""
+        return bool(self.data.ok)
+
+    @property
+    def report(self) -> Any:
+        """The :class:`engine.check.anomaly.Report`."""
+        return self.data
+
+
+def check_report(report: Any) -> CheckView:
+    """``eos check``'s verdict for a report: text = ``str(report)``, an OK/FAIL badge, a table of anomalies."""
+    from engine.check.anomaly import KINDS, Report
+
+    if not isinstance(report, Report):
+        msg = f"check_report() takes an engine.check.anomaly.Report, got {type(report).__name__}"
+        raise TypeError(msg)
+    rows = []
+    for forbidden, group in ((True, report.forbidden), (False, report.allowed)):
+        for a in group:
+            topic, partition = a.key if a.key is not None else (None, None)
+            rows.append(
+                (
+                    forbidden,
+                    a.kind,
+                    KINDS.get(a.kind, ("?", ""))[0],
+                    topic,
+                    partition,
+                    a.offsets,
+                    a.values,
+                    a.ops,
+                    a.message,
+                )
+            )
+    stats = " ".join(f"{k}={v}" for k, v in report.stats.items())
+    title = f"{len(report.forbidden)} forbidden, {len(report.allowed)} allowed anomalies"
+    return CheckView(
+        str(report),
+        ANOMALY_COLUMNS,
+        rows,
+        title=title,
+        summary=f"checked: {stats}" if stats else "",
+        badge=("OK", "ok") if report.ok else ("FAIL", "fail"),
+        text_label="eos check output",
+        data=report,
+    )
+
+
+# -- eos run ----------------------------------------------------------------------------------------
+
+
+def _as_scenario_result(result: Any) -> Any:
+    """Return a registry ``ScenarioResult``; a harness ``RunResult`` is wrapped as the registry does."""
+    from engine.scenarios.harness import RunResult
+    from engine.scenarios.registry import ScenarioResult
+
+    if isinstance(result, ScenarioResult):
+        return result
+    if isinstance(result, RunResult):
+        findings = [f"{a.kind}: {a.message}" for a in result.report.forbidden] + result.findings
+        findings += [f"missing positive-control anomaly: {m}" for m in result.missing]
+        summary = {
+            "history_ops": result.history_size,
+            "simulated_ms": result.cluster.now_ms,
+            "fault_plan": f"{len(result.plan)} entries",
+        }
+        return ScenarioResult(
+            result.spec.name,
+            result.seed,
+            result.ok,
+            findings,
+            result.cluster,
+            summary,
+            extra=result,
+            skipped=result.skipped,
+        )
+    msg = f"scenario_result() takes a ScenarioResult or a RunResult, got {type(result).__name__}"
+    raise TypeError(msg)
+
+
+class ScenarioView(View):
+    """One scenario run: text = ``eos run``'s summary; ``ok``, ``status``, ``fingerprint``, ``replay``."""
+
+    def __init__(self, text: str, *, result: Any, replay: str, **kw: Any) -> None:
+        super().__init__(text, data=result, **kw)
+        self.replay = replay
+
+    @property
+    def result(self) -> Any:
+        """The registry's ``ScenarioResult`` (``.extra`` is the harness ``RunResult`` of a catalog run)."""
+        return self.data
+
+    @property
+    def ok(self) -> bool:
+        """True for PASS (and SKIP)."""
+        return bool(self.data.ok)
+
+    @property
+    def status(self) -> str:
+        """``PASS``, ``FAIL`` or ``SKIP``."""
+        if self.data.skipped:
+            return "SKIP"
+        return "PASS" if self.data.ok else "FAIL"
+
+    @property
+    def fingerprint(self) -> str:
+        """The run's fingerprint."""
+        return self.data.fingerprint
+
+    def short_log(self, mode: str = "short") -> str:
+        """The run's short log as ``eos run --log`` prints it: ``short`` (all) or ``faults`` (faults, state changes)."""
+        trace = self.data.cluster.world.trace
+        if mode == "short":
+            return trace.short_log()
+        if mode == "faults":
+            return trace.short_log(_fault_events(trace))
+        msg = f"mode is 'short' or 'faults', got {mode!r}"
+        raise ValueError(msg)
+
+    def _body_html(self) -> str:
+        trace = self.data.cluster.world.trace
+        faults = _fault_events(trace)
+        parts = [pre(self.text)]
+        for label, events in (("faults and state changes", faults), ("short log", trace.events)):
+            tail = events[-SHORT_LOG_TAIL:]
+            cut = len(events) - len(tail)
+            note = f" (last {len(tail)} of {len(events)} lines)" if cut else f" ({len(events)} lines)"
+            parts.append(details(label + note, pre(trace.short_log(tail))))
+        return "".join(parts)
+
+
+def _fault_events(trace: Any) -> list[Any]:
+    return [e for e in trace.events if e.kind in ("fault", "state", "mark", "phase", "site")]
+
+
+def scenario_result(result: Any) -> ScenarioView:
+    """A scenario run (registry ``ScenarioResult`` or harness ``RunResult``) as ``eos run`` summarises it.
+
+    Text: ``eos run NAME --seed N [--mutant M] [--swarm]`` without ``--log``: scenario, seed,
+    counts, the verdict with its findings, ``fingerprint: …`` and ``replay: …``. HTML: a
+    PASS/FAIL/SKIP badge, the summary, and the short log (faults only, then all) folded.
+    """
+    from engine.commands.run import summary_lines
+
+    r = _as_scenario_result(result)
+    run = r.extra
+    mutant_id = getattr(run, "mutant", None) if isinstance(getattr(run, "mutant", None), str) else None
+    swarm = bool(getattr(run, "swarm", False))
+    mutant = None
+    if mutant_id:
+        from engine.scenarios.mutants import get_mutant
+
+        mutant = get_mutant(mutant_id)
+    args = argparse.Namespace(name=r.name, seed=r.seed, mutant=mutant_id, swarm=swarm)
+    lines = summary_lines(args, r, len(r.cluster.world.trace), mutant=mutant)
+    replay = next((line[len("replay: ") :] for line in reversed(lines) if line.startswith("replay: ")), "")
+    status = "SKIP" if r.skipped else ("PASS" if r.ok else "FAIL")
+    tone = {"PASS": "ok", "FAIL": "fail", "SKIP": "warn"}[status]
+    return ScenarioView(
+        "\n".join(lines),
+        result=r,
+        replay=replay,
+        title=f"{r.name} · seed {r.seed}",
+        badge=(status, tone),
+    )
+
+
+# -- eos sweep, eos scenarios, eos mutants ----------------------------------------------------------
+
+SWEEP_COLUMNS = ("scenario", "seed", "verdict", "forbidden", "ops", "sim_ms", "fingerprint", "replay")
+_MUTANT_FLAG = re.compile(r" --mutant (\S+)")
+
+
+def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
+    """A sweep's rows (``engine.commands.sweep.Row``) as ``eos sweep`` prints them, and as a table.
+
+    ``mutant`` names the sweep's mutant for the summary line (``N runs with M10: ...``); by
+    default it is read from the rows' replay commands when they all name the same one.
+    """
+    from engine.commands import sweep as cmd
+
+    rows = list(rows)
+    if mutant is None:
+        found = {m.group(1) for r in rows if (m := _MUTANT_FLAG.search(r.replay))}
+        if len(found) == 1 and all(_MUTANT_FLAG.search(r.replay) for r in rows):
+            mutant = found.pop()
+    failures = [r for r in rows if r.status == "FAIL"]
+
+    # eos sweep prints: the table, a blank line, the summary line, then the failures
+    text = _captured(lambda: cmd._print_table(rows)) + "\n\n" + cmd._summary(rows, f" with {mutant}" if mutant else "")
+    failed_text = _captured(lambda: cmd._print_failures(failures))
+    if failed_text:
+        text += "\n" + failed_text
+    table = [(r.name, r.seed, r.status, r.kinds, r.ops, r.sim_ms, r.fingerprint, r.replay) for r in rows]
+    passed = sum(1 for r in rows if r.status == "PASS")
+    return TableView(
+        text,
+        SWEEP_COLUMNS,
+        table,
+        title=f"sweep: {len(rows)} runs, {passed} passed, {len(failures)} failed",
+        badge=("FAIL", "fail") if failures else ("PASS", "ok"),
+        text_label="eos sweep output",
+        data=rows,
+    )
+
+
+def scenarios() -> TableView:
+    """Every scenario ``eos run`` knows, as ``eos scenarios`` prints them (name, description, mutants caught)."""
+    from engine.commands import scenarios as cmd
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.registry import DESCRIPTIONS, load_all
+
+    load_all()
+    text = _captured(lambda: cmd.run(argparse.Namespace()))
+    rows = []
+    for name in sorted(DESCRIPTIONS):
+        spec = BY_NAME.get(name)
+        catches = ", ".join(f"{m}->{c}" for m, c in spec.catches) if spec is not None and spec.catches else None
+        rows.append((name, DESCRIPTIONS[name], catches))
+    return TableView(
+        text,
+        ("scenario", "description", "catches"),
+        rows,
+        title=f"{len(rows)} scenarios",
+        text_label="eos scenarios output",
+    )
+
+
+def mutants() -> TableView:
+    """The weakened configurations, as ``eos mutants`` lists them (id, name, the guarantee it removes)."""
+    from engine.commands import mutants as cmd
+    from engine.scenarios.mutants import MUTANTS
+
+    text = _captured(lambda: cmd.run(argparse.Namespace(measure=False)))
+    rows = [(mid, m.name, m.removes) for mid, m in MUTANTS.items()]
+    return TableView(
+        text,
+        ("mutant", "name", "removes"),
+        rows,
+        title=f"{len(rows)} mutants",
+        text_label="eos mutants output",
+    )
