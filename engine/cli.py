@@ -42,7 +42,7 @@ EXIT_STATUSES = (
 #: subcommand -> (module, one-line help). Each module defines ``add_arguments(parser)`` and
 #: ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "run": ("engine.commands.run", "run a named scenario on one seed and print its short log and verdict"),
+    "run": ("engine.commands.run", "run a named scenario on one seed and print its verdict, counts and fingerprint"),
     "scenarios": ("engine.commands.scenarios", "list the scenarios that 'eos run' knows"),
     "check": ("engine.check.cli", "check a client history (JSON Lines) for exactly-once anomalies"),
     "sweep": ("engine.commands.sweep", "run a scenario over many seeds and print a table of verdicts"),

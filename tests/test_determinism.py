@@ -200,7 +200,7 @@ def test_attaching_observers_changes_nothing() -> None:
 def test_eos_run_demo_prints_the_same_in_processes_with_different_hash_seeds(seed: int) -> None:
     if importlib.util.find_spec("engine.commands.run") is None:
         pytest.skip("engine.commands.run does not exist yet")
-    args = ["-m", "engine.cli", "run", "demo", "--seed", str(seed)]
+    args = ["-m", "engine.cli", "run", "demo", "--seed", str(seed), "--log"]  # the short log, then the summary
     first, second = (run_in_subprocess(args, hash_seed) for hash_seed in ("0", "4242"))
     # The verdict may be a failure (a non-zero status); a usage error or a crash may not.
     assert first.returncode != 2, first.stderr

@@ -65,12 +65,34 @@ def _run_with_stdout_closed(*argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "argv",
-    [("scenarios",), ("run", "demo", "--seed", "7"), ("sweep", "idempotence: lost ack retry", "--seeds", "1")],
-    ids=["scenarios", "run", "sweep"],
+    [
+        ("scenarios",),
+        ("mutants",),
+        ("run", "demo", "--seed", "7"),
+        ("run", "demo", "--seed", "7", "--log"),
+        ("sweep", "idempotence: lost ack retry", "--seeds", "1"),
+    ],
+    ids=["scenarios", "mutants", "run", "run-log", "sweep"],
 )
 def test_a_closed_stdout_exits_141_quietly(argv):
-    proc = _run_with_stdout_closed(*argv)
-    assert proc.returncode == EXIT_BROKEN_PIPE == 141
+    _assert_quiet_broken_pipe(_run_with_stdout_closed(*argv))
+
+
+def test_check_into_a_closed_stdout_exits_141_quietly(tmp_path):
+    from engine.check import HistoryRecorder, Poll, Send, save_jsonl
+
+    rec = HistoryRecorder()
+    inv = rec.invoke(0, "txn", [Send("t", 0, "a", None)])
+    rec.complete(inv, "fail", [Send("t", 0, "a", 0)])
+    inv = rec.invoke(1, "poll", [])
+    rec.complete(inv, "ok", [Poll("t", 0, 0, "a")])  # an aborted read: a FAIL report to print
+    path = tmp_path / "h.jsonl"
+    save_jsonl(rec.history(), path)
+    _assert_quiet_broken_pipe(_run_with_stdout_closed("check", str(path)))
+
+
+def _assert_quiet_broken_pipe(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == EXIT_BROKEN_PIPE == 141, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "BrokenPipeError" not in proc.stderr
     assert "Exception ignored" not in proc.stderr

@@ -1,0 +1,95 @@
+"""The Binder configuration (``binder/``) agrees with ``pyproject.toml`` and with repo2docker's rules.
+
+Goal: the files repo2docker reads build an image that can import and run eos-magics. When
+``binder/`` exists, repo2docker ignores the root ``pyproject.toml``, so the Python version, the
+dependencies and the install of the package itself must all be spelled out there (binder/README.md).
+Method: read the files and compare them with ``pyproject.toml`` using ``packaging``; no network,
+no install (``scripts/binder-check.sh`` builds the real environment).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+BINDER = ROOT / "binder"
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _requirement_lines() -> list[str]:
+    lines = (BINDER / "requirements.txt").read_text().splitlines()
+    return [s for s in (line.split("#", 1)[0].strip() for line in lines) if s]
+
+
+def _pins() -> dict[str, Requirement]:
+    return {canonicalize_name(r.name): r for r in map(Requirement, _requirement_lines())}
+
+
+def _runtime_dependencies() -> dict[str, Requirement]:
+    return {canonicalize_name(r.name): r for r in map(Requirement, _pyproject()["project"]["dependencies"])}
+
+
+def test_runtime_txt_names_a_python_that_pyproject_accepts():
+    text = (BINDER / "runtime.txt").read_text().strip()
+    m = re.fullmatch(r"python-(\d+)\.(\d+)", text)
+    assert m, f"binder/runtime.txt must read like 'python-3.12', not {text!r}"
+    version = Version(f"{m[1]}.{m[2]}")
+    assert version >= Version("3.11"), "pyspark 4.3 needs Python >= 3.11 (repo2docker's default is 3.10)"
+    assert _pyproject()["project"]["requires-python"]
+    assert Requirement(f"python{_pyproject()['project']['requires-python']}").specifier.contains(version)
+
+
+def test_requirements_are_third_party_only():
+    for line in _requirement_lines():
+        assert not line.startswith(("-e", ".", "/", "-r", "-c")), (
+            f"binder/requirements.txt: {line!r}: a local or nested reference moves the install after the repo copy, "
+            "so every commit rebuilds every dependency; install the package in binder/postBuild instead"
+        )
+
+
+def test_every_requirement_is_pinned_exactly():
+    for name, req in _pins().items():
+        specs = list(req.specifier)
+        assert len(specs) == 1, f"{name}: pin it with a single '=='"
+        assert specs[0].operator == "==", f"{name}: pin it with '==', not {specs[0]}"
+        assert "*" not in specs[0].version, f"{name}: pin an exact version, not {specs[0]}"
+
+
+def test_requirements_cover_every_runtime_dependency_of_pyproject():
+    missing = sorted(set(_runtime_dependencies()) - set(_pins()))
+    assert not missing, f"binder/requirements.txt lacks pyproject dependencies: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(_runtime_dependencies()))
+def test_each_pin_satisfies_pyprojects_range(name):
+    pin = _pins().get(name)
+    if pin is None:
+        pytest.skip(f"{name} is not pinned (the coverage test fails for it)")
+    (spec,) = pin.specifier
+    wanted = _runtime_dependencies()[name].specifier
+    assert wanted.contains(spec.version, prereleases=True), f"{name}=={spec.version} is outside pyproject's {wanted}"
+
+
+def test_post_build_is_executable_strict_bash_that_installs_the_package_without_deps():
+    path = BINDER / "postBuild"
+    text = path.read_text()
+    assert os.access(path, os.X_OK), "repo2docker runs binder/postBuild directly: chmod +x binder/postBuild"
+    assert text.startswith("#!/bin/bash\n")
+    assert re.search(r"^set -[a-z]*e[a-z]*( |$)", text, re.M), "postBuild needs set -e, or its failures are ignored"
+    assert re.search(r"^pip install .*--no-deps .*\.$", text, re.M)
+
+
+def test_apt_txt_installs_a_java_runtime_for_pyspark():
+    packages = [s for s in ((BINDER / "apt.txt").read_text().splitlines()) if s.strip() and not s.startswith("#")]
+    assert any(re.fullmatch(r"openjdk-(17|21)-jre(-headless)?", p.strip()) for p in packages), packages
