@@ -345,7 +345,7 @@ class Session:
         headers: Mapping[str, Any] | None = None,
         wait: bool = True,
     ) -> Any:
-        """Produce ``values`` (one record each) and, with ``wait``, flush and return the delivery reports."""
+        """Produce ``values`` (one record each); with ``wait``, flush and return the delivery reports, else None."""
         from eos_magics.views import kafka as views
 
         p = self.client(producer, "producer")
@@ -370,8 +370,9 @@ class Session:
                 headers=hdrs,
                 on_delivery=lambda err, msg: reports.append((err, msg)),
             )
-        if wait:
-            p.flush()
+        if not wait:
+            return None  # the reports arrive with a later flush() or poll(); on_delivery of p.produce sees them
+        p.flush()
         return views.deliveries(reports)
 
     def transactional(self, producer: Any) -> Producer:
@@ -389,8 +390,10 @@ class Session:
 
         An exception in the body aborts the transaction and propagates; ``abort=True`` aborts at the
         end on purpose. With ``offsets_from`` (a consumer), its positions on its assignment are
-        sent with ``send_offsets_to_transaction`` before the commit: consume-transform-produce.
+        sent with ``send_offsets_to_transaction`` before the commit (or the deliberate abort, which
+        discards them): consume-transform-produce.
         """
+        __tracebackhide__ = True
         p = self.transactional(producer)
         consumer = None if offsets_from is None else self.client(offsets_from, "consumer")
         p.begin_transaction()
@@ -400,14 +403,14 @@ class Session:
             with contextlib.suppress(Exception):  # the body's error is the one to show
                 p.abort_transaction()
             raise
-        if abort:
-            p.abort_transaction()
-            return
         if consumer is not None:
             assigned = consumer.assignment()
             if assigned:
                 p.send_offsets_to_transaction(consumer.position(assigned), consumer.consumer_group_metadata())
-        p.commit_transaction()
+        if abort:
+            p.abort_transaction()
+        else:
+            p.commit_transaction()
 
     # -- consuming --------------------------------------------------------------------------
 
@@ -532,14 +535,17 @@ class Session:
         self.entry(name).history.write_jsonl(path)
         return path
 
-    def check(self, mode: str = "eos", name: str | None = None, *, final_read: bool = True) -> Any:
+    def check(
+        self, mode: str = "eos", name: str | None = None, *, final_read: bool = True, save: str | None = None
+    ) -> Any:
         """Judge the session's history with the EOS checkers; return the report view.
 
         With ``final_read`` (the default) a read_committed consumer first reads every partition of
         every topic to its end, as Jepsen's final reads do: without it, an acknowledged record that
         no consumer of yours has read yet is reported ``unseen``. It is a real client of the
         cluster (``eos-check-reader-N``, recorded in the history) and moves simulated time on by
-        its polls.
+        its polls. ``save`` writes the judged history (final reads included) as JSON Lines, so
+        ``eos check FILE`` gives the same verdict.
         """
         from eos_magics.views import kafka as views
 
@@ -550,6 +556,8 @@ class Session:
             raise EosUsageError("nothing to judge yet: produce or consume something first")
         if final_read:
             self._final_read(entry)
+        if save is not None:
+            entry.history.write_jsonl(save)
         return views.check_report(entry.history.check(mode))
 
     def _final_read(self, entry: ClusterEntry) -> None:

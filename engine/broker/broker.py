@@ -273,6 +273,10 @@ class Broker(RpcNode):
                     ("leo", r.log_end_offset),
                     ("hw", r.high_watermark),
                 )
+                # Kafka's makeLeader ends with maybeIncrementLeaderHW: with the ISR down to this
+                # replica alone, the HW moves to its LEO at once instead of waiting for an append.
+                if r.maybe_advance_hw():
+                    self.leader_hw_moved(r)
                 for ext in self.extensions:
                     ext.on_become_leader(state)
             else:

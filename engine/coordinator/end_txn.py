@@ -79,6 +79,10 @@ def decide_v2(broker: Broker, md: TransactionMetadata, req: EndTxnRequest, *, fe
     CompleteCommit  INVALID_TXN_STATE  PREPARE_ABORT     NONE               INVALID_TXN_STATE
     ==============  =================  ================  =================  ================
 
+    While a transition is pending, and while a Prepare* state writes its markers (Kafka's
+    pending Complete*), any call is answered CONCURRENT_TRANSACTIONS first, whatever its epoch
+    (KAFKA-18464); the table's other answers are for calls that meet no transition in flight.
+
     An abort from Empty or Complete* marks nothing: a client may abort without knowing
     whether anything was added (apache/kafka#19568).
     """
@@ -100,6 +104,14 @@ def decide_v2(broker: Broker, md: TransactionMetadata, req: EndTxnRequest, *, fe
     if md.producer_id != req.producer_id and not retry_on_overflow:
         text = f"transactional.id {md.transactional_id} has no producer id {req.producer_id}"
         return EndTxnResponse(ErrorCode.INVALID_PRODUCER_ID_MAPPING, error_message=text)
+    # KAFKA-18464 (apache/kafka#18467): a transition in flight answers CONCURRENT_TRANSACTIONS
+    # before the epoch is judged, so an abort sent while the previous commit still writes its
+    # markers waits and retries instead of fencing its own producer. Kafka holds a pending
+    # Complete* for as long as a Prepare* writes its markers; here that is the Prepare* state
+    # itself with nothing pending. An epoch fence in flight is the exception: the epoch decides.
+    marking = state.is_prepare and md.pending_state is None
+    if marking or (md.pending_state is not None and md.pending_state is not S.PREPARE_EPOCH_FENCE):
+        return EndTxnResponse(ErrorCode.CONCURRENT_TRANSACTIONS)
     if not valid:
         return EndTxnResponse(ErrorCode.PRODUCER_FENCED, error_message=_fenced_text(md, req))
     if md.pending_state is not None:

@@ -26,7 +26,4 @@ class CheckMagics(FamilyMagics):
         keys, offsets and values. ``--save h.jsonl`` writes the history for ``eos check h.jsonl``.
         """
         args = parse_argstring(self.eos_check, line)
-        s = self.session
-        if args.save:
-            s.save_history(args.save, args.cluster)
-        return s.check(args.mode, args.cluster)
+        return self.session.check(args.mode, args.cluster, save=args.save)

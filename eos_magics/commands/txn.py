@@ -51,8 +51,10 @@ class TxnMagics(FamilyMagics):
             return None
         if len(args.args) != 1:
             raise EosUsageError("use %%eos_txn PRODUCER [--offsets-from CONSUMER] [--abort] on the first line")
+        __tracebackhide__ = True  # an error in the body shows the user's line, not this frame
         code = self.shell.transform_cell(cell)
-        compiled = compile(code, "<%%eos_txn>", "exec")
+        filename = self.shell.compile.cache(code)  # linecache knows the body: tracebacks show its lines
+        compiled = self.shell.compile(code, filename, "exec")
         with s.transaction(args.args[0], offsets_from=args.offsets_from, abort=args.abort):
             exec(compiled, self.shell.user_ns)  # the user's own cell, in their namespace
         return None
