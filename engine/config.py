@@ -26,7 +26,13 @@ def _key(field_name: str) -> str:
     return field_name.replace("_", ".")
 
 
-def _coerce(key: str, value: Any, default: Any) -> Any:
+#: An optional field (default None, e.g. a topic override) is coerced as its annotation's type.
+_OPTIONAL_TYPES = {"int | None": 0, "bool | None": False}
+
+
+def _coerce(key: str, value: Any, default: Any, annotation: Any = None) -> Any:
+    if default is None and value is not None:
+        default = _OPTIONAL_TYPES.get(str(annotation))
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -55,7 +61,7 @@ def parse_config(cls: type[T], values: Mapping[str, Any] | None, *, what: str, e
             close = difflib.get_close_matches(key, list(fields), n=1)
             fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(sorted(fields))}"
             raise ConfigError(key, value, f"unknown {what} configuration", fix=fix)
-        kwargs[f.name] = _coerce(key, value, f.default)
+        kwargs[f.name] = _coerce(key, value, f.default, f.type)
     return cls(**kwargs)
 
 

@@ -28,7 +28,8 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magics(owner)
     for family in FAMILIES:
         ip.register_magics(family(ip, owner))
-    ip.configurables.append(owner)
+    if owner not in ip.configurables:  # Magics.__init__ already lists it (IPython >= 8)
+        ip.configurables.append(owner)
     _LOADED[id(ip)] = owner
 
 
@@ -47,8 +48,7 @@ def unload_ipython_extension(ip: Any) -> None:
     for kind, table in ip.magics_manager.magics.items():
         for name in names.get(kind, ()):
             table.pop(name, None)
-    if owner in ip.configurables:
-        ip.configurables.remove(owner)
+    ip.configurables[:] = [c for c in ip.configurables if c is not owner]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-__all__ = ["TestingShell", "testing_shell"]
+__all__ = ["TestingShell", "dispose", "testing_shell"]
 
 
 class TestingShell(InteractiveShell):
@@ -34,3 +34,15 @@ def testing_shell(*, load: bool = True) -> TestingShell:
     if load:
         ip.run_line_magic("load_ext", "eos_magics")
     return ip
+
+
+def dispose(shell: InteractiveShell) -> None:
+    """Unload the extension and drop the shell's exit handler.
+
+    Every ``InteractiveShell`` registers ``atexit_operations`` (a ``reset()`` with a full
+    ``gc.collect()``): hundreds of test shells would spend a minute in them at interpreter exit.
+    """
+    import atexit
+
+    shell.run_line_magic("unload_ext", "eos_magics")
+    atexit.unregister(shell.atexit_operations)

@@ -16,6 +16,7 @@ Invariants
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from IPython.core.magic import Magics, magics_class
@@ -41,7 +42,14 @@ class EosMagics(Magics, Configurable):
     isolation_level = Unicode("read_committed", help="isolation.level of a new consumer.").tag(config=True)
 
     def __init__(self, shell: Any) -> None:
-        Configurable.__init__(self, config=shell.config)
+        try:
+            Configurable.__init__(self, config=shell.config)
+        except TraitError as exc:
+            # IPython keeps a value %config refused in shell.config; drop our section, not the load.
+            bad = dict(shell.config.get("EosMagics", {}))
+            del shell.config["EosMagics"]
+            logging.getLogger("eos_magics").warning("EosMagics: ignoring %s (%s); defaults apply", bad, exc)
+            Configurable.__init__(self, config=shell.config)
         Magics.__init__(self, shell=shell)
         self.session = Session(namespace=shell.user_ns, defaults=Defaults())
         self._push_defaults()

@@ -124,6 +124,10 @@ class Session:
     ) -> Cluster:
         """Build a cluster, make it current, bind it under ``name``; return it."""
         _check_name(name, "cluster")
+        owner = self._client_owner(name)
+        if owner is not None:
+            kind = _kind(owner.clients[name])
+            raise EosUsageError(f"'{name}' names a {kind} of cluster '{owner.name}'; pick another name")
         if name in self.entries and not replace:
             raise EosUsageError(
                 f"cluster '{name}' exists; use '%eos_cluster reset' to rebuild it, "
@@ -159,9 +163,12 @@ class Session:
     def reset_cluster(self, name: str | None = None) -> Cluster:
         """Rebuild a cluster from its seed and settings: same seed, same run; its clients are gone."""
         entry = self.entry(name)
-        return self.create_cluster(
+        current = self.current
+        cluster = self.create_cluster(
             entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config), replace=True
         )
+        self.current = current
+        return cluster
 
     def delete_cluster(self, name: str | None = None) -> None:
         """Forget a cluster, its clients and their variables."""
@@ -223,7 +230,7 @@ class Session:
         partitions = self.defaults.partitions if partitions is None else _check_int(partitions, "--partitions", 1)
         if replication_factor is None:
             replication_factor = min(self.defaults.replication_factor, len(c.brokers))
-        self._engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
+        self.call_engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
 
     def topic_names(self) -> list[str]:
         """The user topics of the current cluster, sorted."""
@@ -256,7 +263,7 @@ class Session:
         if transactional_id is not None:
             cfg["transactional.id"] = transactional_id
         cfg.setdefault("client.id", name)
-        p = self._engine(entry.cluster.producer, cfg)
+        p = self.call_engine(entry.cluster.producer, cfg)
         entry.clients[name] = p
         self._bind(name, p)
         if transactional_id is not None and init:
@@ -297,7 +304,7 @@ class Session:
         if group_id is not None:
             cfg["group.id"] = group_id
         cfg.update(config or {})
-        c = self._engine(entry.cluster.consumer, cfg)
+        c = self.call_engine(entry.cluster.consumer, cfg)
         entry.clients[name] = c
         self._bind(name, c)
         if assign:
@@ -323,14 +330,19 @@ class Session:
             raise EosUsageError(f"'{name}' is a {_kind(obj)}, not a {kind}")
         return obj
 
+    def _client_owner(self, name: str) -> ClusterEntry | None:
+        return next((e for e in self.entries.values() if name in e.clients), None)
+
     def _new_client_name(self, entry: ClusterEntry, name: str) -> None:
         _check_name(name, "client")
+        # A name may come back on another cluster (its variable then names the new client), but
+        # never twice on one cluster, and never a cluster's name.
         if name in entry.clients:
-            raise EosUsageError(
-                f"'{name}' already names a {_kind(entry.clients[name])} on this cluster; pick a new name"
-            )
-        if name == entry.name:
-            raise EosUsageError(f"'{name}' names the cluster; pick another name for the client")
+            kind = _kind(entry.clients[name])
+            raise EosUsageError(f"'{name}' already names a {kind} on this cluster; pick a new name")
+        if name in self.entries:
+            which = "the cluster" if name == entry.name else "another cluster"
+            raise EosUsageError(f"'{name}' names {which}; pick another name for the client")
 
     # -- producing --------------------------------------------------------------------------
 
@@ -361,7 +373,7 @@ class Session:
         reports: list[tuple[Any, Any]] = []
         hdrs = list(headers.items()) if headers else None
         for v in values:
-            self._engine(
+            self.call_engine(
                 p.produce,
                 topic,
                 value=v,
@@ -396,17 +408,20 @@ class Session:
         __tracebackhide__ = True
         p = self.transactional(producer)
         consumer = None if offsets_from is None else self.client(offsets_from, "consumer")
+        if consumer is not None and not consumer.config.group_id:
+            msg = f"--offsets-from {offsets_from}: the consumer has no group.id; create it with --group GROUP"
+            raise EosUsageError(msg)
         p.begin_transaction()
         try:
             yield p
+            if consumer is not None:
+                assigned = consumer.assignment()
+                if assigned:
+                    p.send_offsets_to_transaction(consumer.position(assigned), consumer.consumer_group_metadata())
         except BaseException:
             with contextlib.suppress(Exception):  # the body's error is the one to show
                 p.abort_transaction()
             raise
-        if consumer is not None:
-            assigned = consumer.assignment()
-            if assigned:
-                p.send_offsets_to_transaction(consumer.position(assigned), consumer.consumer_group_metadata())
         if abort:
             p.abort_transaction()
         else:
@@ -436,7 +451,7 @@ class Session:
         if isinstance(node, int) and node not in c.brokers:
             raise EosUsageError(f"no broker {node}; brokers are {', '.join(str(b) for b in sorted(c.brokers))}")
         if isinstance(node, str) and node not in c.world.nodes:
-            names = [*c.world.nodes, *self.entry().clients]
+            names = sorted({*c.world.nodes, *self.entry().clients})
             raise unknown_name("node", node, names, how="name a broker id (1, 2, …) or a node name")
         return node
 
@@ -451,6 +466,8 @@ class Session:
             "isolate": c.isolate,
         }
         if action == "heal":
+            if nodes:
+                raise EosUsageError("heal takes no node: it ends every fault at once")
             c.heal()
             return
         fn = actions.get(action)
@@ -458,11 +475,11 @@ class Session:
             raise EosUsageError(f"unknown fault '{action}'{did_you_mean(action, [*actions, 'heal'])}")
         if len(nodes) != 1:
             raise EosUsageError(f"{action} takes one node: a broker id or a node name")
-        self._engine(fn, self.node(nodes[0]))
+        self.call_engine(fn, self.node(nodes[0]))
 
     def cut(self, a: Sequence[Any], b: Sequence[Any], *, one_way: bool = False) -> None:
         """Cut the network between two groups of nodes."""
-        self._engine(self.cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
+        self.call_engine(self.cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
 
     def message_rule(
         self,
@@ -483,8 +500,13 @@ class Session:
             names = sorted(n for n in vars(protocol) if n.endswith(("Request", "Response")) and n[0].isupper())
             if body_type not in names:
                 raise unknown_name("message type", body_type, names, how="e.g. ProduceResponse, EndTxnRequest")
-        if kind is None and body_type is not None:
-            kind = "response" if body_type.endswith("Response") else "request"
+        if body_type is not None:
+            natural = "response" if body_type.endswith("Response") else "request"
+            if kind is not None and kind != natural and not (kind == "oneway" and natural == "request"):
+                raise EosUsageError(f"{body_type} is a {natural}, so --kind {kind} would never match; drop --kind")
+            kind = kind or natural
+        if delay_ms is not None and action != "delay":
+            raise EosUsageError(f"--ms is for delay, not {action}")
         fields: dict[str, Any] = {"kind": kind, "body_type": body_type, "count": count, "skip": skip}
         if src is not None:
             fields["src"] = self.node(src)
@@ -492,17 +514,17 @@ class Session:
             fields["dst"] = self.node(dst)
         if delay_ms is not None:
             fields["delay_ms"] = delay_ms
-        return self._engine(self.cluster.add_rule, action, **fields)
+        return self.call_engine(self.cluster.add_rule, action, **fields)
 
     def release(self, rule_id: int | None = None) -> list[int]:
         """Deliver held messages (of one rule, or all)."""
-        return self._engine(self.cluster.release, rule_id)
+        return self.call_engine(self.cluster.release, rule_id)
 
     # -- time -------------------------------------------------------------------------------
 
     def run(self, ms: int) -> int:
         """Let ``ms`` simulated milliseconds pass; return how many events ran."""
-        return self._engine(self.cluster.run_for, _check_int(ms, "milliseconds", 0))
+        return self.call_engine(self.cluster.run_for, _check_int(ms, "milliseconds", 0))
 
     def step(self, events: int = 1) -> int:
         """Run the next ``events`` events; return how many ran (fewer if the world went idle)."""
@@ -518,6 +540,10 @@ class Session:
         """Run until ``predicate()`` is true; a usage error if it is still false after ``max_ms``."""
         c = self.cluster
         _check_int(max_ms, "--max-ms", 1)
+        try:
+            predicate()
+        except Exception as exc:  # the condition itself is broken: say so before time moves
+            raise EosUsageError(f"until: the condition raised {type(exc).__name__}: {exc}") from None
         deadline = c.now_ms + max_ms
         c.run_until(lambda: bool(predicate()) or c.now_ms >= deadline)
         if not predicate():
@@ -532,7 +558,9 @@ class Session:
 
     def save_history(self, path: str, name: str | None = None) -> str:
         """Write the history as JSON Lines (``eos check PATH`` reads it); return the path."""
-        self.entry(name).history.write_jsonl(path)
+        entry = self.entry(name)
+        _check_writable(path)
+        entry.history.write_jsonl(path)
         return path
 
     def check(
@@ -554,6 +582,8 @@ class Session:
         entry = self.entry(name)
         if entry.history.ops == 0:
             raise EosUsageError("nothing to judge yet: produce or consume something first")
+        if save is not None:
+            _check_writable(save)
         if final_read:
             self._final_read(entry)
         if save is not None:
@@ -649,22 +679,38 @@ class Session:
     # -- engine calls -----------------------------------------------------------------------
 
     @staticmethod
-    def _engine(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call_engine(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Call the engine; its argument errors (TypeError, ValueError) become one-line usage errors.
 
         Kafka's named errors (``KafkaError``) and the engine's ``IllegalStateError`` pass through:
-        they already render as one named line.
+        they already render as one named line. A node fault in the wrong state (restart a running
+        broker, pause a paused one) is a usage error too.
         """
         from engine.errors import ConfigError, IllegalStateError, KafkaError
+        from engine.sim.node import IllegalNodeTransitionError
 
         try:
             return fn(*args, **kwargs)
         except (KafkaError, IllegalStateError):
             raise
+        except IllegalNodeTransitionError as exc:
+            raise EosUsageError(" ".join(str(exc).split())) from None
         except ConfigError as exc:
             raise EosUsageError(" ".join(str(exc).split())) from None
         except (TypeError, ValueError) as exc:
             raise EosUsageError(" ".join(str(exc).split())) from None
+
+
+def _check_writable(path: Any) -> None:
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise EosUsageError(f"a history file is a path such as 'history.jsonl', got {path!r}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise EosUsageError(f"cannot write {path}: no directory {folder}")
+    if os.path.isdir(path):
+        raise EosUsageError(f"cannot write {path}: it is a directory; name a file such as {path}/history.jsonl")
 
 
 def _kind(obj: Any) -> str:

@@ -29,6 +29,8 @@ class ClockMagics(FamilyMagics):
         args = parse_argstring(self.eos_time, line)
         s = self.session
         if args.action == "now":
+            if args.amount:
+                raise EosUsageError("now takes no argument: %eos_time now")
             return s.cluster.now_ms
         if args.action == "until":
             if not args.amount:

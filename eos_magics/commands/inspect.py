@@ -98,6 +98,12 @@ class InspectMagics(FamilyMagics):
         args = parse_argstring(self.eos_transactions, line)
         views = kafka_views()
         c = self.session.cluster
+        for flag, value in (
+            ("--start-offset", args.start_offset),
+            ("--max-transaction-timeout", args.max_transaction_timeout),
+        ):
+            if value is not None and value < 0:
+                raise EosUsageError(f"{flag} must be >= 0, got {value}")
         kw: dict[str, Any] = {}
         if args.action == "describe":
             if args.target is None:
@@ -129,7 +135,7 @@ class InspectMagics(FamilyMagics):
                 kw["max_transaction_timeout"] = args.max_transaction_timeout
         elif args.target is not None:
             raise EosUsageError("list takes no argument")
-        return views.transactions(c, args.action, **kw)
+        return self.session.call_engine(views.transactions, c, args.action, **kw)
 
     @line_magic
     @magic_arguments()
