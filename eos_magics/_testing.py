@@ -10,7 +10,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-__all__ = ["TestingShell", "dispose", "testing_shell"]
+__all__ = ["TestingShell", "dispose", "drain", "run", "testing_shell"]
 
 
 class TestingShell(InteractiveShell):
@@ -46,3 +46,19 @@ def dispose(shell: InteractiveShell) -> None:
 
     shell.run_line_magic("unload_ext", "eos_magics")
     atexit.unregister(shell.atexit_operations)
+
+
+def run(shell: InteractiveShell, cell: str) -> Any:
+    """Run a cell as a user types it; return its value (with a ``TestingShell``, its error is raised)."""
+    return shell.run_cell(cell).result
+
+
+def drain(shell: InteractiveShell, consumer: str, rounds: int = 10) -> list[Any]:
+    """Poll ``consumer`` with ``%eos_consume`` until a poll returns nothing; return the values read."""
+    values: list[Any] = []
+    for _ in range(rounds):
+        got = run(shell, f"%eos_consume {consumer}").column("value")
+        if not got:
+            return values
+        values += got
+    return values

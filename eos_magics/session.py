@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ClusterEntry", "Defaults", "Session"]
 
-#: What ``%eos_fault drop/delay/hold`` may name as a message kind.
-MESSAGE_KINDS = ("request", "response", "oneway")
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECK_MODES = ("eos", "subscribe", "at-least-once")
 
@@ -231,10 +229,6 @@ class Session:
         if replication_factor is None:
             replication_factor = min(self.defaults.replication_factor, len(c.brokers))
         self.call_engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
-
-    def topic_names(self) -> list[str]:
-        """The user topics of the current cluster, sorted."""
-        return sorted(self.cluster.topics)
 
     def require_topic(self, topic: str) -> str:
         """Return ``topic`` if it exists, else a usage error with the nearest name."""
@@ -455,7 +449,7 @@ class Session:
             raise unknown_name("node", node, names, how="name a broker id (1, 2, …) or a node name")
         return node
 
-    def fault(self, action: str, *nodes: Any, one_way: bool = False) -> None:
+    def fault(self, action: str, *nodes: Any) -> None:
         """``crash``, ``restart``, ``pause``, ``resume``, ``isolate`` a node; ``heal`` everything."""
         c = self.cluster
         actions: dict[str, Callable[..., None]] = {

@@ -88,6 +88,25 @@ class GroupView:
         return None
 
 
+#: The column headers of ``--describe`` (offsets, with this engine's LSO and LAG-TO-LSO),
+#: ``--members`` (``--verbose`` adds ASSIGNMENT) and ``--state``.
+OFFSETS_HEADER = (
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+    "LSO",
+    "LAG-TO-LSO",
+)
+MEMBERS_HEADER = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+STATE_HEADER = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+
+
 def _coordinator(cluster: Cluster, group_id: str) -> tuple[int, GroupCoordinator | None]:
     n = cluster.config.offsets_topic_num_partitions
     state = cluster.controller.partitions.get((CONSUMER_OFFSETS_TOPIC, partition_for(group_id, n)))
@@ -194,19 +213,7 @@ def describe_offsets(cluster: Cluster, view: GroupView) -> str:
                 _s(lag_lso),
             )
         )
-    header = (
-        "GROUP",
-        "TOPIC",
-        "PARTITION",
-        "CURRENT-OFFSET",
-        "LOG-END-OFFSET",
-        "LAG",
-        "CONSUMER-ID",
-        "HOST",
-        "CLIENT-ID",
-        "LSO",
-        "LAG-TO-LSO",
-    )
+    header = OFFSETS_HEADER
     w = [max(15, *(len(r[i]) for r in rows)) if rows else 15 for i in range(len(header))]
     widths = (w[0], w[1], 10, 15, 15, 15, w[6], w[7], w[8], 15)
     return "".join("\n" + _row(r, widths) for r in (header, *rows)) + "\n"
@@ -214,7 +221,7 @@ def describe_offsets(cluster: Cluster, view: GroupView) -> str:
 
 def describe_members(view: GroupView, *, verbose: bool = False) -> str:
     """``--describe --members`` (and ``--verbose``: the ASSIGNMENT column, Scala tool style)."""
-    header = ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+    header = list(MEMBERS_HEADER)
     rows = []
     for m in view.members:
         row = [view.group_id, m.member_id, m.host, m.client_id, str(len(m.assignment))]
@@ -240,7 +247,7 @@ def _assignment(tps: tuple[tuple[str, int], ...]) -> str:
 def describe_state(cluster: Cluster, view: GroupView) -> str:
     """``--describe --state``: coordinator as ``host:port  (id)``, strategy, state, member count."""
     coordinator = f"broker-{view.coordinator}:9092  ({view.coordinator})"
-    header = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+    header = STATE_HEADER
     row = (view.group_id, coordinator, view.protocol or "", view.state, str(len(view.members)))
     widths = (max(15, len(view.group_id)), max(25, len(coordinator)), 20, 20)
     return "".join("\n" + _row(r, widths) for r in (header, row)) + "\n"

@@ -17,6 +17,7 @@ class _Progress:
 
     def __init__(self, quiet: bool) -> None:
         self.handle = None
+        self.fails = 0
         if not quiet:
             from IPython.display import HTML, display
 
@@ -27,9 +28,8 @@ class _Progress:
             return
         from IPython.display import HTML
 
-        fails = getattr(self, "fails", 0) + (row.status == "FAIL")
-        self.fails = fails
-        text = html.escape(f"{done}/{total} runs, {fails} failed; last: {row.name} seed {row.seed} {row.status}")
+        self.fails += row.status == "FAIL"
+        text = html.escape(f"{done}/{total} runs, {self.fails} failed; last: {row.name} seed {row.seed} {row.status}")
         self.handle.update(HTML(f"<progress value='{done}' max='{total}'></progress> <code>{text}</code>"))
 
 

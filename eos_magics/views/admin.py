@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from engine.views import consumer_groups as consumer_groups_text
 from engine.views import transactions as txn_views
 from engine.views.log_batches import replica_log
 from eos_magics.views import svg
@@ -198,21 +199,9 @@ def _table(
 
 # -- kafka-consumer-groups.sh -----------------------------------------------------------------------
 
-OFFSETS_COLUMNS = (
-    "GROUP",
-    "TOPIC",
-    "PARTITION",
-    "CURRENT-OFFSET",
-    "LOG-END-OFFSET",
-    "LAG",
-    "CONSUMER-ID",
-    "HOST",
-    "CLIENT-ID",
-    "LSO",
-    "LAG-TO-LSO",
-)
-MEMBERS_COLUMNS = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
-STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+OFFSETS_COLUMNS = consumer_groups_text.OFFSETS_HEADER
+MEMBERS_COLUMNS = consumer_groups_text.MEMBERS_HEADER
+STATE_COLUMNS = consumer_groups_text.STATE_HEADER
 _INT_COLUMNS = frozenset(
     {"PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LSO", "LAG-TO-LSO", "#PARTITIONS", "#MEMBERS"}
 )

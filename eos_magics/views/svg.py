@@ -172,20 +172,9 @@ def _batch_title(b: Any) -> str:
 def _box(b: Any, x: int, y: int, w: int) -> list[str]:
     colour = COLOURS.get(b.kind, COLOURS["plain"])
     out = ["<g>", _title(_batch_title(b))]
+    rect = (("x", x), ("y", y), ("width", w), ("height", _BOX_H), ("rx", 2), ("fill", colour), ("stroke", colour))
     if b.is_control:
-        out.append(
-            _el(
-                "rect",
-                ("x", x),
-                ("y", y),
-                ("width", w),
-                ("height", _BOX_H),
-                ("rx", 2),
-                ("fill", colour),
-                ("fill-opacity", "0.85"),
-                ("stroke", colour),
-            )
-        )
+        out.append(_el("rect", *rect, ("fill-opacity", "0.85")))
         glyph = "✓" if b.control_type == "COMMIT" else "✗"
         out.append(
             _el(
@@ -203,14 +192,8 @@ def _box(b: Any, x: int, y: int, w: int) -> list[str]:
         out.append(
             _el(
                 "rect",
-                ("x", x),
-                ("y", y),
-                ("width", w),
-                ("height", _BOX_H),
-                ("rx", 2),
-                ("fill", colour),
+                *rect,
                 ("fill-opacity", "0.22" if b.kind == "aborted" else "0.35"),
-                ("stroke", colour),
                 ("stroke-width", 1.5),
                 ("stroke-dasharray", "4 3" if b.kind == "open" else None),
             )

@@ -38,15 +38,11 @@ from engine.errors import (
     TransactionalIdNotFoundException,
 )
 from eos_magics._testing import TestingShell as Shell
-from eos_magics._testing import dispose
+from eos_magics._testing import dispose, run
 from eos_magics._testing import testing_shell as new_shell
 from eos_magics.errors import EosUsageError
 
 LOST_ACK = "idempotence: lost ack retry"
-
-
-def run(ip: Shell, cell: str) -> Any:
-    return ip.run_cell(cell).result
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ scenario with the registry's own run. No mocks.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,33 +22,9 @@ import pytest
 from engine import Cluster
 from engine.check import check_history, load_jsonl
 from eos_magics._testing import TestingShell as Shell
-from eos_magics._testing import dispose
-from eos_magics._testing import testing_shell as new_shell
+from eos_magics._testing import drain, run
 from eos_magics.errors import EosUsageError
 from eos_magics.views import View
-
-
-@pytest.fixture
-def ip() -> Iterator[Shell]:
-    shell = new_shell()
-    yield shell
-    dispose(shell)
-
-
-def run(ip: Shell, cell: str) -> Any:
-    """Run a cell as a user types it; return its value (a cell's error is raised)."""
-    return ip.run_cell(cell).result
-
-
-def drain(ip: Shell, consumer: str, rounds: int = 10) -> list[Any]:
-    """Poll ``consumer`` with ``%eos_consume`` until a poll returns nothing; return the values read."""
-    values: list[Any] = []
-    for _ in range(rounds):
-        got = run(ip, f"%eos_consume {consumer}").column("value")
-        if not got:
-            return values
-        values += got
-    return values
 
 
 def basic(ip: Shell, seed: int = 42) -> Cluster:
