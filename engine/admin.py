@@ -32,6 +32,7 @@ from engine import args
 from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from engine.rpc import RpcNode
+from engine.sim import events
 from engine.views import lookup
 from engine.views import transactions as views
 
@@ -122,7 +123,7 @@ class AdminClient(RpcNode):
         self.world.trace.emit(
             self.name,
             "state",
-            "admin.abort",
+            events.ADMIN_ABORT,
             ("tp", f"{topic}-{partition}"),
             ("start_offset", start_offset),
             ("pid", req.producer_id),

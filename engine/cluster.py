@@ -19,7 +19,7 @@ what exists or what to pass, and leaves the cluster as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from engine import args
@@ -40,6 +40,7 @@ from engine.errors import (
 from engine.group import GroupCoordinator
 from engine.sim.faults import FaultPlan
 from engine.sim.network import MessageRule, NetworkOptions
+from engine.sim.observer import OBSERVER_HOOKS, Observer
 from engine.sim.sites import SiteOptions
 from engine.sim.world import World
 from engine.views import lookup, snapshots
@@ -73,6 +74,18 @@ def _check_cluster_args(seed: Any, brokers: Any, config: Any) -> None:
         raise TypeError(msg)
 
 
+def _check_observers(observers: Any) -> tuple[Observer, ...]:
+    if isinstance(observers, (str, bytes)) or not isinstance(observers, Iterable):
+        msg = f"observers must be a list of observer objects (engine.sim.observer), got {observers!r}"
+        raise TypeError(msg)
+    out = tuple(observers)
+    for o in out:
+        if not any(callable(getattr(o, h, None)) for h in OBSERVER_HOOKS):
+            msg = f"{o!r} is not an observer: it defines none of {', '.join(OBSERVER_HOOKS)}"
+            raise TypeError(msg)
+    return out
+
+
 class Cluster:
     """A simulated Kafka cluster in one world.
 
@@ -90,6 +103,9 @@ class Cluster:
         Named fault sites (BUGGIFY) options.
     keep_trace
         Keep every trace event (default); benchmarks turn it off.
+    observers
+        Observers (:mod:`engine.sim.observer`) attached before anything happens, so they see the
+        startup too (brokers registering, leaders elected); ``cluster.world.attach`` adds one later.
     """
 
     def __init__(
@@ -102,9 +118,11 @@ class Cluster:
         sites: SiteOptions | None = None,
         keep_trace: bool = True,
         weakenings: Weakenings = CORRECT,
+        observers: Iterable[Observer] = (),
     ) -> None:
         _check_cluster_args(seed, brokers, config)
-        self.world = World(seed, network=network, sites=sites, keep_trace=keep_trace)
+        observers = _check_observers(observers)
+        self.world = World(seed, network=network, sites=sites, keep_trace=keep_trace, observers=observers)
         self.config: BrokerConfig = parse_config(BrokerConfig, config, what="broker")
         self.topic_configs: dict[str, TopicConfig] = {}
         self.topics: dict[str, int] = {}
@@ -121,6 +139,10 @@ class Cluster:
         #: Told of every producer and consumer created from now on (``engine.check.ClientHistory``
         #: sets it); None: nobody watches. See engine/client/observer.py.
         self.client_observer: NewClientObserver | None = None
+        for o in observers:
+            bind = getattr(o, "on_cluster", None)
+            if bind is not None:
+                bind(self)
         self.world.run_for(STARTUP_MS)
 
     # -- shape ------------------------------------------------------------------------------
@@ -271,6 +293,15 @@ class Cluster:
         """Let ``ms`` simulated milliseconds pass; return the events run."""
         args.check_int(ms, "run_for(ms)", minimum=0)
         return self.world.run_for(ms)
+
+    def step(self, events: int = 1) -> int:
+        """Run the next ``events`` scheduled events; return how many ran (fewer if nothing was due)."""
+        args.check_int(events, "step(events)", minimum=1)
+        world = self.world
+        ran = 0
+        while ran < events and world.step():
+            ran += 1
+        return ran
 
     def run_until(self, predicate: Any, max_events: int = 10_000_000) -> int:
         """Run until ``predicate()`` is true (raises SimulationStalled if it cannot be)."""

@@ -522,13 +522,7 @@ class Session:
 
     def step(self, events: int = 1) -> int:
         """Run the next ``events`` events; return how many ran (fewer if the world went idle)."""
-        world = self.cluster.world
-        n = 0
-        for _ in range(_check_int(events, "events", 1)):
-            if not world.step():
-                break
-            n += 1
-        return n
+        return self.call_engine(self.cluster.step, _check_int(events, "events", 1))
 
     def until(self, predicate: Callable[[], bool], max_ms: int = 60_000) -> int:
         """Run until ``predicate()`` is true; a usage error if it is still false after ``max_ms``."""

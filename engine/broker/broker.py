@@ -67,6 +67,7 @@ from engine.protocol import (
     ReplicaFetchRequest,
 )
 from engine.rpc import RpcNode
+from engine.sim import events
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ class Broker(RpcNode):
         for key in sorted(self.replicas):
             for pid in self.replicas[key].producers.expire(cutoff):
                 self.world.trace.emit(
-                    self.name, "state", "producer.expired", ("tp", f"{key[0]}-{key[1]}"), ("pid", pid)
+                    self.name, "state", events.PRODUCER_EXPIRED, ("tp", f"{key[0]}-{key[1]}"), ("pid", pid)
                 )
         self.set_timer(self.config.producer_id_expiration_check_interval_ms, self._expire_producers_tick)
 
@@ -172,7 +173,7 @@ class Broker(RpcNode):
         for key in sorted(self.replicas):
             self.replicas[key].take_snapshot()
         self.disk.flush()
-        self.world.trace.emit(self.name, "state", "broker.clean_shutdown")
+        self.world.trace.emit(self.name, "state", events.BROKER_CLEAN_SHUTDOWN)
         self.world.crash(self.name)
 
     def _heartbeat(self) -> None:
@@ -215,6 +216,8 @@ class Broker(RpcNode):
                 segment_bytes=segment_bytes,
                 weak=self.weak,
                 offset_hooks=self.world.trace.offset_hooks,
+                trace=self.world.trace,
+                node=self.name,
             )
             self.replicas[key] = r
             self.purgatory[key] = Purgatory()
@@ -266,7 +269,7 @@ class Broker(RpcNode):
                 self.world.trace.emit(
                     self.name,
                     "state",
-                    "replica.leader",
+                    events.REPLICA_LEADER,
                     ("tp", r.tp),
                     ("epoch", state.leader_epoch),
                     ("isr", list(state.isr)),
@@ -297,7 +300,7 @@ class Broker(RpcNode):
             self.world.trace.emit(
                 self.name,
                 "state",
-                "replica.follower",
+                events.REPLICA_FOLLOWER,
                 ("tp", r.tp),
                 ("leader", state.leader),
                 ("epoch", state.leader_epoch),
@@ -380,7 +383,7 @@ class Broker(RpcNode):
             self.respond(m, InitProducerIdResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         producer_id = self.allocate_producer_id()
-        self.world.trace.emit(self.name, "state", "producer_id.new", ("pid", producer_id))
+        self.world.trace.emit(self.name, "state", events.PRODUCER_ID_NEW, ("pid", producer_id))
         self.respond(m, InitProducerIdResponse(ErrorCode.NONE, producer_id, 0))
 
     # -- coordinators -----------------------------------------------------------------------

@@ -34,6 +34,7 @@ from engine.protocol import (
     PartitionState,
 )
 from engine.rpc import RpcNode
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.config import BrokerConfig
@@ -74,7 +75,9 @@ class Controller(RpcNode):
             state = PartitionState(topic, p, leader, 0, isr, tuple(replicas), 0)
             self.partitions[(topic, p)] = state
             changed.append(state)
-        self.world.trace.emit(self.name, "state", "topic.create", ("topic", topic), ("partitions", len(assignments)))
+        self.world.trace.emit(
+            self.name, "state", events.TOPIC_CREATE, ("topic", topic), ("partitions", len(assignments))
+        )
         self._push(changed)
 
     def _on_create_topics(self, m: Message) -> None:
@@ -122,13 +125,15 @@ class Controller(RpcNode):
             # an unflushed tail. Move leadership away first (bumping leader epochs), as KRaft fences a
             # re-registering broker until it has caught up.
             self.world.trace.emit(
-                self.name, "state", "broker.reregister", ("broker", b), ("incarnation", hb.incarnation)
+                self.name, "state", events.BROKER_REREGISTER, ("broker", b), ("incarnation", hb.incarnation)
             )
             self.fenced.add(b)
             self._on_broker_down(b)
         if b in self.fenced or new_incarnation:
             self.fenced.discard(b)
-            self.world.trace.emit(self.name, "state", "broker.register", ("broker", b), ("incarnation", hb.incarnation))
+            self.world.trace.emit(
+                self.name, "state", events.BROKER_REGISTER, ("broker", b), ("incarnation", hb.incarnation)
+            )
             self._on_broker_up(b)
 
     def _liveness_tick(self) -> None:
@@ -137,7 +142,7 @@ class Controller(RpcNode):
         for b in sorted(self.brokers):
             if b not in self.fenced and now - self.brokers[b] > timeout:
                 self.fenced.add(b)
-                self.world.trace.emit(self.name, "state", "broker.fence", ("broker", b))
+                self.world.trace.emit(self.name, "state", events.BROKER_FENCE, ("broker", b))
                 self._on_broker_down(b)
         self.set_timer(self.config.broker_heartbeat_interval_ms, self._liveness_tick)
 
@@ -198,7 +203,7 @@ class Controller(RpcNode):
             self.world.trace.emit(
                 self.name,
                 "state",
-                "election.clean",
+                events.ELECTION_CLEAN,
                 ("tp", f"{s.topic}-{s.partition}"),
                 ("leader", leader),
                 ("epoch", new.leader_epoch),
@@ -212,7 +217,7 @@ class Controller(RpcNode):
                 self.world.trace.emit(
                     self.name,
                     "state",
-                    "election.unclean",
+                    events.ELECTION_UNCLEAN,
                     ("tp", f"{s.topic}-{s.partition}"),
                     ("leader", live[0]),
                     ("epoch", new.leader_epoch),
@@ -222,7 +227,7 @@ class Controller(RpcNode):
         # No eligible leader: keep the ISR (its members may come back) and go offline.
         new = self._with(s, leader=NO_LEADER)
         self.world.trace.emit(
-            self.name, "state", "election.none", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new.isr))
+            self.name, "state", events.ELECTION_NONE, ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new.isr))
         )
         return new
 
@@ -247,7 +252,7 @@ class Controller(RpcNode):
         new_isr = tuple(b for b in req.new_isr if b == s.leader or self.is_live(b))
         new = self._with(s, isr=new_isr)
         self.world.trace.emit(
-            self.name, "state", "isr.change", ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new_isr))
+            self.name, "state", events.ISR_CHANGE, ("tp", f"{s.topic}-{s.partition}"), ("isr", list(new_isr))
         )
         self.respond(m, AlterPartitionResponse(ErrorCode.NONE, new))
         self._push([new])

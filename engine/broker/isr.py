@@ -30,6 +30,7 @@ from engine.protocol import (
     ReplicaFetchPartitionData,
     ReplicaFetchResponse,
 )
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -191,7 +192,7 @@ class LeaderReplication:
         broker = self.broker
         r.pending_isr_change = True
         r.joining_isr = tuple(b for b in new_isr if b not in state.isr)
-        broker.world.trace.emit(broker.name, "state", "isr.propose", ("tp", r.tp), ("isr", list(new_isr)))
+        broker.world.trace.emit(broker.name, "state", events.ISR_PROPOSE, ("tp", r.tp), ("isr", list(new_isr)))
         req = AlterPartitionRequest(
             broker.broker_id, r.topic, r.partition, state.leader_epoch, state.partition_epoch, tuple(sorted(new_isr))
         )

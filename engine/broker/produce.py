@@ -20,6 +20,7 @@ from engine.broker.purgatory import DelayedProduce
 from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import ProduceRequest, ProduceResponse
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -107,7 +108,7 @@ class ProducePath:
         req: ProduceRequest = m.body
         broker.count_error(code)
         broker.world.trace.emit(
-            broker.name, "state", "produce.error", ("tp", f"{req.topic}-{req.partition}"), ("error", code.name)
+            broker.name, "state", events.PRODUCE_ERROR, ("tp", f"{req.topic}-{req.partition}"), ("error", code.name)
         )
         if req.acks != 0:
             broker.respond(m, ProduceResponse(req.topic, req.partition, code, error_message=message))

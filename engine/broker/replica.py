@@ -34,6 +34,7 @@ from engine.log.producer_state import (
 )
 from engine.log.records import RecordBatch
 from engine.log.txn_index import AbortedTxn, TransactionIndex
+from engine.sim import events
 from engine.sim.disk import DurableList
 from engine.weakenings import CORRECT, Weakenings
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
     from engine.protocol import PartitionState
     from engine.sim.disk import Disk
+    from engine.sim.trace import Trace
 
 
 class HighWatermarkCheckpoint:
@@ -66,8 +68,15 @@ class Replica:
         segment_bytes: int,
         weak: Weakenings = CORRECT,
         offset_hooks: list[Callable[[Replica], None]] | None = None,
+        trace: Trace | None = None,
+        node: str = "",
     ) -> None:
         self.weak = weak
+        #: Where the leader's appends and HW/LSO moves are traced (None: not traced, as in unit tests).
+        self._emit = trace.emit if trace is not None else None
+        self._node = node
+        #: The LSO last traced, so a ``log.lso`` event is emitted only when it moves.
+        self._traced_lso = -1
         #: Observers' ``on_offsets`` hooks (the trace's shared list; see engine/sim/observer.py).
         self.offset_hooks: list[Callable[[Replica], None]] = offset_hooks if offset_hooks is not None else []
         self.topic = topic
@@ -155,9 +164,35 @@ class Replica:
         self.high_watermark = hw
         self._checkpoint.values[self.tp] = hw
         self.producers.on_high_watermark(hw)
+        if self.is_leader and self._emit is not None:
+            lso = self._traced_lso = self.last_stable_offset
+            self._emit(self._node, "state", events.LOG_HW, ("tp", self.tp), ("hw", hw), ("lso", lso))
         if self.offset_hooks:
             self._offsets_moved()
         return True
+
+    def _trace_append(self, batch: RecordBatch, offset: int) -> None:
+        """Trace a data batch the leader appended (it also moved that producer's state)."""
+        self._emit(  # type: ignore[misc]
+            self._node,
+            "state",
+            events.LOG_APPEND,
+            ("tp", self.tp),
+            ("offset", offset),
+            ("last", offset + batch.count - 1),
+            ("pid", batch.producer_id),
+            ("epoch", batch.producer_epoch),
+            ("first_seq", batch.base_sequence),
+            ("last_seq", batch.last_sequence),
+            ("txn", batch.is_transactional),
+        )
+
+    def _trace_lso(self) -> None:
+        """Trace the LSO when a marker moved it (an HW move traces it with the HW)."""
+        lso = self.last_stable_offset
+        if lso != self._traced_lso:
+            self._traced_lso = lso
+            self._emit(self._node, "state", events.LOG_LSO, ("tp", self.tp), ("lso", lso))  # type: ignore[misc]
 
     def _offsets_moved(self) -> None:
         """Tell the observers' ``on_offsets`` hooks that LEO, HW, LSO or the epoch may have moved."""
@@ -210,6 +245,8 @@ class Replica:
         if batch.producer_id < 0:
             if log.append(batch.assigned(offset, self.state.leader_epoch)):
                 self.take_snapshot()
+            if self._emit is not None:
+                self._trace_append(batch, offset)
             if self.offset_hooks:
                 self._offsets_moved()
             return offset, False, None
@@ -226,6 +263,8 @@ class Replica:
                 producers.append_plain(entry, batch, offset)
                 if rolled:
                     self.take_snapshot()
+                if self._emit is not None:
+                    self._trace_append(batch, offset)
                 if self.offset_hooks:
                     self._offsets_moved()
                 return offset, False, None
@@ -241,6 +280,11 @@ class Replica:
             self._complete_txn(done)
         if rolled:
             self.take_snapshot()
+        if self._emit is not None:
+            if batch.is_control:
+                self._trace_lso()
+            else:
+                self._trace_append(batch, offset)
         if self.offset_hooks:
             self._offsets_moved()
         return offset, False, done

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from engine.errors import ErrorCode
 from engine.protocol import ReplicaFetchPartition, ReplicaFetchRequest
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -177,7 +178,7 @@ class ReplicaFetcher:
         self.broker.world.trace.emit(
             self.broker.name,
             "state",
-            "replica.truncate",
+            events.REPLICA_TRUNCATE,
             ("tp", r.tp),
             ("to", r.log_end_offset),
             ("removed", removed),

@@ -77,6 +77,7 @@ from engine.client.offset_commits import OffsetCommits
 from engine.config import IGNORED_CLIENT_KEYS, ConsumerConfig, IsolationLevel, parse_config
 from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
 from engine.group.txn_offsets import ConsumerGroupMetadata
+from engine.sim import events
 from engine.sim.scheduler import SimulationStalled
 
 if TYPE_CHECKING:
@@ -367,7 +368,7 @@ class Consumer(ClientNode):
                 try:
                     self.commit(asynchronous=False)
                 except KafkaError as exc:
-                    self.world.trace.emit(self.name, "state", "consumer.close.commit_failed", ("error", str(exc)))
+                    self.world.trace.emit(self.name, "state", events.CONSUMER_CLOSE_COMMIT_FAILED, ("error", str(exc)))
             self.group.leave("the consumer is closing")
         self.closed = True
         self._set_assignment([])

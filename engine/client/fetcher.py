@@ -52,6 +52,7 @@ from engine.client.read_committed import visible_batches
 from engine.config import IsolationLevel
 from engine.errors import ErrorCode, TimeoutException, UnknownTopicOrPartitionException, exception_for
 from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
@@ -235,7 +236,7 @@ class Fetcher:
             c.world.trace.emit(
                 c.name,
                 "state",
-                "consumer.committed",
+                events.CONSUMER_COMMITTED,
                 ("group", c.group.group_id if c.group else ""),
                 ("offsets", [f"{t}-{p}@{offsets.get((t, p), -1)}" for t, p in keys]),
             )
@@ -282,7 +283,7 @@ class Fetcher:
         text = f"{missing_text(key, count)}; {c.name} keeps refreshing metadata and reads it if it is created"
         error = UnknownTopicOrPartitionException(text, topic=key[0], partition=key[1])
         self.events.append(Message(key[0], key[1], OFFSET_INVALID, None, None, error=error))
-        c.world.trace.emit(c.name, "state", "consumer.unknown_partition", ("tp", f"{key[0]}-{key[1]}"))
+        c.world.trace.emit(c.name, "state", events.CONSUMER_UNKNOWN_PARTITION, ("tp", f"{key[0]}-{key[1]}"))
 
     # -- ListOffsets --------------------------------------------------------------------------
 
@@ -421,7 +422,7 @@ class Fetcher:
         c.world.trace.emit(
             c.name,
             "state",
-            "consumer.fetched",
+            events.CONSUMER_FETCHED,
             ("tp", f"{key[0]}-{key[1]}"),
             ("from", offset),
             ("records", len(records)),

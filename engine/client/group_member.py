@@ -54,6 +54,7 @@ from engine.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
@@ -162,7 +163,7 @@ class GroupMember:
             self._later(self._retry_find)
             return
         self.coordinator = resp.node_id
-        self._trace("group.coordinator", ("broker", resp.node_id))
+        self._trace(events.GROUP_COORDINATOR, ("broker", resp.node_id))
         waiters, self._coordinator_waiters = self._coordinator_waiters, []
         for w in waiters:
             w()
@@ -176,7 +177,7 @@ class GroupMember:
     def coordinator_dead(self) -> None:
         """Forget the coordinator; the next request looks it up again."""
         if self.coordinator >= 0:
-            self._trace("group.coordinator.lost", ("broker", self.coordinator))
+            self._trace(events.GROUP_COORDINATOR_LOST, ("broker", self.coordinator))
         self.coordinator = -1
         # Kafka disconnects from the old coordinator: its in-flight requests fail and are retried.
         inflight, self._inflight = self._inflight, {}
@@ -237,7 +238,10 @@ class GroupMember:
         self.is_leader = resp.leader == resp.member_id
         self.state = MemberState.SYNCING
         self._trace(
-            "group.joined", ("member", self.member_id), ("generation", self.generation_id), ("leader", self.is_leader)
+            events.GROUP_JOINED,
+            ("member", self.member_id),
+            ("generation", self.generation_id),
+            ("leader", self.is_leader),
         )
         self._start_heartbeats()
         if self.is_leader:
@@ -246,7 +250,7 @@ class GroupMember:
             self._send_sync(epoch, ())
 
     def _join_failed(self, epoch: int, code: ErrorCode) -> None:
-        self._trace("group.join.failed", ("error", code.name))
+        self._trace(events.GROUP_JOIN_FAILED, ("error", code.name))
         if code in COORDINATOR_ERRORS:
             self.coordinator_dead()
         elif code is ErrorCode.UNKNOWN_MEMBER_ID:
@@ -275,7 +279,7 @@ class GroupMember:
         subs = {m.member_id: m.subscription for m in resp.members}
         result = range_assign(subs, self.consumer.partition_counts)
         self._trace(
-            "group.assignment.computed",
+            events.GROUP_ASSIGNMENT_COMPUTED,
             ("generation", resp.generation_id),
             ("assignment", {mid: [f"{t}-{p}" for t, p in tps] for mid, tps in result.items()}),
         )
@@ -295,7 +299,9 @@ class GroupMember:
             return
         self.state = MemberState.STABLE
         self._trace(
-            "group.synced", ("generation", self.generation_id), ("assignment", [f"{t}-{p}" for t, p in resp.assignment])
+            events.GROUP_SYNCED,
+            ("generation", self.generation_id),
+            ("assignment", [f"{t}-{p}" for t, p in resp.assignment]),
         )
         self.consumer.on_group_assignment(list(resp.assignment))
 
@@ -305,7 +311,7 @@ class GroupMember:
         """Revoke every partition (eager protocol) and join again."""
         if self.state in (MemberState.JOINING, MemberState.SYNCING):
             return
-        self._trace("group.rejoin", ("reason", reason))
+        self._trace(events.GROUP_REJOIN, ("reason", reason))
         self.consumer.on_group_revoke(lost=False)
         self.state = MemberState.UNJOINED
         self.join()
@@ -315,7 +321,7 @@ class GroupMember:
         if code is ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
         self.generation_id = -1
-        self._trace("group.fenced", ("error", code.name))
+        self._trace(events.GROUP_FENCED, ("error", code.name))
         self.consumer.on_group_revoke(lost=True)
         self._epoch += 1
         self.state = MemberState.UNJOINED
@@ -369,7 +375,7 @@ class GroupMember:
                 lambda _r: None,
                 self.config.request_timeout_ms,
             )
-        self._trace("group.leave", ("member", self.member_id), ("reason", reason))
+        self._trace(events.GROUP_LEAVE, ("member", self.member_id), ("reason", reason))
         self.reset()
 
     def reset(self) -> None:

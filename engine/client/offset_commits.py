@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from engine.client.group_member import MemberState
 from engine.client.message import OFFSET_INVALID, Message, TopicPartition
 from engine.errors import CommitFailedException, ErrorCode, KafkaError, TimeoutException, exception_for
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
@@ -115,7 +116,7 @@ class OffsetCommits:
         c.world.trace.emit(
             c.name,
             "state",
-            "consumer.commit",
+            events.CONSUMER_COMMIT,
             ("error", code.name),
             ("offsets", [f"{t}-{p}@{o}" for t, p, o in offsets]),
         )

@@ -61,6 +61,7 @@ from engine.errors import (
 )
 from engine.log.records import RecordBatch, none_keys
 from engine.protocol import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
+from engine.sim import events
 from engine.sim.node import NodeStatus
 from engine.sim.scheduler import SimulationStalled
 
@@ -312,7 +313,7 @@ class Producer(ClientNode):
                     purged += 1
                     if self.idempotent:
                         self._bump_epoch()
-        self.world.trace.emit(self.name, "state", "producer.purge", ("batches", purged))
+        self.world.trace.emit(self.name, "state", events.PRODUCER_PURGE, ("batches", purged))
 
     # -- transactions belong to a producer with transactional.id ------------------------------
 
@@ -468,7 +469,7 @@ class Producer(ClientNode):
         self.world.trace.emit(
             self.name,
             "state",
-            "produce.failed",
+            events.PRODUCE_FAILED,
             ("tp", f"{topic}-{partition}"),
             ("offset", -1),
             ("seq", -1),
@@ -501,7 +502,7 @@ class Producer(ClientNode):
             return
         self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
         self.world.trace.emit(
-            self.name, "state", "producer.id", ("pid", self.producer_id), ("epoch", self.producer_epoch)
+            self.name, "state", events.PRODUCER_ID, ("pid", self.producer_id), ("epoch", self.producer_epoch)
         )
         self._wake()
 
@@ -731,7 +732,7 @@ class Producer(ClientNode):
         self.world.trace.emit(
             self.name,
             "state",
-            "produce.retry",
+            events.PRODUCE_RETRY,
             ("tp", f"{b.topic}-{b.partition}"),
             ("seq", b.base_sequence),
             ("error", code.name),
@@ -758,7 +759,7 @@ class Producer(ClientNode):
         self.world.trace.emit(
             self.name,
             "state",
-            "produce.done" if err is None else "produce.failed",
+            events.PRODUCE_DONE if err is None else events.PRODUCE_FAILED,
             ("tp", f"{b.topic}-{b.partition}"),
             ("offset", base_offset),
             ("seq", b.base_sequence),
@@ -831,7 +832,7 @@ class Producer(ClientNode):
         self.world.trace.emit(
             self.name,
             "state",
-            "producer.epoch_bump",
+            events.PRODUCER_EPOCH_BUMP,
             ("pid", self.producer_id),
             ("epoch", self.producer_epoch),
         )

@@ -47,6 +47,7 @@ from engine.protocol import (
     InitProducerIdRequest,
     TxnOffsetCommitRequest,
 )
+from engine.sim import events
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class TransactionalProducer(Producer):
         self.world.trace.emit(
             self.name,
             "state",
-            "txn.init",
+            events.TXN_INIT,
             ("txn_id", self.transactional_id),
             ("pid", self.producer_id),
             ("epoch", self.producer_epoch),
@@ -148,7 +149,7 @@ class TransactionalProducer(Producer):
         self._txn_has_data = False
         self._txn_offsets_sent = False
         self.world.trace.emit(
-            self.name, "state", "txn.begin", ("txn_id", self.transactional_id), ("epoch", self.producer_epoch)
+            self.name, "state", events.TXN_BEGIN, ("txn_id", self.transactional_id), ("epoch", self.producer_epoch)
         )
         if self.observer is not None:
             self.observer.on_transaction(self, "begin", None)
@@ -518,7 +519,7 @@ class TransactionalProducer(Producer):
         self.world.trace.emit(
             self.name,
             "state",
-            "txn.commit" if committed else "txn.abort",
+            events.TXN_COMMIT if committed else events.TXN_ABORT,
             ("txn_id", self.transactional_id),
             ("epoch", self.producer_epoch),
         )

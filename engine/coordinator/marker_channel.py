@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from engine.coordinator.txn_state import TransactionState
 from engine.errors import ErrorCode
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from engine.sim import events
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -132,7 +133,7 @@ class TransactionMarkerChannel:
             self.broker.world.trace.emit(
                 self.broker.name,
                 "state",
-                "txn.complete",
+                events.TXN_COMPLETE,
                 ("txn_id", md.transactional_id),
                 ("result", target.display_name),
                 ("epoch", done.producer_epoch),

@@ -15,6 +15,7 @@ from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.log.records import ABORT, COMMIT, RecordBatch
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -55,13 +56,15 @@ class MarkerWriter:
         try:
             offset, _dup, _done = r.append_as_leader(batch, AppendOrigin.COORDINATOR)
         except LogValidationError as exc:
-            broker.world.trace.emit(broker.name, "state", "marker.rejected", ("tp", r.tp), ("error", exc.code.name))
+            broker.world.trace.emit(
+                broker.name, "state", events.MARKER_REJECTED, ("tp", r.tp), ("error", exc.code.name)
+            )
             broker.respond(m, WriteTxnMarkersResponse(exc.code, req.topic, req.partition, exc.message))
             return
         broker.world.trace.emit(
             broker.name,
             "state",
-            "marker.append",
+            events.MARKER_APPEND,
             ("tp", r.tp),
             ("offset", offset),
             ("marker", batch.control_type),

@@ -22,6 +22,7 @@ from engine.coordinator.txn_metadata import NO_PRODUCER_EPOCH, TransactionMetada
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC, partition_for
 from engine.errors import ErrorCode
 from engine.log.records import RecordBatch
+from engine.sim import events
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -126,7 +127,7 @@ class TransactionStateManager:
         broker.world.trace.emit(
             broker.name,
             "state",
-            "coordinator.loaded",
+            events.COORDINATOR_LOADED,
             ("partition", p),
             ("epoch", leader_epoch),
             ("ids", len(txns)),
@@ -170,7 +171,7 @@ class TransactionStateManager:
         broker.world.trace.emit(
             broker.name,
             "state",
-            "txn_state.write",
+            events.TXN_STATE_WRITE,
             ("txn_id", md.transactional_id),
             ("state", value.state.name),
             ("pid", value.producer_id),

@@ -50,6 +50,7 @@ from engine.protocol import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
+from engine.sim import events
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class GroupCoordinator(BrokerExtension):
         self.loading.discard(p)
         mine = sorted(g for g in loaded if self.partition_of(g) == p)
         if mine:  # 50 partitions load at startup; only loads that found something are traced
-            self.trace("group.load.done", ("partition", p), ("epoch", epoch), ("groups", mine))
+            self.trace(events.GROUP_LOAD_DONE, ("partition", p), ("epoch", epoch), ("groups", mine))
 
     def _restore_members(self, g: GroupMetadata, md: Any) -> None:
         g.generation = md.generation
@@ -211,7 +212,7 @@ class GroupCoordinator(BrokerExtension):
         for gid in gone:
             self.membership.unload(self.groups.pop(gid), answer=answer)
         if gone:
-            self.trace("group.unload", ("partition", p), ("groups", gone))
+            self.trace(events.GROUP_UNLOAD, ("partition", p), ("groups", gone))
 
     def on_crash(self) -> None:
         """Forget every group (volatile)."""
@@ -309,7 +310,7 @@ class GroupCoordinator(BrokerExtension):
             if code is ErrorCode.NONE and g.is_(GroupState.COMPLETING_REBALANCE):
                 code = ErrorCode.REBALANCE_IN_PROGRESS
         if g is None or code is not ErrorCode.NONE:
-            self._count_and_trace("offset_commit.error", req.group_id, code)
+            self._count_and_trace(events.OFFSET_COMMIT_ERROR, req.group_id, code)
             self.broker.respond(m, OffsetCommitResponse(code))
             return
         member = g.members.get(req.member_id)
@@ -318,7 +319,7 @@ class GroupCoordinator(BrokerExtension):
         batch = offsets_batch(req.group_id, req.offsets, self.now_ms)
         base, code = self.append(g, batch)
         if code is not ErrorCode.NONE:
-            self._count_and_trace("offset_commit.error", req.group_id, code)
+            self._count_and_trace(events.OFFSET_COMMIT_ERROR, req.group_id, code)
             self.broker.respond(m, OffsetCommitResponse(code))
             return
         tps = [(t, p) for t, p, _ in req.offsets]
@@ -338,12 +339,12 @@ class GroupCoordinator(BrokerExtension):
                     if current is None or current.record_offset < base + i:
                         g.committed[(t, p)] = StoredOffset(o, base + i, batch.create_time)
                 self.trace(
-                    "offset_commit.done",
+                    events.OFFSET_COMMIT_DONE,
                     ("group", req.group_id),
                     ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]),
                 )
             else:
-                self._count_and_trace("offset_commit.error", req.group_id, code)
+                self._count_and_trace(events.OFFSET_COMMIT_ERROR, req.group_id, code)
             self.broker.respond(m, OffsetCommitResponse(code))
 
         self.await_replication(g.partition, base + batch.count, replicated)
@@ -359,7 +360,7 @@ class GroupCoordinator(BrokerExtension):
         if g is not None and code is ErrorCode.NONE:
             code = self._check_producer_epoch(g.partition, req.producer_id, req.producer_epoch)
         if g is None or code is not ErrorCode.NONE:
-            self._count_and_trace("txn_offset_commit.error", req.group_id, code)
+            self._count_and_trace(events.TXN_OFFSET_COMMIT_ERROR, req.group_id, code)
             self.broker.respond(m, TxnOffsetCommitResponse(code))
             return
         batch = offsets_batch(
@@ -367,13 +368,13 @@ class GroupCoordinator(BrokerExtension):
         )
         base, code = self.append(g, batch)
         if code is not ErrorCode.NONE:
-            self._count_and_trace("txn_offset_commit.error", req.group_id, code)
+            self._count_and_trace(events.TXN_OFFSET_COMMIT_ERROR, req.group_id, code)
             self.broker.respond(m, TxnOffsetCommitResponse(code))
             return
         # Pending from the append on: the cache mirrors the leader's log, which keeps the record.
         txn_offsets.add_pending(g, req.producer_id, req.offsets, base, batch.create_time)
         self.trace(
-            "txn_offset_commit.pending",
+            events.TXN_OFFSET_COMMIT_PENDING,
             ("group", req.group_id),
             ("pid", req.producer_id),
             ("offsets", [f"{t}-{p}@{o}" for t, p, o in req.offsets]),
@@ -403,7 +404,7 @@ class GroupCoordinator(BrokerExtension):
                 continue
             moved = txn_offsets.settle(g, batch.producer_id, marker_offset, commit=commit)
             self.trace(
-                "txn_offset_commit.completed",
+                events.TXN_OFFSET_COMMIT_COMPLETED,
                 ("group", gid),
                 ("pid", batch.producer_id),
                 ("result", batch.control_type),

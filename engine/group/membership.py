@@ -40,6 +40,7 @@ from engine.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -93,7 +94,7 @@ class Membership:
                 g = self.c.group(req.group_id, create=req.member_id == "")
                 code = self._join_error(g, req)
         if g is None or code is not ErrorCode.NONE:
-            self.c.trace("group.join.error", ("group", req.group_id), ("error", code.name))
+            self.c.trace(events.GROUP_JOIN_ERROR, ("group", req.group_id), ("error", code.name))
             self.broker.respond(m, JoinGroupResponse(code, member_id=req.member_id))
             return
         if g.is_(GroupState.EMPTY) and not g.members:
@@ -120,7 +121,7 @@ class Membership:
                 g.new_member_added = True
             g.add(member)
             self._park_join(g, member, m)
-            self.c.trace("group.member.added", ("group", g.group_id), ("member", member.member_id))
+            self.c.trace(events.GROUP_MEMBER_ADDED, ("group", g.group_id), ("member", member.member_id))
             self._maybe_prepare_rebalance(g, f"new member {member.member_id} joined")
             self._maybe_complete_join(g)
             return
@@ -191,7 +192,7 @@ class Membership:
         else:
             delay = g.rebalance_timeout_ms()
         g.join_timer = self.broker.set_timer(delay, self._join_deadline, g)
-        self.c.trace("group.rebalance", ("group", g.group_id), ("generation", g.generation), ("reason", reason))
+        self.c.trace(events.GROUP_REBALANCE, ("group", g.group_id), ("generation", g.generation), ("reason", reason))
 
     def _maybe_complete_join(self, g: GroupMetadata) -> None:
         if g.is_(GroupState.PREPARING_REBALANCE) and not g.initial_join and g.all_members_joined():
@@ -214,13 +215,15 @@ class Membership:
             g.join_timer = None
         g.initial_join = False
         for mid in [mid for mid, x in g.members.items() if x.awaiting_join is None]:
-            self.c.trace("group.member.removed", ("group", g.group_id), ("member", mid), ("reason", "did not rejoin"))
+            self.c.trace(
+                events.GROUP_MEMBER_REMOVED, ("group", g.group_id), ("member", mid), ("reason", "did not rejoin")
+            )
             g.remove(mid)
         g.generation += 1
         if not g.members:
             g.protocol = None
             g.transition_to(GroupState.EMPTY, self.c.now_ms)
-            self.c.trace("group.empty", ("group", g.group_id), ("generation", g.generation))
+            self.c.trace(events.GROUP_EMPTY, ("group", g.group_id), ("generation", g.generation))
             base, code = self.c.append(g, group_batch(g.group_id, g.to_record(self.c.now_ms), self.c.now_ms))
             if code is ErrorCode.NONE:
                 self.c.await_replication(g.partition, base + 1, lambda _code: None)
@@ -228,7 +231,7 @@ class Membership:
         g.protocol = g.select_protocol()
         g.transition_to(GroupState.COMPLETING_REBALANCE, self.c.now_ms)
         self.c.trace(
-            "group.generation",
+            events.GROUP_GENERATION,
             ("group", g.group_id),
             ("generation", g.generation),
             ("leader", g.leader),
@@ -258,7 +261,7 @@ class Membership:
         if code is ErrorCode.NONE and g is not None and g.is_(GroupState.PREPARING_REBALANCE):
             code = ErrorCode.REBALANCE_IN_PROGRESS
         if g is None or member is None or code is not ErrorCode.NONE:
-            self.c.trace("group.sync.error", ("group", req.group_id), ("error", code.name))
+            self.c.trace(events.GROUP_SYNC_ERROR, ("group", req.group_id), ("error", code.name))
             self.broker.respond(m, SyncGroupResponse(code))
             return
         self.schedule_expiry(g, member)
@@ -288,7 +291,7 @@ class Membership:
             member.assignment = assignments.get(member.member_id, ())
         g.transition_to(GroupState.STABLE, self.c.now_ms)
         self.c.trace(
-            "group.stable",
+            events.GROUP_STABLE,
             ("group", g.group_id),
             ("generation", gen),
             ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}),
@@ -324,7 +327,7 @@ class Membership:
                 code = ErrorCode.REBALANCE_IN_PROGRESS
         if code is not ErrorCode.NONE:
             self.c.trace(
-                "group.heartbeat.error", ("group", req.group_id), ("member", req.member_id), ("error", code.name)
+                events.GROUP_HEARTBEAT_ERROR, ("group", req.group_id), ("member", req.member_id), ("error", code.name)
             )
         self.broker.respond(m, HeartbeatResponse(code))
 
@@ -336,7 +339,7 @@ class Membership:
         if code is ErrorCode.NONE and member is None:
             code = ErrorCode.UNKNOWN_MEMBER_ID
         if g is not None and member is not None and code is ErrorCode.NONE:
-            self.c.trace("group.member.left", ("group", g.group_id), ("member", member.member_id))
+            self.c.trace(events.GROUP_MEMBER_LEFT, ("group", g.group_id), ("member", member.member_id))
             self._remove_member(g, member, req.reason or "member left")
         self.broker.respond(m, LeaveGroupResponse(code))
 
@@ -355,7 +358,7 @@ class Membership:
             self.schedule_expiry(g, member)  # kept alive while its JoinGroup is parked
             return
         self.c.trace(
-            "group.member.expired",
+            events.GROUP_MEMBER_EXPIRED,
             ("group", g.group_id),
             ("member", member.member_id),
             ("session_timeout_ms", member.session_timeout_ms),

@@ -47,6 +47,7 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.sim import events
 from engine.sim.network import MessageRule
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class FaultInjector:
         except (IllegalNodeTransitionError, KeyError) as exc:
             # A random plan may crash a node that is already down (a client that crashed on its
             # own, or a broker a previous entry took down): the entry is moot, and traced as such.
-            w.trace.emit(p("node") or "-", "fault", "fault.skipped", ("kind", kind), ("why", str(exc)))
+            w.trace.emit(p("node") or "-", "fault", events.FAULT_SKIPPED, ("kind", kind), ("why", str(exc)))
 
     def schedule(self, plan: FaultPlan) -> None:
         """Schedule every entry of ``plan``."""

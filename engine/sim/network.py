@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable
 from heapq import heappush
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from engine.sim import events
 from engine.sim.node import NodeStatus
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ class Network:
             return
         hook = getattr(src, "on_connection_refused", None)
         if hook is not None:
-            self._trace.emit(m.src, "drop", "refused", ("to", m.dst), ("id", m.msg_id))
+            self._trace.emit(m.src, "drop", events.REFUSED, ("to", m.dst), ("id", m.msg_id))
             hook(m)
 
     def _drop(self, m: Message, reason: str) -> None:
@@ -300,7 +301,7 @@ class Network:
         self._trace.emit(
             "network",
             "fault",
-            "rule.add",
+            events.RULE_ADD,
             ("rule", self._next_rule_id),
             ("action", rule.action),
             ("src", rule.src),
@@ -342,14 +343,14 @@ class Network:
         if rule.action == "drop":
             self._drop(m, f"rule {active.rule_id}")
         elif rule.action == "delay":
-            self._trace.emit(m.dst, "fault", "delay", ("id", m.msg_id), ("delay_ms", rule.delay_ms))
+            self._trace.emit(m.dst, "fault", events.DELAY, ("id", m.msg_id), ("delay_ms", rule.delay_ms))
             self._schedule(m, extra_ms=rule.delay_ms, fifo=False)
         elif rule.action == "hold":
             self.held[m.msg_id] = m
             self._held_by_rule.setdefault(active.rule_id, []).append(m.msg_id)
-            self._trace.emit(m.dst, "fault", "hold", ("id", m.msg_id), ("rule", active.rule_id))
+            self._trace.emit(m.dst, "fault", events.HOLD, ("id", m.msg_id), ("rule", active.rule_id))
         else:  # duplicate
-            self._trace.emit(m.dst, "fault", "duplicate", ("id", m.msg_id))
+            self._trace.emit(m.dst, "fault", events.DUPLICATE, ("id", m.msg_id))
             self._schedule(m)
             self._schedule(m)
 
@@ -364,7 +365,7 @@ class Network:
             self._held_by_rule.clear()
         for i in ids:
             m = self.held.pop(i)
-            self._trace.emit(m.dst, "fault", "release", ("id", i))
+            self._trace.emit(m.dst, "fault", events.RELEASE, ("id", i))
             self._schedule(m, fifo=False)
         return ids
 
@@ -378,7 +379,7 @@ class Network:
                 self.blocked.add((x, y))
                 if not one_way:
                     self.blocked.add((y, x))
-        self._trace.emit("network", "fault", "partition", ("a", a), ("b", b), ("one_way", one_way))
+        self._trace.emit("network", "fault", events.PARTITION, ("a", a), ("b", b), ("one_way", one_way))
 
     def isolate(self, name: str) -> None:
         """Cut a node off from every other node, both ways."""
@@ -388,7 +389,7 @@ class Network:
     def heal_partitions(self) -> None:
         """Remove every partition."""
         self.blocked.clear()
-        self._trace.emit("network", "fault", "heal")
+        self._trace.emit("network", "fault", events.HEAL)
 
     def clog(self, a: Iterable[str], b: Iterable[str]) -> None:
         """Queue every message from ``a`` to ``b`` (and back) until :meth:`unclog`."""
@@ -397,7 +398,7 @@ class Network:
             for y in b:
                 self.clogged.add((x, y))
                 self.clogged.add((y, x))
-        self._trace.emit("network", "fault", "clog", ("a", a), ("b", b))
+        self._trace.emit("network", "fault", events.CLOG, ("a", a), ("b", b))
 
     def unclog(self, a: Iterable[str] | None = None, b: Iterable[str] | None = None) -> None:
         """Release clogged links (all of them when no sets are given), delivering queued messages."""
@@ -405,7 +406,7 @@ class Network:
             pairs = sorted(self.clogged)
         else:
             pairs = [(x, y) for x in sorted(a) for y in sorted(b)] + [(y, x) for x in sorted(a) for y in sorted(b)]
-        self._trace.emit("network", "fault", "unclog", ("links", len(pairs)))
+        self._trace.emit("network", "fault", events.UNCLOG, ("links", len(pairs)))
         for pair in pairs:
             self.clogged.discard(pair)
             for m in self._clog_queue.pop(pair, []):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from heapq import heapify, heappop, heappush
-from typing import Any
+from typing import Any, Protocol
 
 #: The default bound on events for one ``run_until`` or ``run_for`` call. A run that needs more
 #: passes its own ``max_events``; the bound exists so that a livelock ends in a named error.
@@ -64,6 +64,18 @@ class Timer:
         return f"<Timer due_ms={self.due_ms} seq={self.seq}{state}>"
 
 
+class Watch(Protocol):
+    """What the scheduler tells an observed run (the world builds one from its observers' hooks)."""
+
+    def advance(self, from_ms: int, to_ms: int) -> None:
+        """Simulated time is about to move from ``from_ms`` to ``to_ms`` (nothing at ``to_ms`` ran yet)."""
+        ...
+
+    def stepped(self, callback: Callable[..., Any]) -> None:
+        """One event ran; ``callback`` is what ran (a node's bound method tells which node)."""
+        ...
+
+
 class Scheduler:
     """A heap of ``(due_ms, seq, timer, callback, args)`` with a total order.
 
@@ -73,7 +85,7 @@ class Scheduler:
         The simulated time at which the run begins.
     """
 
-    __slots__ = ("_cancelled", "_heap", "_seq", "events_run", "now_ms")
+    __slots__ = ("_cancelled", "_heap", "_seq", "events_run", "now_ms", "watch")
 
     def __init__(self, start_ms: int = 0) -> None:
         self.now_ms = start_ms
@@ -82,6 +94,9 @@ class Scheduler:
         self._seq = 0
         #: Cancelled timers still in the heap.
         self._cancelled = 0
+        #: Who is told when time moves and after each event (:class:`Watch`); None: nobody, and
+        #: the run loops take their unobserved fast path.
+        self.watch: Watch | None = None
 
     # -- scheduling -------------------------------------------------------------------------
 
@@ -157,9 +172,14 @@ class Scheduler:
                     self._cancelled -= 1
                     continue
                 timer._sched = None
+            watch = self.watch
+            if watch is not None and due_ms != self.now_ms:
+                watch.advance(self.now_ms, due_ms)
             self.now_ms = due_ms
             self.events_run += 1
             callback(*args)
+            if watch is not None:
+                watch.stepped(callback)
             return True
         return False
 
@@ -169,6 +189,8 @@ class Scheduler:
         Returns the number of events run. An empty queue is not an error here: time simply
         advances. Raises :class:`SimulationStalled` if ``max_events`` is spent first.
         """
+        if self.watch is not None:
+            return self._run_for_watched(duration_ms, max_events)
         end_ms = self.now_ms + duration_ms
         heap = self._heap
         pop, push = heappop, heappush
@@ -199,6 +221,25 @@ class Scheduler:
         finally:
             self.events_run += ran
         if end_ms > self.now_ms:
+            self.now_ms = end_ms
+        return ran
+
+    def _run_for_watched(self, duration_ms: int, max_events: int) -> int:
+        """:meth:`run_for` with the :attr:`watch` told of every time move and every event."""
+        end_ms = self.now_ms + duration_ms
+        ran = 0
+        while True:
+            due = self.next_due_ms()
+            if due is None or due > end_ms:
+                break
+            if ran >= max_events:
+                raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
+            self.step()  # counts the event and tells the watch
+            ran += 1
+        if end_ms > self.now_ms:
+            watch = self.watch
+            if watch is not None:
+                watch.advance(self.now_ms, end_ms)
             self.now_ms = end_ms
         return ran
 

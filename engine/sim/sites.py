@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from engine.sim import events
+
 if TYPE_CHECKING:
     from engine.sim.world import World
 
@@ -55,15 +57,15 @@ class FaultSites:
         if enabled is None:
             enabled = rng.random() < self.options.p_enable
             self._enabled[name] = enabled
-            self.world.trace.emit(node, "site", "site.enable", ("site", name), ("enabled", enabled))
+            self.world.trace.emit(node, "site", events.SITE_ENABLE, ("site", name), ("enabled", enabled))
         if not enabled:
             return False
         if rng.random() < self.options.p_fire:
             return self._fired(name, node, "drawn")
-        self.world.trace.emit(node, "site", "site.pass", ("site", name))
+        self.world.trace.emit(node, "site", events.SITE_PASS, ("site", name))
         return False
 
     def _fired(self, name: str, node: str, why: str) -> bool:
         self.fired[name] = self.fired.get(name, 0) + 1
-        self.world.trace.emit(node, "site", "site.fire", ("site", name), ("why", why))
+        self.world.trace.emit(node, "site", events.SITE_FIRE, ("site", name), ("why", why))
         return True

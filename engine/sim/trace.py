@@ -46,6 +46,8 @@ import marshal
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from engine.sim import events
+
 if TYPE_CHECKING:
     from engine.sim.observer import Observer
 
@@ -186,7 +188,7 @@ class Trace:
     def mark(self, node: str, label: str) -> None:
         """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
         self.marks[label] = self.marks.get(label, 0) + 1
-        self.emit(node, "mark", "mark", ("label", label))
+        self.emit(node, "mark", events.MARK, ("label", label))
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from engine.sim import events
 from engine.sim.faults import FaultInjector, FaultPlan
 from engine.sim.network import Network, NetworkOptions
 from engine.sim.node import NodeStatus
@@ -28,6 +29,25 @@ from engine.sim.trace import Trace
 if TYPE_CHECKING:
     from engine.sim.node import Node
     from engine.sim.observer import Observer
+
+
+class _Watch:
+    """The scheduler's :class:`~engine.sim.scheduler.Watch`: fans out to the observers' hooks."""
+
+    __slots__ = ("_advance", "_stepped", "_world")
+
+    def __init__(self, world: World, advance: list[Callable[..., None]], stepped: list[Callable[..., None]]) -> None:
+        self._world = world
+        self._advance = advance
+        self._stepped = stepped
+
+    def advance(self, from_ms: int, to_ms: int) -> None:
+        for hook in self._advance:
+            hook(self._world, from_ms, to_ms)
+
+    def stepped(self, callback: Callable[..., Any]) -> None:
+        for hook in self._stepped:
+            hook(self._world, callback)
 
 
 class World:
@@ -62,12 +82,13 @@ class World:
         self.trace = Trace(self.scheduler, keep=keep_trace)
         for observer in observers:
             self.trace.attach(observer)
+        self._rewatch()
         self.nodes: dict[str, Node] = {}
         self.network = Network(self, network or NetworkOptions())
         self.sites = FaultSites(self, sites or SiteOptions())
         self.faults = FaultInjector(self)
         self.phase = "safety"
-        self.trace.emit("world", "phase", "run.start", ("seed", seed))
+        self.trace.emit("world", "phase", events.RUN_START, ("seed", seed))
 
     # -- time -------------------------------------------------------------------------------
 
@@ -117,7 +138,7 @@ class World:
         self.trace.emit(
             name,
             "fault",
-            "crash",
+            events.CRASH,
             ("lose_unflushed_tail", lose_unflushed_tail),
             ("lost", sorted(lost.items())),
         )
@@ -126,19 +147,19 @@ class World:
         """Restart a crashed node; it rebuilds volatile state from its disk."""
         node = self.node(name)
         node._check_transition("restart")  # traced only if it happens
-        self.trace.emit(name, "fault", "restart", ("incarnation", node.incarnation))
+        self.trace.emit(name, "fault", events.RESTART, ("incarnation", node.incarnation))
         node._restart()
 
     def pause(self, name: str) -> None:
         """Pause a node: it runs nothing until resumed, while time goes on for everyone else."""
         self.node(name)._pause()
-        self.trace.emit(name, "fault", "pause")
+        self.trace.emit(name, "fault", events.PAUSE)
 
     def resume(self, name: str) -> None:
         """Resume a paused node; what queued up for it runs now."""
         node = self.node(name)
         node._check_transition("resume")  # traced only if it happens
-        self.trace.emit(name, "fault", "resume")
+        self.trace.emit(name, "fault", events.RESUME)
         node._resume()
 
     # -- faults and phases ------------------------------------------------------------------
@@ -162,7 +183,7 @@ class World:
     def set_phase(self, phase: str) -> None:
         """Enter a phase and tell the observers."""
         self.phase = phase
-        self.trace.emit("world", "phase", f"phase.{phase}")
+        self.trace.emit("world", "phase", events.phase_event(phase))
         for o in self.trace.observers:
             hook = getattr(o, "on_phase", None)
             if hook is not None:
@@ -173,6 +194,18 @@ class World:
     def attach(self, observer: Observer) -> None:
         """Attach an observer (it must not change the run)."""
         self.trace.attach(observer)
+        self._rewatch()
+
+    def detach(self, observer: Observer) -> None:
+        """Detach an observer attached earlier; the run goes on exactly as it would have."""
+        self.trace.detach(observer)
+        self._rewatch()
+
+    def _rewatch(self) -> None:
+        """Give the scheduler a watch when some observer has ``on_advance`` or ``after_step``."""
+        advance = [o.on_advance for o in self.trace.observers if getattr(o, "on_advance", None)]
+        stepped = [o.after_step for o in self.trace.observers if getattr(o, "after_step", None)]
+        self.scheduler.watch = _Watch(self, advance, stepped) if advance or stepped else None
 
     def fingerprint(self) -> str:
         """Return the run fingerprint: the trace hash plus a final draw over every stream.

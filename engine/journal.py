@@ -1,0 +1,337 @@
+"""Journal: every application call on a cluster, with the moment it applied; replay and fork.
+
+Role
+----
+A notebook session drives a cluster by hand: magics, dashboard buttons, plain Python calls on
+the producers and consumers. The run then depends on *when* each call happened, not only on the
+seed. A :class:`Journal` records each call the application makes on the cluster and its clients
+(the target, the method, the arguments, the trace index and simulated time at which it started
+and ended, and the exception it raised, if any). :meth:`Journal.replay` builds a new cluster with
+the same seed and configuration and makes the same calls at the same trace indexes: the run is
+rebuilt event for event, with the same fingerprint. :meth:`Journal.fork` replays only up to an
+event, so a user who scrubbed back can act from there (the dashboard's "acting while rewound").
+
+How calls are seen
+------------------
+:meth:`Journal.new_cluster` builds the cluster and wraps, on the instance only, every
+application call (:data:`API`) of the cluster, of each client it creates (producers, consumers,
+the admin client) and of ``cluster.transactions()``. A wrapper records the outermost call only:
+calls a method makes on other wrapped methods (``commit_transaction`` flushing, a delivery callback producing) happen
+again by themselves on replay. ``run_until(predicate)`` is replayed as "run until the trace holds
+as many events as it did", so the predicate, which may name objects of the old run, is never
+called again. Every wrapped call runs inside :attr:`Journal.guard`, a context manager the
+notebook layer sets to its lock so a pacer thread and the kernel's cells never drive the engine
+at once, and tells :attr:`Journal.listeners` when it starts and ends (a recorder follows the
+client the call changes between events).
+
+Invariants
+----------
+* Recording never changes the run: same trace and fingerprint with or without a journal.
+* Replay checks itself: each call must start at its recorded trace index and end at its recorded
+  index with the same outcome, or :class:`ReplayDiverged` says which call parted and how.
+* Deterministic: no clock, no randomness; entries are kept in call order.
+
+What it does not do
+-------------------
+Calls made on engine objects it did not wrap (``cluster.world``, a broker node) are not recorded,
+so a run driven that way does not replay. Arguments are kept as the objects passed (callbacks
+included); the journal is replayed in the same process, not written to a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from engine import args as argcheck
+
+if TYPE_CHECKING:
+    from engine.cluster import Cluster
+
+#: The application calls recorded, per kind of object: every call that can change the cluster or
+#: move time. Reads (views, metrics, assignment) are left out: they change nothing.
+API: dict[str, frozenset[str]] = {
+    "cluster": frozenset(
+        {
+            "create_topic",
+            "producer",
+            "consumer",
+            "run_for",
+            "run_until",
+            "step",
+            "crash",
+            "restart",
+            "pause",
+            "resume",
+            "partition",
+            "isolate",
+            "heal",
+            "add_rule",
+            "remove_rule",
+            "release",
+            "schedule_faults",
+            "transactions",
+            "admin",
+        }
+    ),
+    "producer": frozenset(
+        {
+            "produce",
+            "produce_batch",
+            "poll",
+            "flush",
+            "purge",
+            "close",
+            "init_transactions",
+            "begin_transaction",
+            "send_offsets_to_transaction",
+            "commit_transaction",
+            "abort_transaction",
+        }
+    ),
+    "consumer": frozenset(
+        {
+            "assign",
+            "incremental_assign",
+            "incremental_unassign",
+            "unassign",
+            "seek",
+            "position",
+            "pause",
+            "resume",
+            "poll",
+            "consume",
+            "get_watermark_offsets",
+            "close",
+            "subscribe",
+            "unsubscribe",
+            "commit",
+            "store_offsets",
+            "committed",
+        }
+    ),
+    "admin": frozenset({"abort_transaction"}),
+    "transactions": frozenset({"abort"}),
+}
+#: Cluster calls whose result is an object to record calls on as well.
+_ADOPTS = frozenset({"producer", "consumer", "transactions", "admin"})
+
+
+class ReplayDiverged(RuntimeError):  # noqa: N818 - says what happened to the replay
+    """A replayed call did not start, end or fail as it did in the recorded run."""
+
+
+@dataclasses.dataclass(slots=True)
+class Entry:
+    """One application call: where it went, and the trace index and time it started and ended."""
+
+    target: str
+    method: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    start_index: int
+    start_ms: int
+    end_index: int = -1
+    end_ms: int = -1
+    #: The name of the exception the call raised, or None.
+    error: str | None = None
+
+    def describe(self) -> str:
+        """Return the call as one line, e.g. ``producer-1.produce('orders', value=b'v') @ event 812``."""
+        shown = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        text = ", ".join(shown)
+        if len(text) > 80:
+            text = text[:77] + "..."
+        return f"{self.target}.{self.method}({text}) @ event {self.start_index}, t={self.start_ms} ms"
+
+
+class Journal:
+    """The calls made on one cluster (see the module docstring); build one with :meth:`new_cluster`."""
+
+    def __init__(self, cluster_kwargs: dict[str, Any]) -> None:
+        self.cluster_kwargs = dict(cluster_kwargs)
+        self.entries: list[Entry] = []
+        self.cluster: Cluster | None = None
+        #: Entered around every recorded call (the notebook layer sets a lock here).
+        self.guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+        #: Told of every outermost call: ``on_call_start(entry)`` before it runs and
+        #: ``on_call_end(entry)`` after it returns or raises (a recorder follows the client
+        #: a call changes between events).
+        self.listeners: list[Any] = []
+        self._depth = 0
+        self._wrapped: dict[int, Any] = {}
+
+    # -- building ----------------------------------------------------------------------------
+
+    @classmethod
+    def new_cluster(cls, *, observers: Iterable[Any] = (), **cluster_kwargs: Any) -> tuple[Cluster, Journal]:
+        """Build ``Cluster(**cluster_kwargs)`` with a journal recording it from its first call."""
+        from engine.cluster import Cluster
+
+        if "observers" in cluster_kwargs:  # pragma: no cover - keyword-only above
+            raise TypeError("pass observers to new_cluster() itself")
+        journal = cls(cluster_kwargs)
+        cluster = Cluster(**cluster_kwargs, observers=observers)
+        journal._bind(cluster)
+        return cluster, journal
+
+    def _bind(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._wrap(cluster, "cluster", "cluster")
+
+    def _wrap(self, obj: Any, target: str, kind: str) -> None:
+        if id(obj) in self._wrapped:
+            return
+        self._wrapped[id(obj)] = obj
+        for name in sorted(API[kind]):
+            bound = getattr(obj, name, None)
+            if bound is not None:
+                setattr(obj, name, self._wrapper(target, name, bound))
+
+    def _wrapper(self, target: str, method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
+        journal = self
+        adopts = target == "cluster" and method in _ADOPTS
+
+        @functools.wraps(bound)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if journal._depth:
+                result = bound(*args, **kwargs)
+            else:
+                with journal.guard:
+                    result = journal._record(target, method, bound, args, kwargs)
+            return journal._adopt(result) if adopts else result
+
+        return call
+
+    def _record(self, target: str, method: str, bound: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        cluster = self.cluster
+        assert cluster is not None
+        trace = cluster.world.trace
+        entry = Entry(target, method, args, kwargs, trace.count, cluster.now_ms)
+        for listener in self.listeners:
+            listener.on_call_start(entry)
+        self._depth += 1
+        try:
+            return bound(*args, **kwargs)
+        except BaseException as exc:
+            entry.error = type(exc).__name__
+            raise
+        finally:
+            self._depth -= 1
+            entry.end_index, entry.end_ms = trace.count, cluster.now_ms
+            self.entries.append(entry)
+            for listener in self.listeners:
+                listener.on_call_end(entry)
+
+    def _adopt(self, result: Any) -> Any:
+        """Wrap a client or admin object a cluster call returned, so its calls are recorded too."""
+        from engine.admin import AdminClient, TransactionsAdmin
+        from engine.client.consumer import Consumer
+        from engine.client.producer import Producer
+
+        if isinstance(result, Producer):
+            self._wrap(result, result.name, "producer")
+        elif isinstance(result, Consumer):
+            self._wrap(result, result.name, "consumer")
+        elif isinstance(result, AdminClient):
+            self._wrap(result, result.name, "admin")
+        elif isinstance(result, TransactionsAdmin):
+            self._wrap(result, "transactions", "transactions")
+            if result._client is not None:
+                self._wrap(result._client, result._client.name, "admin")
+        return result
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def lines(self) -> list[str]:
+        """Return every entry as one line (see :meth:`Entry.describe`)."""
+        return [e.describe() + (f" -> {e.error}" if e.error else "") for e in self.entries]
+
+    # -- replay and fork ---------------------------------------------------------------------
+
+    def replay(
+        self, *, observers: Iterable[Any] = (), setup: Callable[[Cluster], Any] | None = None
+    ) -> tuple[Cluster, Journal]:
+        """Rebuild the whole run in a new cluster (with its own journal); same fingerprint.
+
+        ``observers`` watch the new cluster from its first event; ``setup(cluster)`` runs once it
+        is built, before the first call is replayed (a client history attaches there).
+        """
+        return self._replay(None, observers, setup)
+
+    def fork(
+        self, event_index: int, *, observers: Iterable[Any] = (), setup: Callable[[Cluster], Any] | None = None
+    ) -> tuple[Cluster, Journal, int]:
+        """Rebuild the run up to the board after ``event_index`` and stop there.
+
+        Returns the new cluster, its journal and the index it stopped after. The stop is the end
+        of the handler that emitted ``event_index`` (see :mod:`engine.views.recorder`), so the
+        new cluster's board equals the recorded board at that index. An event inside a client
+        call that waits (``flush``, ``commit_transaction`` ...) cannot be stopped at: the fork
+        then stops before that call, at the index it started from.
+        """
+        argcheck.check_int(event_index, "event_index", minimum=0)
+        return self._replay(event_index, observers, setup)  # type: ignore[return-value]
+
+    def _replay(self, stop: int | None, observers: Iterable[Any], setup: Callable[[Cluster], Any] | None) -> Any:
+        cluster, journal = Journal.new_cluster(observers=observers, **self.cluster_kwargs)
+        if setup is not None:
+            setup(cluster)
+        trace = cluster.world.trace
+        for entry in self.entries:
+            if stop is not None and entry.start_index > stop:
+                break
+            if stop is not None and entry.end_index > stop + 1:
+                if entry.method in ("run_for", "run_until", "step") and entry.target == "cluster":
+                    _catch_up(cluster, journal, stop + 1, entry)
+                    return cluster, journal, trace.count - 1
+                _catch_up(cluster, journal, entry.start_index, entry)
+                return cluster, journal, trace.count - 1
+            _catch_up(cluster, journal, entry.start_index, entry)
+            journal._replay_entry(cluster, entry)
+        if stop is not None:
+            return cluster, journal, trace.count - 1
+        return cluster, journal
+
+    def _replay_entry(self, cluster: Cluster, entry: Entry) -> None:
+        trace = cluster.world.trace
+        if entry.method == "run_until" and entry.target == "cluster":
+            _catch_up(cluster, self, entry.end_index, entry)
+            return
+        target = _resolve(cluster, entry.target)
+        error = None
+        try:
+            getattr(target, entry.method)(*entry.args, **entry.kwargs)
+        except Exception as exc:
+            error = type(exc).__name__
+        if error != entry.error or trace.count != entry.end_index or cluster.now_ms != entry.end_ms:
+            msg = (
+                f"replay diverged at {entry.describe()}: recorded end event {entry.end_index} at "
+                f"{entry.end_ms} ms ({entry.error or 'no error'}), replayed {trace.count} at {cluster.now_ms} ms "
+                f"({error or 'no error'})"
+            )
+            raise ReplayDiverged(msg)
+
+
+def _resolve(cluster: Cluster, target: str) -> Any:
+    if target == "cluster":
+        return cluster
+    if target == "transactions":
+        return cluster.transactions()
+    return cluster.world.node(target)
+
+
+def _catch_up(cluster: Cluster, journal: Journal, count: int, entry: Entry) -> None:
+    """Run scheduled events until the trace holds ``count`` events (recorded as ``run_until``)."""
+    trace = cluster.world.trace
+    if trace.count > count:
+        msg = f"replay diverged before {entry.describe()}: the trace already holds {trace.count} events"
+        raise ReplayDiverged(msg)
+    if trace.count < count:
+        cluster.run_until(lambda: trace.count >= count)

@@ -1,0 +1,423 @@
+"""Recorder: the board (:mod:`engine.views.board`) after any trace event, exact, without re-running.
+
+Role
+----
+Time travel for the dashboard. A :class:`Recorder` watches a run and keeps, for every row of the
+board, the list of its changes with the trace index at which each happened (copy on change:
+a row that did not change costs nothing). :meth:`Recorder.at` rebuilds the whole board as it was
+after any event by a binary search per row, so a scrubber can jump anywhere in a run of millions
+of events without re-running it. The partition logs are kept as one list of batches per
+partition, each with the index that added it and the index that truncated it away.
+
+What "after event i" means
+--------------------------
+The engine changes state only inside a scheduled event (one handler of one node, which may emit
+several trace events) or inside an application call between events. The board after event ``i``
+is the state when the handler (or call) that emitted event ``i`` returned. Events emitted by one
+handler share one board; that is the finest grain at which the engine's state is ever whole.
+
+How it knows what changed
+-------------------------
+* ``after_step(world, callback)``: the node whose handler ran (``callback.__self__``) is dirty.
+* ``on_event``: a client's event makes the client dirty; a fault makes everything dirty;
+  leadership, ISR, topic and broker-registration events make every partition and broker row
+  dirty; ``__transaction_state`` writes, loads and completions make the transaction rows dirty.
+* ``on_offsets(replica)``: that partition is dirty (an append, truncation, HW, LSO or
+  leader-epoch move); for a ``__transaction_state`` replica, the transaction rows.
+* Application calls (``produce``, ``commit_transaction``, ``crash`` ...) change a client between
+  events, also in the middle of a call that waits. Given as a listener to the cluster's
+  :class:`~engine.journal.Journal`, the recorder reads the called client after every handler
+  while the call runs (``on_call_start``) and everything dirty when it ends (``on_call_end``);
+  :meth:`Recorder.sync` does the latter by hand.
+
+After each handler the dirty rows are read again (:mod:`engine.views.board`) and stored only if
+they differ from their last value. tests/unit/views/test_views_recorder.py reads the whole board
+live after every handler of faulty runs and checks it equals :meth:`Recorder.at`.
+
+Invariants
+----------
+* Watching never changes the run: same trace, same fingerprint with or without a recorder.
+* It reads no clock and draws nothing; its memory grows with the number of row changes.
+
+What it does not do
+-------------------
+It does not record before it is bound to its cluster (``Cluster(observers=[Recorder()])`` binds
+before the startup; ``Recorder.attach(cluster)`` binds later and starts from that moment).
+Internal topics' partitions are not recorded (see :mod:`engine.views.board`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from typing import TYPE_CHECKING, Any
+
+from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from engine.sim import events
+from engine.views import board
+from engine.views.board import LOG_TAIL, BoardState, LogTail
+
+if TYPE_CHECKING:
+    from engine.broker.replica import Replica
+    from engine.cluster import Cluster
+    from engine.log.records import RecordBatch
+    from engine.sim.trace import TraceEvent
+    from engine.sim.world import World
+
+_INTERNAL = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
+
+#: Events after which every partition row is read again (leadership, ISR, topics, brokers).
+_PARTITION_EVENTS = frozenset(
+    {
+        events.TOPIC_CREATE,
+        events.ELECTION_CLEAN,
+        events.ELECTION_UNCLEAN,
+        events.ELECTION_NONE,
+        events.ISR_CHANGE,
+        events.REPLICA_LEADER,
+        events.REPLICA_FOLLOWER,
+        events.REPLICA_TRUNCATE,
+        events.BROKER_FENCE,
+        events.BROKER_REGISTER,
+        events.BROKER_REREGISTER,
+        events.PRODUCER_EXPIRED,
+    }
+)
+#: Events after which the ``__transaction_state`` rows are read again.
+_TXN_EVENTS = frozenset(
+    {
+        events.TXN_STATE_WRITE,
+        events.COORDINATOR_LOADED,
+        events.TXN_COMPLETE,
+        events.REPLICA_LEADER,
+        events.REPLICA_FOLLOWER,
+    }
+)
+
+_MISSING = object()
+
+
+class Series:
+    """The changes of one value: ``(index, value)`` pairs, index ascending, no repeats."""
+
+    __slots__ = ("indexes", "values")
+
+    def __init__(self) -> None:
+        self.indexes: list[int] = []
+        self.values: list[Any] = []
+
+    def set(self, index: int, value: Any) -> None:
+        """Record ``value`` as of ``index`` if it differs from the last one recorded."""
+        values = self.values
+        if values and values[-1] == value:
+            return
+        if self.indexes and self.indexes[-1] == index:
+            values[-1] = value  # a later read within the same index wins
+            if len(values) > 1 and values[-2] == value:
+                values.pop()
+                self.indexes.pop()
+            return
+        self.indexes.append(index)
+        values.append(value)
+
+    def at(self, index: int) -> tuple[Any, int]:
+        """Return ``(value, changed_at)`` as of ``index``, or ``(_MISSING, -1)`` before the first."""
+        i = bisect_right(self.indexes, index)
+        if i == 0:
+            return _MISSING, -1
+        return self.values[i - 1], self.indexes[i - 1]
+
+    def __len__(self) -> int:
+        return len(self.indexes)
+
+
+class _LogTrack:
+    """One partition's leader log over time: every batch with the index that added and removed it."""
+
+    __slots__ = ("added", "batches", "live", "removed")
+
+    def __init__(self) -> None:
+        self.added: list[int] = []
+        self.removed: list[int] = []
+        self.batches: list[RecordBatch] = []
+        #: Positions (into the lists above) of the batches in the log now, in offset order.
+        self.live: list[int] = []
+
+    def reconcile(self, index: int, now: list[RecordBatch]) -> None:
+        """Make the live batches equal ``now``: truncate where they part, then append the rest."""
+        live, batches = self.live, self.batches
+        k = min(len(live), len(now))
+        while k > 0 and batches[live[k - 1]] is not now[k - 1]:
+            k -= 1
+        if k == len(live) == len(now):
+            return
+        for pos in live[k:]:
+            self.removed[pos] = index
+        del live[k:]
+        for b in now[k:]:
+            live.append(len(batches))
+            batches.append(b)
+            self.added.append(index)
+            self.removed.append(1 << 62)
+
+    def tail(self, index: int) -> tuple[RecordBatch, ...]:
+        """Return the newest :data:`LOG_TAIL` batches of the log as of ``index``."""
+        out: list[RecordBatch] = []
+        pos = bisect_right(self.added, index) - 1
+        removed, batches = self.removed, self.batches
+        while pos >= 0 and len(out) < LOG_TAIL:
+            if removed[pos] > index:
+                out.append(batches[pos])
+            pos -= 1
+        out.reverse()
+        return tuple(out)
+
+
+class Recorder:
+    """Keep every board row's changes; rebuild the board after any event (see the module docstring).
+
+    Use ``Cluster(observers=[Recorder()])`` to record from the first event, or
+    ``Recorder.attach(cluster)`` to start now.
+    """
+
+    def __init__(self) -> None:
+        self.cluster: Cluster | None = None
+        self._series: dict[tuple[str, Any], Series] = {}
+        self._logs: dict[tuple[str, int], _LogTrack] = {}
+        self._kind: dict[str, str] = {}
+        self._clients_seen = (0, 0)
+        self._dirty_nodes: set[str] = set()
+        self._dirty_partitions: set[tuple[str, int]] = set()
+        self._all_partitions = False
+        self._brokers = False
+        self._txns = False
+        self._controller = False
+        #: Clients an application call is running on: read after every handler until it ends.
+        self._calling: set[str] = set()
+        #: The index of the first board this recorder holds.
+        self.first_index = -1
+        #: The index of the latest board.
+        self.last_index = -1
+
+    # -- binding ------------------------------------------------------------------------------
+
+    @classmethod
+    def attach(cls, cluster: Cluster) -> Recorder:
+        """Start recording ``cluster`` now (its board from this moment on)."""
+        rec = cls()
+        cluster.world.attach(rec)
+        rec.on_cluster(cluster)
+        return rec
+
+    def detach(self) -> None:
+        """Stop watching (what was recorded stays readable)."""
+        if self.cluster is not None and self in self.cluster.world.trace.observers:
+            self.cluster.world.detach(self)
+
+    def on_cluster(self, cluster: Cluster) -> None:
+        """Bind to the cluster (called by ``Cluster`` before its startup runs) and read everything."""
+        if self.cluster is not None:
+            msg = "this recorder already records a cluster; make a new Recorder for another"
+            raise ValueError(msg)
+        self.cluster = cluster
+        self._kind = {"controller": "controller"}
+        for b in cluster.brokers.values():
+            self._kind[b.name] = "broker"
+        self.first_index = cluster.world.trace.count - 1
+        self._everything_dirty()
+        self._flush()
+
+    # -- observer hooks ----------------------------------------------------------------------
+
+    def on_event(self, event: TraceEvent) -> None:
+        """Mark what the event says changed."""
+        kind = self._kind.get(event.node)
+        if kind is not None and kind != "broker":
+            self._mark(event.node, kind)
+        name = event.name
+        if event.kind == "fault":
+            self._everything_dirty()
+            return
+        if name in _PARTITION_EVENTS:
+            self._all_partitions = self._brokers = True
+        if name in _TXN_EVENTS:
+            self._txns = True
+
+    def after_step(self, world: World, callback: Any) -> None:
+        """A handler ran: mark its node, then read what is dirty."""
+        owner = getattr(callback, "__self__", None)
+        name = getattr(owner, "name", None)
+        if name is not None:
+            kind = self._kind.get(name)
+            if kind is not None and kind != "broker":
+                self._mark(name, kind)
+        self._flush()
+
+    def on_offsets(self, replica: Replica) -> None:
+        """A replica's offsets moved: its partition is dirty (for ``__transaction_state``, the txn rows)."""
+        topic = replica.topic
+        if topic not in _INTERNAL:
+            self._dirty_partitions.add((topic, replica.partition))
+        elif topic == TRANSACTION_STATE_TOPIC:
+            self._txns = True
+
+    def on_call_start(self, entry: Any) -> None:
+        """An application call starts (:class:`~engine.journal.Journal` listener)."""
+        self._calling.add(entry.target)
+        self._dirty_nodes.add(entry.target)
+
+    def on_call_end(self, entry: Any) -> None:
+        """An application call returned or raised: read what it changed."""
+        self._calling.discard(entry.target)
+        self.sync()
+
+    def sync(self) -> None:
+        """Read the clients and everything marked dirty now (after an application call)."""
+        if self.cluster is None:
+            return
+        self._dirty_nodes.update(p.name for p in self.cluster.producers)
+        self._dirty_nodes.update(c.name for c in self.cluster.consumers)
+        self._brokers = self._txns = True
+        self._flush()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def at(self, index: int) -> BoardState:
+        """Return the board after event ``index`` (clamped to what this recorder holds)."""
+        cluster = self._bound()
+        if isinstance(index, bool) or not isinstance(index, int):
+            msg = f"at() takes a trace event index (int), got {index!r}"
+            raise TypeError(msg)
+        index = max(self.first_index, min(index, self.last_index))
+        changed: dict[tuple[str, Any], int] = {}
+
+        def rows(kind: str, keys: Any) -> tuple[Any, ...]:
+            out = []
+            for key in keys:
+                s = self._series.get((kind, key))
+                if s is None:
+                    continue
+                value, when = s.at(index)
+                if value is _MISSING or value is None:
+                    continue
+                changed[(kind, key)] = when
+                out.append(value)
+            return tuple(out)
+
+        # list() copies a dict in one step: another thread may add rows while a view reads
+        series = list(self._series)
+        keys = sorted(k for (kind, k) in series if kind == "partition")
+        partitions = rows("partition", keys)
+        live_keys = [(r.topic, r.partition) for r in partitions]
+        controller, _ = self._series[("controller", None)].at(index)
+        return BoardState(
+            index,
+            board.event_time(cluster, index),
+            controller,
+            rows("broker", sorted(cluster.brokers)),
+            partitions,
+            rows("producer", [n for n, k in list(self._kind.items()) if k == "producer"]),
+            rows("consumer", [n for n, k in list(self._kind.items()) if k == "consumer"]),
+            rows("txn", sorted(k for (kind, k) in series if kind == "txn")),
+            tuple(LogTail(t, p, self._logs[(t, p)].tail(index)) for t, p in live_keys if (t, p) in self._logs),
+            changed,
+        )
+
+    def latest(self) -> BoardState:
+        """Return the board now."""
+        return self.at(self.last_index)
+
+    def changes(self) -> int:
+        """Return how many row changes are stored (a measure of memory)."""
+        return sum(len(s) for s in self._series.values()) + sum(len(t.batches) for t in self._logs.values())
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _bound(self) -> Cluster:
+        if self.cluster is None:
+            msg = "this recorder is not bound to a cluster: use Recorder.attach(cluster) or Cluster(observers=[...])"
+            raise ValueError(msg)
+        return self.cluster
+
+    def _mark(self, name: str, kind: str) -> None:
+        """A client's or the controller's handler ran (a broker's changes come through its events)."""
+        if kind == "controller":
+            self._controller = True
+        else:
+            self._dirty_nodes.add(name)
+
+    def _everything_dirty(self) -> None:
+        self._brokers = self._txns = self._controller = self._all_partitions = True
+        cluster = self.cluster
+        if cluster is not None:
+            self._dirty_nodes.update(p.name for p in cluster.producers)
+            self._dirty_nodes.update(c.name for c in cluster.consumers)
+
+    def _new_clients(self, cluster: Cluster) -> None:
+        seen = (len(cluster.producers), len(cluster.consumers))
+        if seen == self._clients_seen:
+            return
+        for p in cluster.producers[self._clients_seen[0] :]:
+            self._kind[p.name] = "producer"
+            self._dirty_nodes.add(p.name)
+        for c in cluster.consumers[self._clients_seen[1] :]:
+            self._kind[c.name] = "consumer"
+            self._dirty_nodes.add(c.name)
+        self._clients_seen = seen
+
+    def _set(self, kind: str, key: Any, index: int, value: Any) -> None:
+        s = self._series.get((kind, key))
+        if s is None:
+            s = self._series[(kind, key)] = Series()
+        s.set(index, value)
+
+    def _flush(self) -> None:
+        cluster = self.cluster
+        if cluster is None:
+            return
+        index = cluster.world.trace.count - 1
+        self.last_index = index
+        self._new_clients(cluster)
+        if self._controller:
+            self._controller = False
+            self._set("controller", None, index, cluster.controller.status.value)
+        if self._brokers:
+            self._brokers = False
+            for b in cluster.brokers:
+                self._set("broker", b, index, board.broker_row(cluster, b))
+        if self._all_partitions:
+            self._all_partitions = False
+            self._dirty_partitions.update(board.user_partitions(cluster))
+        if self._dirty_partitions:
+            parts = cluster.controller.partitions
+            for key in sorted(self._dirty_partitions):
+                if key not in parts:
+                    continue
+                self._set("partition", key, index, board.partition_row(cluster, key))
+                track = self._logs.get(key)
+                if track is None:
+                    track = self._logs[key] = _LogTrack()
+                track.reconcile(index, board.leader_log(cluster, key))
+            self._dirty_partitions.clear()
+        if self._calling:
+            self._dirty_nodes.update(self._calling)
+        if self._dirty_nodes:
+            producers = {p.name: p for p in cluster.producers}
+            consumers = {c.name: c for c in cluster.consumers}
+            for name in sorted(self._dirty_nodes):
+                p = producers.get(name)
+                if p is not None:
+                    self._set("producer", name, index, board.producer_row(p))
+                    continue
+                c = consumers.get(name)
+                if c is not None:
+                    self._set("consumer", name, index, board.consumer_row(c))
+            self._dirty_nodes.clear()
+        if self._txns:
+            self._txns = False
+            rows = board.all_txn_rows(cluster)
+            present = {r.transactional_id for r in rows}
+            for r in rows:
+                self._set("txn", r.transactional_id, index, r)
+            for kind, key in list(self._series):
+                if kind == "txn" and key not in present:
+                    self._set("txn", key, index, None)
