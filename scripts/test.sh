@@ -4,7 +4,9 @@
 #   1. ruff check .            lint
 #   2. ruff format --check .   formatting
 #   3. lint-imports            layer contracts: eos_magics -> widgets -> engine; no Jupyter/Spark in engine
-#   4. pytest                  the whole suite (extra arguments are passed on: bash scripts/test.sh -x -k tidy)
+#   4. check-js                tsc --checkJs over widgets/**/*.js (scripts/check-js.sh; npm ci on first use)
+#   5. pytest                  the whole suite (extra arguments are passed on: bash scripts/test.sh -x -k tidy)
+#                              tests/browser needs /usr/bin/chromium: skipped without it, failed if CI=true
 #
 # Every step runs even if an earlier one failed, so one run reports everything; the exit status is
 # non-zero if any step failed (pytest's "no tests collected", status 5, counts as a failure).
@@ -41,6 +43,7 @@ step() {
 step "ruff check" "$BIN/ruff" check .
 step "ruff format --check" "$BIN/ruff" format --check .
 step "lint-imports" "$BIN/lint-imports"
+step "check-js" bash "$ROOT/scripts/check-js.sh"
 step "pytest" "$BIN/pytest" "$@"
 
 if [ "${#failed[@]}" -ne 0 ]; then

@@ -25,7 +25,7 @@ notebook library.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
@@ -169,8 +169,10 @@ def _batch_title(b: Any) -> str:
     return " · ".join(parts)
 
 
-def _box(b: Any, x: int, y: int, w: int) -> list[str]:
+def _box(b: Any, x: int, y: int, w: int, fill: Callable[[Any], str] | None = None) -> list[str]:
     colour = COLOURS.get(b.kind, COLOURS["plain"])
+    if fill is not None and not b.is_control:
+        colour = fill(b)
     out = ["<g>", _title(_batch_title(b))]
     rect = (("x", x), ("y", y), ("width", w), ("height", _BOX_H), ("rx", 2), ("fill", colour), ("stroke", colour))
     if b.is_control:
@@ -237,6 +239,8 @@ def log_strip(
     log_end_offset: int | None = None,
     max_batches: int = DEFAULT_MAX_BATCHES,
     label: str = "partition log",
+    fill: Callable[[Any], str] | None = None,
+    legend: Sequence[tuple[str, str]] | None = None,
 ) -> str:
     """Return a partition log as a strip of batch boxes with HW, LSO and LEO lines.
 
@@ -247,6 +251,11 @@ def log_strip(
     (``HW=LEO 7``). Only the last ``max_batches`` batches are drawn, after a note counting the
     earlier ones; a cursor below the first drawn batch sits at the strip's left edge, its label
     marked ``◂``.
+
+    ``fill`` colours data batches another way (the dashboard gives each producer a hue, one
+    shade per epoch, grey once fenced); the transaction outcome is then told by the border
+    alone (open dashed, aborted hatched, committed solid) and ``legend`` lists the colours as
+    ``(colour, text)`` pairs after the outcome legend.
     """
     if max_batches < 1:
         msg = f"max_batches must be at least 1, got {max_batches}"
@@ -291,7 +300,7 @@ def log_strip(
         body.append(_text(_PAD, top + _BOX_H // 2 + 4, note, ("fill-opacity", "0.7")))
     if shown:
         for b, bx, w in zip(shown, xs, ws, strict=True):
-            body.extend(_box(b, bx, top, w))
+            body.extend(_box(b, bx, top, w, fill))
             base = str(b.base_offset)
             if w >= _CHAR_W * len(base) + 2:
                 body.append(_text(bx + 2, top + _BOX_H + 12, base, ("fill-opacity", "0.8"), size=9))
@@ -350,6 +359,20 @@ def log_strip(
         )
         body.append(_text(lx + 14, y_legend, KIND_LABELS[k], size=9))
         lx += 14 + _CHAR_W * len(KIND_LABELS[k]) + 12
+    for colour, text in legend or ():
+        body.append(
+            _el(
+                "rect",
+                ("x", lx),
+                ("y", y_legend - 9),
+                ("width", 10),
+                ("height", 10),
+                ("fill", colour),
+                ("stroke", colour),
+            )
+        )
+        body.append(_text(lx + 14, y_legend, text, size=9))
+        lx += 14 + _CHAR_W * len(text) + 12
     width = max(width, lx + _PAD)
     height = y_legend + 8 if present else top + _BOX_H + 20
     return _svg(width, height, label, body)

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from engine.views import consumer_groups as consumer_groups_text
 from engine.views import transactions as txn_views
 from engine.views.log_batches import replica_log
-from eos_magics.views import svg
 from eos_magics.views.base import TableView
 from eos_magics.views.logs import strip
+from widgets import svg
 
 if TYPE_CHECKING:
     from engine import Cluster

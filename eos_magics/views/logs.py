@@ -31,8 +31,8 @@ from engine.errors import LeaderNotAvailableException
 from engine.views import lookup
 from engine.views import transactions as txn_views
 from engine.views.log_batches import ReplicaLog, replica_log
-from eos_magics.views import svg
 from eos_magics.views.base import TableView, View, plain_table
+from widgets import svg
 
 if TYPE_CHECKING:
     from engine import Cluster

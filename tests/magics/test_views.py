@@ -32,8 +32,9 @@ from engine.errors import (
     UnknownTopicOrPartitionException,
 )
 from engine.views.log_batches import BatchSummary, replica_log, summarize
-from eos_magics.views import TableView, View, svg
+from eos_magics.views import TableView, View
 from eos_magics.views import kafka as views
+from widgets import svg
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = b"<script>alert(1)</script>"

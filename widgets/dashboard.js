@@ -1,0 +1,193 @@
+// The eos-magics dashboard front-end (anywidget ES module; no CDN, no build step).
+//
+// The kernel renders every panel to HTML (widgets/panels.py) and sends a panel only when its
+// text changed. This module lays the panels out, swaps their HTML in, and turns the controls
+// and the fault buttons inside the panels into messages to the kernel:
+//   model.send({op, node})   play, pause, step, step-request, live, crash, restart, pause-node,
+//                            resume, drop-ack
+//   model.set("scrub", i)    show the board after event i (-1: live)
+//   model.set("rate", ms)    simulated ms per second while playing
+//   model.set("msc_txn", id) the transactional id of the sequence chart
+
+/** @typedef {import("./anywidget-types").RenderProps} RenderProps */
+/** @typedef {import("./anywidget-types").AnyModel} AnyModel */
+
+const PANELS = [
+  ["brokers", "Brokers"],
+  ["partitions", "Partitions"],
+  ["producers", "Producers"],
+  ["txns", "__transaction_state"],
+  ["logs", "Partition logs"],
+  ["reads", "read_committed vs read_uncommitted"],
+  ["timeline", "Recent events"],
+  ["msc", "Transaction sequence chart"],
+];
+
+/**
+ * @param {string} tag
+ * @param {string} cls
+ * @param {string} [text]
+ * @returns {HTMLElement}
+ */
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/**
+ * @param {AnyModel} model
+ * @param {string} op
+ * @param {string} [node]
+ */
+function send(model, op, node) {
+  model.send({ op: op, node: node || "" });
+}
+
+/** @param {RenderProps} props */
+function render({ model, el: root }) {
+  const dash = el("div", "eos-dash");
+  root.appendChild(dash);
+
+  // -- the control bar ---------------------------------------------------------------------------
+  const bar = el("div", "eos-bar");
+  const head = el("span", "eos-head");
+  const play = /** @type {HTMLButtonElement} */ (el("button", "eos-play", "▶ play"));
+  const step = /** @type {HTMLButtonElement} */ (el("button", "eos-step", "step event"));
+  const stepReq = /** @type {HTMLButtonElement} */ (el("button", "eos-step-req", "step request"));
+  const rate = /** @type {HTMLSelectElement} */ (el("select", "eos-rate"));
+  for (const ms of [20, 50, 100, 200, 500, 1000, 5000]) {
+    const o = document.createElement("option");
+    o.value = String(ms);
+    o.textContent = `${ms} ms/s`;
+    rate.appendChild(o);
+  }
+  const scrub = /** @type {HTMLInputElement} */ (el("input", "eos-scrub"));
+  scrub.type = "range";
+  scrub.min = "0";
+  scrub.step = "1";
+  scrub.title = "drag back in time: every panel shows the board after the chosen event";
+  const live = /** @type {HTMLButtonElement} */ (el("button", "eos-live", "live"));
+  const note = el("span", "eos-note-bar");
+  step.title = "run the next event handler";
+  stepReq.title = "run until the next request is sent";
+  bar.append(head, play, step, stepReq, rate, scrub, live, note);
+  dash.appendChild(bar);
+
+  // -- the panels --------------------------------------------------------------------------------
+  /** @type {Record<string, HTMLElement>} */
+  const bodies = {};
+  const grid = el("div", "eos-grid");
+  for (const [name, title] of PANELS) {
+    const section = el("section", `eos-panel eos-p-${name}`);
+    const h = el("h4", "eos-panel-title", title);
+    section.appendChild(h);
+    if (name === "msc") {
+      const pick = /** @type {HTMLSelectElement} */ (el("select", "eos-msc-select"));
+      pick.title = "the transactional id whose latest transaction is drawn";
+      pick.addEventListener("change", () => {
+        model.set("msc_txn", pick.value);
+        model.save_changes();
+      });
+      h.appendChild(pick);
+      bodies["msc-select"] = pick;
+    }
+    const body = el("div", "eos-panel-body");
+    section.appendChild(body);
+    bodies[name] = body;
+    grid.appendChild(section);
+  }
+  dash.appendChild(grid);
+
+  /** @param {string} name */
+  function showPanel(name) {
+    bodies[name].innerHTML = String(model.get(name) || "");
+  }
+
+  function showTxnIds() {
+    const pick = /** @type {HTMLSelectElement} */ (bodies["msc-select"]);
+    /** @type {string[]} */
+    const ids = model.get("txn_ids") || [];
+    const chosen = String(model.get("msc_txn") || "");
+    pick.replaceChildren();
+    for (const id of ids) {
+      const o = document.createElement("option");
+      o.value = id;
+      o.textContent = id;
+      o.selected = id === chosen;
+      pick.appendChild(o);
+    }
+  }
+
+  let dragging = false;
+  function showStatus() {
+    const s = model.get("status") || {};
+    head.textContent = `${s.title} · seed ${s.seed} · t=${s.time_ms} ms · event ${s.index} of ${s.last}`;
+    head.dataset.index = String(s.index);
+    head.dataset.time = String(s.time_ms);
+    note.textContent = s.note || "";
+    scrub.min = String(Math.max(0, s.first || 0));
+    scrub.max = String(Math.max(0, s.last || 0));
+    if (!dragging) scrub.value = String(s.index);
+    dash.classList.toggle("eos-rewound", !s.live);
+    live.disabled = !!s.live;
+  }
+
+  function showPlaying() {
+    const on = !!model.get("playing");
+    play.textContent = on ? "⏸ pause" : "▶ play";
+    play.classList.toggle("eos-on", on);
+  }
+
+  function showRate() {
+    rate.value = String(model.get("rate"));
+  }
+
+  // -- events ------------------------------------------------------------------------------------
+  play.addEventListener("click", () => send(model, model.get("playing") ? "pause" : "play"));
+  step.addEventListener("click", () => send(model, "step"));
+  stepReq.addEventListener("click", () => send(model, "step-request"));
+  live.addEventListener("click", () => send(model, "live"));
+  rate.addEventListener("change", () => {
+    model.set("rate", Number(rate.value));
+    model.save_changes();
+  });
+  /** @type {number | undefined} */
+  let pending;
+  scrub.addEventListener("input", () => {
+    dragging = true;
+    if (pending !== undefined) clearTimeout(pending);
+    pending = window.setTimeout(() => {
+      const s = model.get("status") || {};
+      const v = Number(scrub.value);
+      model.set("scrub", v >= Number(s.last) ? -1 : v);
+      model.save_changes();
+      dragging = false;
+    }, 60);
+  });
+  grid.addEventListener("click", (e) => {
+    const target = /** @type {HTMLElement | null} */ (e.target);
+    const button = target ? /** @type {HTMLElement | null} */ (target.closest(".eos-act")) : null;
+    if (!button) return;
+    const op = button.dataset.op || "";
+    send(model, op === "pause" ? "pause-node" : op, button.dataset.node);
+  });
+
+  /** @type {Array<[string, () => void]>} */
+  const handlers = PANELS.map(([name]) => [`change:${name}`, () => showPanel(name)]);
+  handlers.push(["change:status", showStatus], ["change:txn_ids", showTxnIds], ["change:msc_txn", showTxnIds]);
+  handlers.push(["change:playing", showPlaying], ["change:rate", showRate]);
+  for (const [event, cb] of handlers) model.on(event, cb);
+  for (const [name] of PANELS) showPanel(name);
+  showTxnIds();
+  showStatus();
+  showPlaying();
+  showRate();
+
+  return () => {
+    for (const [event, cb] of handlers) model.off(event, cb);
+  };
+}
+
+export default { render };

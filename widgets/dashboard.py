@@ -1,0 +1,367 @@
+"""Dashboard: the live cluster view you can play, pause, step, break and scrub back.
+
+Role
+----
+An ``anywidget`` whose panels (:mod:`widgets.panels`) show a :class:`~widgets.live.LiveRun`'s
+board: brokers, partitions, producers with their sequence windows, ``__transaction_state``, the
+partition logs, read_committed vs read_uncommitted, the recent events with fault windows, and a
+message sequence chart of one transaction. Its controls (in ``dashboard.js``) play and pause the
+run at a rate of simulated ms per second, step one event or one request, scrub to any event,
+and act on the thing that fails: crash or restart a broker, pause a producer into a zombie,
+drop a producer's next acknowledgement.
+
+Threads
+-------
+One pacer thread (:class:`Pacer`) wakes at most :data:`MAX_HZ` times a second. When playing it
+advances the engine with ``cluster.run_for`` (journaled, under the run's lock); then it
+publishes: it reads the board at the chosen event from the recorder, renders the panels and,
+inside ``hold_sync``, sets only the traits whose text changed. Clicks arrive on the kernel's
+main thread and act under the same lock. The engine itself never sees a thread.
+
+Time travel
+-----------
+``scrub`` is -1 for "live" or an event index: every panel then shows the board after that
+event (exact, from the recorder). Acting while scrubbed back forks: the journal replays the run
+up to that event in a new cluster and the action applies there; ``on_fork(run, stop)`` tells the
+owner (the magics' session rebinds its names), and the dashboard follows the new run.
+
+Invariants
+----------
+* Showing, scrubbing or closing the dashboard never changes the run: the pacer only reads,
+  and only play and the action buttons drive the engine, through the journal.
+* Offline: the script and styles are files next to this module, loaded by anywidget from the
+  kernel; nothing comes from a CDN.
+* Where no front-end runs (nbconvert, GitHub), ``_repr_mimebundle_`` adds the same panels as
+  static HTML, so an executed notebook still shows the pictures.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+from engine.sim import events as ev
+from engine.views.sequence_chart import transaction_chart
+from widgets import panels
+from widgets.live import LiveRun
+from widgets.sequence_svg import sequence_svg
+
+#: The pacer never publishes more often than this (Hz).
+MAX_HZ = 10
+#: Panel traits, in page order.
+PANELS = ("brokers", "partitions", "producers", "txns", "logs", "reads", "timeline", "msc")
+#: Simulated ms per wall-clock second when playing, by default.
+DEFAULT_RATE = 200
+
+_HERE = Path(__file__).parent
+
+
+class Dashboard(anywidget.AnyWidget):
+    """The live dashboard of one run (see the module docstring)."""
+
+    _esm = _HERE / "dashboard.js"
+    _css = _HERE / "dashboard.css"
+
+    brokers = traitlets.Unicode("").tag(sync=True)
+    partitions = traitlets.Unicode("").tag(sync=True)
+    producers = traitlets.Unicode("").tag(sync=True)
+    txns = traitlets.Unicode("").tag(sync=True)
+    logs = traitlets.Unicode("").tag(sync=True)
+    reads = traitlets.Unicode("").tag(sync=True)
+    timeline = traitlets.Unicode("").tag(sync=True)
+    msc = traitlets.Unicode("").tag(sync=True)
+    #: time_ms, index, first, last, title, note, forks
+    status = traitlets.Dict().tag(sync=True)
+    txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    msc_txn = traitlets.Unicode("").tag(sync=True)
+    scrub = traitlets.Int(-1).tag(sync=True)
+    playing = traitlets.Bool(False).tag(sync=True)
+    rate = traitlets.Int(DEFAULT_RATE).tag(sync=True)
+
+    def __init__(
+        self,
+        run: LiveRun,
+        *,
+        title: str = "cluster",
+        on_fork: Callable[[LiveRun, int], None] | None = None,
+        pacer: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.run = run
+        self.title = title
+        self.on_fork = on_fork
+        self.forks = 0
+        self.note = ""
+        self._shown: tuple[int, int, str, int] = (-2, -2, "", -1)
+        self._msc_key: tuple[Any, ...] = ()
+        self._publishing = threading.Lock()
+        self.on_msg(self._on_action)
+        self.observe(self._on_control, names=["scrub", "msc_txn"])
+        self.publish()
+        self.pacer = Pacer(self) if pacer else None
+        if self.pacer is not None:
+            self.pacer.start()
+
+    # -- publishing -----------------------------------------------------------------------------
+
+    def index(self) -> int:
+        """Return the event the panels show: the scrubbed one, or the latest."""
+        rec = self.run.recorder
+        if 0 <= self.scrub < rec.last_index:
+            return max(self.scrub, rec.first_index)
+        return rec.last_index
+
+    def render(self) -> dict[str, str]:
+        """Return every panel's HTML for the board at :meth:`index`."""
+        rec = self.run.recorder
+        index = self.index()
+        board = rec.at(index)
+        trace = self.run.cluster.world.trace
+        return {
+            "brokers": panels.brokers_panel(board),
+            "partitions": panels.partitions_panel(board),
+            "producers": panels.producers_panel(board),
+            "txns": panels.txns_panel(board),
+            "logs": panels.logs_panel(board),
+            "reads": panels.reads_panel(board),
+            "timeline": panels.timeline_panel(trace.events, index, board.time_ms),
+            "msc": self._msc(index),
+        }
+
+    def _msc(self, index: int) -> str:
+        """The sequence chart of the chosen transactional id's latest transaction up to ``index``."""
+        tid = self.msc_txn or (self.txn_ids[0] if self.txn_ids else "")
+        if not tid:
+            return '<div class="eos-empty">no transaction yet</div>'
+        key = (id(self.run), tid, index)
+        if key == self._msc_key:
+            return self.msc
+        self._msc_key = key
+        events = list(itertools.islice(self.run.cluster.world.trace.events, index + 1))
+        try:
+            chart = transaction_chart(events, tid)
+        except ValueError as exc:
+            return f'<div class="eos-empty">{escape(str(exc))}</div>'
+        return sequence_svg(chart)
+
+    def publish(self, *, force: bool = False) -> bool:
+        """Render and send what changed since the last publish; return True if anything was sent.
+
+        Called by the pacer thread and by controls on the kernel's thread, one at a time. It
+        reads the recorder without the run's lock (the recorder only appends), so a long cell
+        that holds the lock still shows live.
+        """
+        with self._publishing:
+            return self._publish(force)
+
+    def _publish(self, force: bool) -> bool:
+        rec = self.run.recorder
+        index = self.index()
+        key = (index, rec.last_index, self.msc_txn, id(self.run))
+        if key == self._shown and not force:
+            return False
+        self._shown = key
+        board = rec.at(index)
+        ids = sorted({t.transactional_id for t in board.txns})
+        rendered = self.render() if ids == list(self.txn_ids) else None
+        with self.hold_sync():
+            if ids != list(self.txn_ids):
+                self.txn_ids = ids
+                rendered = self.render()
+            for name, html in (rendered or {}).items():
+                if getattr(self, name) != html:
+                    setattr(self, name, html)
+            status = {
+                "title": self.title,
+                "seed": self.run.cluster.seed,
+                "time_ms": board.time_ms,
+                "now_ms": self.run.cluster.now_ms,
+                "index": index,
+                "first": rec.first_index,
+                "last": rec.last_index,
+                "live": index == rec.last_index,
+                "note": self.note,
+                "forks": self.forks,
+            }
+            if status != self.status:
+                self.status = status
+        return True
+
+    def snapshot_html(self) -> str:
+        """Return the panels as one static HTML page fragment (what nbconvert and GitHub show)."""
+        css = (_HERE / "dashboard.css").read_text()
+        rendered = self.render()
+        s = self.status
+        head = (
+            f'<div class="eos-head"><b>{escape(self.title)}</b> seed {s.get("seed")} · '
+            f"t={s.get('time_ms')} ms · event {s.get('index')} of {s.get('last')}</div>"
+        )
+        body = "".join(
+            f'<section class="eos-panel eos-p-{n}"><h4>{_TITLES[n]}</h4>{rendered[n]}</section>' for n in PANELS
+        )
+        return f'<style>{css}</style><div class="eos-dash eos-static">{head}{body}</div>'
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, tuple):
+            data, meta = bundle
+        else:
+            data, meta = bundle, {}
+        data = dict(data or {})
+        data["text/html"] = self.snapshot_html()
+        return data, meta
+
+    # -- controls and actions ---------------------------------------------------------------------
+
+    def _on_control(self, change: dict[str, Any]) -> None:
+        self.publish()
+
+    def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        try:
+            self.note = self.act(str(content.get("op", "")), str(content.get("node", "")))
+        except Exception as exc:  # a refused action is shown, never raised into the kernel
+            self.note = f"{type(exc).__name__}: {exc}"
+        self.publish(force=True)
+
+    def act(self, op: str, node: str = "") -> str:
+        """Do one control or fault action; return a one-line note for the status bar.
+
+        ``op`` is play, pause, step (one event), step-request (until the next request is sent),
+        live, or a fault on ``node``: crash, restart, pause-node, resume, drop-ack. A fault while
+        scrubbed back forks the run at the scrubbed event first.
+        """
+        if op == "play":
+            self.playing = True
+            return "playing"
+        if op == "pause":
+            self.playing = False
+            return "paused"
+        if op == "live":
+            self.scrub = -1
+            return ""
+        if op in ("step", "step-request"):
+            self._fork_if_scrubbed()
+            return self._step(op)
+        faults = {"crash", "restart", "pause-node", "resume", "drop-ack"}
+        if op not in faults:
+            msg = f"unknown action {op!r}"
+            raise ValueError(msg)
+        forked = self._fork_if_scrubbed()
+        cluster = self.run.cluster
+        if op == "crash":
+            cluster.crash(node)
+        elif op == "restart":
+            cluster.restart(node)
+        elif op == "pause-node":
+            cluster.pause(node)
+        elif op == "resume":
+            cluster.resume(node)
+        else:
+            cluster.add_rule("drop", dst=node, body_type="ProduceResponse", count=1)
+        done = {
+            "pause-node": "paused",
+            "drop-ack": "will lose its next ack:",
+            "crash": "crashed",
+            "restart": "restarted",
+        }
+        text = f"{node} {done.get(op, op + 'd')}" if op != "drop-ack" else f"{node}: next ProduceResponse dropped"
+        return (forked + "; " if forked else "") + text
+
+    def _step(self, op: str) -> str:
+        cluster = self.run.cluster
+        trace = cluster.world.trace
+        start = trace.count
+        if op == "step":
+            ran = cluster.step(1)
+            return f"stepped {ran} event handler ({trace.count - start} trace events)"
+        seen = [start]
+
+        def sent_request() -> bool:
+            events = trace.events
+            for e in itertools.islice(events, seen[0], None):
+                if e.kind == "send" and e.name == ev.MESSAGE_REQUEST:
+                    return True
+            seen[0] = len(events)
+            return False
+
+        cluster.run_until(lambda: sent_request() or cluster.world.scheduler.next_due_ms() is None)
+        return f"ran to the next request ({trace.count - start} trace events)"
+
+    def _fork_if_scrubbed(self) -> str:
+        rec = self.run.recorder
+        if not 0 <= self.scrub < rec.last_index:
+            return ""
+        run, stop = self.run.fork(self.scrub)
+        self.run = run
+        self.forks += 1
+        self.scrub = -1
+        if self.on_fork is not None:
+            self.on_fork(run, stop)
+        return f"forked at event {stop}"
+
+    def step_publish(self) -> None:
+        """Advance one pacer tick of play (when playing), then publish; the pacer calls this."""
+        if self.playing and self.scrub < 0:
+            ms = max(1, self.rate // MAX_HZ)
+            try:
+                self.run.cluster.run_for(ms)
+            except Exception as exc:  # a stalled or refused run stops play and says why
+                self.playing = False
+                self.note = f"stopped: {type(exc).__name__}: {exc}"
+        self.publish()
+
+    def close(self) -> None:
+        """Stop the pacer and close the widget (the run is left as it is)."""
+        if self.pacer is not None:
+            self.pacer.stop()
+        super().close()
+
+
+_TITLES = {
+    "brokers": "Brokers",
+    "partitions": "Partitions",
+    "producers": "Producers",
+    "txns": "__transaction_state",
+    "logs": "Partition logs",
+    "reads": "read_committed vs read_uncommitted",
+    "timeline": "Recent events",
+    "msc": "Transaction sequence chart",
+}
+
+
+class Pacer(threading.Thread):
+    """Wake at most :data:`MAX_HZ` times a second: play a step if playing, then publish."""
+
+    def __init__(self, dashboard: Dashboard, hz: int = MAX_HZ) -> None:
+        super().__init__(name="eos-dashboard-pacer", daemon=True)
+        self.dashboard = dashboard
+        self.period = 1.0 / min(hz, MAX_HZ)
+        self._stop_event = threading.Event()
+        self.ticks = 0
+        self.errors: list[str] = []
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.period):
+            try:
+                self.dashboard.step_publish()
+            except Exception as exc:  # keep pacing; the status bar says what broke
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                if len(self.errors) > 100:
+                    del self.errors[:50]
+            self.ticks += 1
+
+    def stop(self) -> None:
+        """Stop pacing and wait for the thread to end."""
+        self._stop_event.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout=2)
