@@ -46,6 +46,7 @@ from eos_magics.errors import EosUsageError, did_you_mean, unknown_name
 if TYPE_CHECKING:
     from engine import Cluster, Consumer, Producer
     from engine.check.client_history import ClientHistory
+    from widgets.live import LiveRun
 
 __all__ = ["ClusterEntry", "Defaults", "Session"]
 
@@ -75,9 +76,13 @@ class ClusterEntry:
     seed: int
     config: dict[str, Any]
     history: ClientHistory
+    #: The cluster with its journal, recorder and lock (``widgets.live``): what the dashboard shows.
+    run: LiveRun
     clients: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: final readers made by :meth:`Session.check` so far
     readers: int = 0
+    #: Dashboards showing this cluster (closed with it).
+    dashboards: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -138,25 +143,78 @@ class Session:
         cfg = {"min.insync.replicas": min(self.defaults.min_insync_replicas, brokers)}
         cfg["default.replication.factor"] = min(self.defaults.replication_factor, brokers)
         cfg.update(config or {})
-        cluster = self._build(brokers, seed, cfg)
+        run = self._build(brokers, seed, cfg)
+        cluster = run.cluster
         if name in self.entries:
             self._forget(self.entries.pop(name))
         from engine.check.client_history import ClientHistory
 
-        entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster))
+        entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster), run)
         self.entries[name] = entry
         self.current = name
         self._bind(name, cluster)
         return cluster
 
     @staticmethod
-    def _build(brokers: int, seed: int, config: dict[str, Any]) -> Cluster:
-        from engine import Cluster
+    def _build(brokers: int, seed: int, config: dict[str, Any]) -> LiveRun:
+        from widgets.live import LiveRun
 
         try:
-            return Cluster(seed=seed, brokers=brokers, config=config)
+            return LiveRun.start(seed=seed, brokers=brokers, config=config)
         except (TypeError, ValueError) as exc:
             raise EosUsageError(str(exc)) from None
+
+    def fork(self, event_index: int, name: str | None = None) -> int:
+        """Replay a cluster's run up to the board after ``event_index`` and carry on from there.
+
+        The cluster and its clients are rebuilt by replaying the journal (same seed, same calls at
+        the same events); the names in the namespace then point at the new objects and the client
+        history is the replayed one. Returns the event the new run stopped after (see
+        ``engine.journal.Journal.fork``).
+        """
+        entry = self.entry(name)
+        _check_int(event_index, "event index", 0)
+        return self.fork_entry(entry, event_index)[1]
+
+    def fork_entry(self, entry: ClusterEntry, event_index: int) -> tuple[LiveRun, int]:
+        """Fork ``entry``'s run at ``event_index`` and point the entry and the namespace at it."""
+        from engine.check.client_history import ClientHistory
+
+        histories: list[ClientHistory] = []
+        run, stop = entry.run.fork(event_index, setup=lambda c: histories.append(ClientHistory.attach(c)))
+        old = entry.cluster
+        entry.run, entry.cluster = run, run.cluster
+        entry.history = histories[0]
+        if self.namespace is not None and self.namespace.get(entry.name) is old:
+            self.namespace[entry.name] = run.cluster
+        for cname, obj in list(entry.clients.items()):
+            fresh = run.cluster.world.nodes.get(getattr(obj, "name", ""))
+            if fresh is None:  # created after the fork point: gone in the new run
+                del entry.clients[cname]
+                if self.namespace is not None and self.namespace.get(cname) is obj:
+                    del self.namespace[cname]
+                continue
+            entry.clients[cname] = fresh
+            if self.namespace is not None and self.namespace.get(cname) is obj:
+                self.namespace[cname] = fresh
+        for dash in entry.dashboards:
+            if dash.run is not run:
+                dash.follow(run)
+        return run, stop
+
+    def dashboard(self, name: str | None = None, *, play: bool = False, rate: int | None = None) -> Any:
+        """Return a live dashboard of a cluster (``widgets.dashboard.Dashboard``); forks rebind the names."""
+        entry = self.entry(name)
+        from widgets.dashboard import Dashboard
+
+        kwargs: dict[str, Any] = {}
+        if rate is not None:
+            kwargs["rate"] = _check_int(rate, "--rate", 1)
+        dash = Dashboard(entry.run, title=entry.name, fork=lambda i: self.fork_entry(entry, i), **kwargs)
+        entry.dashboards.append(dash)
+        if play:
+            dash.playing = True
+        return dash
 
     def reset_cluster(self, name: str | None = None) -> Cluster:
         """Rebuild a cluster from its seed and settings: same seed, same run; its clients are gone."""
@@ -208,6 +266,9 @@ class Session:
             self.namespace[name] = obj
 
     def _forget(self, entry: ClusterEntry) -> None:
+        for dash in entry.dashboards:
+            dash.close()
+        entry.dashboards.clear()
         if self.namespace is None:
             return
         for name, obj in [(entry.name, entry.cluster), *entry.clients.items()]:

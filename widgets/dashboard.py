@@ -22,8 +22,9 @@ Time travel
 -----------
 ``scrub`` is -1 for "live" or an event index: every panel then shows the board after that
 event (exact, from the recorder). Acting while scrubbed back forks: the journal replays the run
-up to that event in a new cluster and the action applies there; ``on_fork(run, stop)`` tells the
-owner (the magics' session rebinds its names), and the dashboard follows the new run.
+up to that event in a new cluster and the action applies there. The owner may pass ``fork(index)`` to
+do the forking itself (the magics' session rebinds its names and client history), and the
+dashboard follows the new run.
 
 Invariants
 ----------
@@ -90,14 +91,14 @@ class Dashboard(anywidget.AnyWidget):
         run: LiveRun,
         *,
         title: str = "cluster",
-        on_fork: Callable[[LiveRun, int], None] | None = None,
+        fork: Callable[[int], tuple[LiveRun, int]] | None = None,
         pacer: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.run = run
         self.title = title
-        self.on_fork = on_fork
+        self._fork = fork if fork is not None else (lambda i: self.run.fork(i))
         self.forks = 0
         self.note = ""
         self._shown: tuple[int, int, str, int] = (-2, -2, "", -1)
@@ -301,13 +302,16 @@ class Dashboard(anywidget.AnyWidget):
         rec = self.run.recorder
         if not 0 <= self.scrub < rec.last_index:
             return ""
-        run, stop = self.run.fork(self.scrub)
-        self.run = run
+        run, stop = self._fork(self.scrub)
+        self.follow(run)
         self.forks += 1
-        self.scrub = -1
-        if self.on_fork is not None:
-            self.on_fork(run, stop)
         return f"forked at event {stop}"
+
+    def follow(self, run: LiveRun) -> None:
+        """Show another run from now on (a fork of this one), live."""
+        self.run = run
+        self.scrub = -1
+        self.publish(force=True)
 
     def step_publish(self) -> None:
         """Advance one pacer tick of play (when playing), then publish; the pacer calls this."""

@@ -322,6 +322,24 @@ class Recorder:
             changed,
         )
 
+    def rows(self, kind: str, key: Any) -> list[tuple[int, Any]]:
+        """Return every change of one row as ``(index, row)``: e.g. ``rows("txn", "orders-app")``.
+
+        ``kind`` is broker (key: id), partition (key: ``(topic, partition)``), producer or
+        consumer (key: client name), txn (key: transactional id) or controller (key: None). A
+        row that disappeared has None as its value from then on.
+        """
+        kinds = ("broker", "partition", "producer", "consumer", "txn", "controller")
+        if kind not in kinds:
+            msg = f"rows() takes one of {', '.join(kinds)} as kind, got {kind!r}"
+            raise ValueError(msg)
+        s = self._series.get((kind, key))
+        if s is None:
+            known = sorted(repr(k) for (k_kind, k) in list(self._series) if k_kind == kind)
+            msg = f"no {kind} row {key!r} was recorded; recorded: {', '.join(known) or 'none'}"
+            raise KeyError(msg)
+        return list(zip(s.indexes, s.values, strict=True))
+
     def latest(self) -> BoardState:
         """Return the board now."""
         return self.at(self.last_index)

@@ -13,6 +13,7 @@ inspect        ``%eos_dump_log``, ``%eos_producer_state``, ``%eos_transactions``
                ``%eos_consumer_groups``
 check          ``%eos_check``
 catalog        ``%eos_scenario`` (list, run, sweep, mutants)
+dashboard      ``%eos_dashboard`` (the live dashboard: play, step, faults, scrub back, fork)
 =============  ===========================================================================
 """
 
@@ -23,6 +24,7 @@ from eos_magics.commands.check import CheckMagics
 from eos_magics.commands.clients import ClientMagics
 from eos_magics.commands.clock import ClockMagics
 from eos_magics.commands.cluster import ClusterMagics
+from eos_magics.commands.dashboard import DashboardMagics
 from eos_magics.commands.faults import FaultMagics
 from eos_magics.commands.inspect import InspectMagics
 from eos_magics.commands.txn import TxnMagics
@@ -36,6 +38,7 @@ FAMILIES = (
     InspectMagics,
     CheckMagics,
     CatalogMagics,
+    DashboardMagics,
 )
 
 __all__ = ["FAMILIES"]
