@@ -260,7 +260,8 @@ class Lab:
 
     def select_cell(self, number: int) -> None:
         """Make cell ``number`` active, the notebook in command mode and focused (as after a click and Escape)."""
-        self._cells().nth(number - 1).locator(".jp-InputArea-editor").click()
+        # The prompt, not the editor: a rendered markdown cell's editor is hidden.
+        self._cells().nth(number - 1).locator(".jp-InputPrompt").first.click()
         self.page.keyboard.press("Escape")
 
     def run_cells(self, upto: int) -> None:
