@@ -1,0 +1,235 @@
+"""The live dashboard without a browser: it never changes a run, replays exactly, scrubs, forks, throttles.
+
+Method: real clusters (``widgets.live.LiveRun``) and real ``Dashboard`` widgets; outside a kernel their
+comm is ipywidgets' ``DummyComm``, so trait changes are counted with ``observe``. One workload (topic,
+idempotent producer, transactions with an abort, a zombie fenced by a replacement, a broker crash and
+restart, a read_committed consumer) runs three ways: on a bare ``Cluster``, in a ``LiveRun`` alone, and
+in a ``LiveRun`` with a dashboard whose pacer thread publishes while the workload runs and which is
+scrubbed back and forth and closed. All three must end with the same fingerprint; the journal's
+replay of the dashboard run too. Then the dashboard's own behaviour: only changed traits are sent, the
+scrubbed board is the recorder's, acting while scrubbed forks and leaves the old run alone, the pacer
+stays at or under 10 Hz, and the static snapshot carries every panel.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from engine import Cluster
+from engine.errors import InvalidProducerEpochException, ProducerFencedException
+from engine.views.board import board_state
+from widgets import panels
+from widgets.dashboard import MAX_HZ, PANELS, Dashboard
+from widgets.live import LiveRun
+
+
+def workload(c: Cluster) -> None:
+    """A bit of everything the dashboard shows; the same calls on any cluster."""
+    c.create_topic("orders", partitions=2, replication_factor=3)
+    p = c.producer({"client.id": "p1"})
+    for i in range(6):
+        p.produce("orders", value=b"o-%d" % i, partition=i % 2)
+    p.flush()
+    tx = c.producer({"transactional.id": "app", "client.id": "tx"})
+    tx.init_transactions()
+    tx.begin_transaction()
+    tx.produce("orders", value=b"paid", partition=0)
+    tx.commit_transaction()
+    tx.begin_transaction()
+    tx.produce("orders", value=b"refund", partition=1)
+    tx.abort_transaction()
+    tx.begin_transaction()
+    tx.produce("orders", value=b"late", partition=0)
+    tx.flush()  # "late" is in the log, in the transaction the replacement will abort
+    tx2 = c.producer({"transactional.id": "app", "client.id": "tx2"})
+    tx2.init_transactions()
+    with pytest.raises((ProducerFencedException, InvalidProducerEpochException)):
+        tx.commit_transaction()  # fenced: by the coordinator, or first by the leader rejecting its epoch
+    c.crash(2)
+    c.run_for(300)
+    c.restart(2)
+    c.run_for(1500)
+    cons = c.consumer({"isolation.level": "read_committed", "client.id": "reader"})
+    cons.assign([("orders", 0), ("orders", 1)])
+    cons.consume(100, 2.0)
+
+
+def bare_fingerprint() -> str:
+    c = Cluster(seed=11, brokers=3)
+    workload(c)
+    return c.world.fingerprint()
+
+
+@pytest.fixture(scope="module")
+def baseline() -> str:
+    return bare_fingerprint()
+
+
+def test_the_recorded_run_is_the_bare_run(baseline: str) -> None:
+    run = LiveRun.start(seed=11, brokers=3)
+    workload(run.cluster)
+    assert run.cluster.world.fingerprint() == baseline
+
+
+def test_a_dashboard_attached_scrubbed_and_closed_changes_nothing(baseline: str) -> None:
+    run = LiveRun.start(seed=11, brokers=3)
+    dash = Dashboard(run, pacer=True)
+    try:
+        workload(run.cluster)  # the pacer publishes from its thread meanwhile
+        time.sleep(0.35)  # a few pacer ticks at least
+        last = run.recorder.last_index
+        for i in (0, last // 3, last // 2, last - 1, -1):
+            dash.scrub = i
+            dash.publish(force=True)
+    finally:
+        dash.close()
+    assert not dash.pacer.is_alive() and dash.pacer.errors == []
+    assert dash.pacer.ticks > 0
+    assert run.cluster.world.fingerprint() == baseline
+    replayed = run.replay()
+    assert replayed.cluster.world.fingerprint() == baseline
+    assert replayed.cluster.world.trace.short_log() == run.cluster.world.trace.short_log()
+
+
+def test_dashboard_actions_are_journaled_and_replay_to_the_same_fingerprint() -> None:
+    run = LiveRun.start(seed=5, brokers=3)
+    c = run.cluster
+    c.create_topic("t", partitions=1, replication_factor=3)
+    p = c.producer({"client.id": "p"})
+    dash = Dashboard(run, pacer=False)
+    dash.act("drop-ack", "p")
+    p.produce("t", value=b"x")
+    dash.act("crash", "broker-1")
+    dash.act("step")
+    dash.act("step-request")
+    dash.playing = True
+    for _ in range(5):
+        dash.step_publish()  # what the pacer does each tick while playing
+    dash.act("restart", "broker-1")
+    p.flush()
+    live = c.world.fingerprint()
+    methods = [e.method for e in run.journal.entries]
+    assert {"add_rule", "crash", "step", "run_until", "run_for", "restart"} <= set(methods), methods
+    assert run.replay().cluster.world.fingerprint() == live
+
+
+def test_only_changed_panels_are_sent() -> None:
+    run = LiveRun.start(seed=3, brokers=3)
+    run.cluster.create_topic("t", partitions=1, replication_factor=3)
+    dash = Dashboard(run, pacer=False)
+    sent: list[str] = []
+    dash.observe(lambda ch: sent.append(ch["name"]), names=[*PANELS, "status"])
+    assert dash.publish() is False and sent == []  # nothing happened: nothing rendered or sent
+    p = run.cluster.producer({"client.id": "p"})
+    p.produce("t", value=b"v")
+    p.flush()
+    assert dash.publish() is True
+    assert {"partitions", "producers", "logs", "status"} <= set(sent)
+    assert "txns" not in sent and "msc" not in sent  # no transactional id: those did not change
+    sent.clear()
+    run.cluster.crash(3)
+    dash.publish()
+    assert "brokers" in sent and "producers" not in sent
+
+
+def test_scrubbing_shows_the_recorded_board_and_live_comes_back() -> None:
+    run = LiveRun.start(seed=9, brokers=3)
+    workload_small(run.cluster)
+    dash = Dashboard(run, pacer=False)
+    last = run.recorder.last_index
+    target = last // 2
+    dash.scrub = target
+    assert dash.status["index"] == target and dash.status["live"] is False
+    board = run.recorder.at(target)
+    assert dash.partitions == panels.partitions_panel(board)
+    assert dash.txns == panels.txns_panel(board)
+    dash.act("live")
+    assert dash.status["index"] == last and dash.status["live"] is True
+    assert dash.partitions == panels.partitions_panel(run.recorder.latest())
+    assert run.recorder.latest() == board_state(run.cluster)
+
+
+def workload_small(c: Cluster) -> None:
+    c.create_topic("t", partitions=1, replication_factor=3)
+    tx = c.producer({"transactional.id": "a", "client.id": "tx"})
+    tx.init_transactions()
+    for k in range(3):
+        tx.begin_transaction()
+        tx.produce("t", value=b"v%d" % k)
+        tx.commit_transaction()
+
+
+def test_acting_while_scrubbed_forks_and_leaves_the_old_run_alone() -> None:
+    run = LiveRun.start(seed=9, brokers=3)
+    workload_small(run.cluster)
+    before = run.cluster.world.fingerprint()
+    dash = Dashboard(run, pacer=False)
+    dash.scrub = run.recorder.last_index - 40
+    note = dash.act("crash", "broker-2")
+    assert note.startswith("forked at event ") and "broker-2 crashed" in note
+    assert dash.run is not run and dash.forks == 1 and dash.status["live"]
+    assert run.cluster.world.fingerprint() == before  # the old run is untouched
+    assert dash.run.cluster.brokers[2].status.value == "down"
+    assert run.cluster.brokers[2].status.value == "up"
+
+
+def test_a_refused_action_is_a_note_not_an_exception() -> None:
+    run = LiveRun.start(seed=1, brokers=3)
+    dash = Dashboard(run, pacer=False)
+    dash._on_action(dash, {"op": "restart", "node": "broker-1"}, [])  # it is up: cannot restart
+    assert dash.status["note"].startswith("IllegalNodeTransitionError"), dash.status
+    dash._on_action(dash, {"op": "explode", "node": "broker-1"}, [])
+    assert "unknown action 'explode'" in dash.status["note"]
+    with pytest.raises(ValueError, match="unknown action"):
+        dash.act("explode")
+    assert run.cluster.brokers[1].status.value == "up"
+
+
+def test_the_pacer_publishes_at_most_ten_times_a_second() -> None:
+    run = LiveRun.start(seed=2, brokers=3)
+    run.cluster.create_topic("t", partitions=1, replication_factor=3)
+    dash = Dashboard(run, pacer=True, rate=100)
+    calls: list[float] = []
+    original = dash.publish
+
+    def counted(**kwargs: Any) -> bool:
+        calls.append(time.monotonic())
+        return original(**kwargs)
+
+    dash.publish = counted  # type: ignore[method-assign]
+    dash.playing = True
+    time.sleep(1.05)
+    dash.close()
+    assert 3 <= len(calls) <= MAX_HZ + 1, len(calls)
+    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+    assert min(gaps) >= 0.9 / MAX_HZ, gaps
+    assert run.cluster.now_ms > 100  # it played: ~10 ms of simulated time per tick at 100 ms/s
+
+
+def test_the_static_snapshot_carries_every_panel() -> None:
+    run = LiveRun.start(seed=9, brokers=3)
+    workload_small(run.cluster)
+    dash = Dashboard(run, pacer=False)
+    data, _meta = dash._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    html = data["text/html"]
+    for name in PANELS:
+        assert f"eos-p-{name}" in html
+    assert "<svg" in html and "orders" not in html and "t-0" in html
+    assert "COMMIT" in html  # the sequence chart of the last transaction
+
+
+def test_a_fenced_epoch_is_grey_in_the_log() -> None:
+    run = LiveRun.start(seed=11, brokers=3)
+    workload(run.cluster)
+    board = run.recorder.latest()
+    zombies = panels.fenced_epochs(board)
+    tx = board.producer("tx")
+    assert (tx.producer_id, tx.epoch) in zombies
+    assert (board.producer("tx2").producer_id, board.producer("tx2").epoch) not in zombies
+    assert panels.batch_colour(tx.producer_id, tx.epoch, {}, zombies) == panels._FENCED_GREY
+    assert "zombie: a newer epoch exists" in panels.producers_panel(board)
+    assert "fenced epoch (zombie)" in panels.logs_panel(board)
