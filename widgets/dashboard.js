@@ -8,6 +8,7 @@
 //   model.set("scrub", i)    show the board after event i (-1: live)
 //   model.set("rate", ms)    simulated ms per second while playing
 //   model.set("msc_txn", id) the transactional id of the sequence chart
+//   model.set("reads_tp", tp) the partition of the read_committed vs read_uncommitted panel
 
 /** @typedef {import("./anywidget-types").RenderProps} RenderProps */
 /** @typedef {import("./anywidget-types").AnyModel} AnyModel */
@@ -83,6 +84,16 @@ function render({ model, el: root }) {
     const section = el("section", `eos-panel eos-p-${name}`);
     const h = el("h4", "eos-panel-title", title);
     section.appendChild(h);
+    if (name === "reads") {
+      const pickTp = /** @type {HTMLSelectElement} */ (el("select", "eos-reads-select"));
+      pickTp.title = "the partition whose reads are compared";
+      pickTp.addEventListener("change", () => {
+        model.set("reads_tp", pickTp.value);
+        model.save_changes();
+      });
+      h.appendChild(pickTp);
+      bodies["reads-select"] = pickTp;
+    }
     if (name === "msc") {
       const pick = /** @type {HTMLSelectElement} */ (el("select", "eos-msc-select"));
       pick.title = "the transactional id whose latest transaction is drawn";
@@ -105,20 +116,27 @@ function render({ model, el: root }) {
     bodies[name].innerHTML = String(model.get(name) || "");
   }
 
-  function showTxnIds() {
-    const pick = /** @type {HTMLSelectElement} */ (bodies["msc-select"]);
+  /**
+   * @param {string} select the key of the select element in ``bodies``
+   * @param {string} list the trait holding the choices
+   * @param {string} chosenTrait the trait holding the choice
+   */
+  function showChoices(select, list, chosenTrait) {
+    const pick = /** @type {HTMLSelectElement} */ (bodies[select]);
     /** @type {string[]} */
-    const ids = model.get("txn_ids") || [];
-    const chosen = String(model.get("msc_txn") || "");
+    const names = model.get(list) || [];
+    const chosen = String(model.get(chosenTrait) || "");
     pick.replaceChildren();
-    for (const id of ids) {
+    for (const name of names) {
       const o = document.createElement("option");
-      o.value = id;
-      o.textContent = id;
-      o.selected = id === chosen;
+      o.value = name;
+      o.textContent = name;
+      o.selected = name === chosen;
       pick.appendChild(o);
     }
   }
+  const showTxnIds = () => showChoices("msc-select", "txn_ids", "msc_txn");
+  const showPartitions = () => showChoices("reads-select", "partition_names", "reads_tp");
 
   let dragging = false;
   function showStatus() {
@@ -177,10 +195,12 @@ function render({ model, el: root }) {
   /** @type {Array<[string, () => void]>} */
   const handlers = PANELS.map(([name]) => [`change:${name}`, () => showPanel(name)]);
   handlers.push(["change:status", showStatus], ["change:txn_ids", showTxnIds], ["change:msc_txn", showTxnIds]);
+  handlers.push(["change:partition_names", showPartitions], ["change:reads_tp", showPartitions]);
   handlers.push(["change:playing", showPlaying], ["change:rate", showRate]);
   for (const [event, cb] of handlers) model.on(event, cb);
   for (const [name] of PANELS) showPanel(name);
   showTxnIds();
+  showPartitions();
   showStatus();
   showPlaying();
   showRate();

@@ -82,6 +82,9 @@ class Dashboard(anywidget.AnyWidget):
     status = traitlets.Dict().tag(sync=True)
     txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
     msc_txn = traitlets.Unicode("").tag(sync=True)
+    #: The partitions the reads panel can show, and the chosen one ("" : the first with records).
+    partition_names = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    reads_tp = traitlets.Unicode("").tag(sync=True)
     scrub = traitlets.Int(-1).tag(sync=True)
     playing = traitlets.Bool(False).tag(sync=True)
     rate = traitlets.Int(DEFAULT_RATE).tag(sync=True)
@@ -101,11 +104,11 @@ class Dashboard(anywidget.AnyWidget):
         self._fork = fork if fork is not None else (lambda i: self.run.fork(i))
         self.forks = 0
         self.note = ""
-        self._shown: tuple[int, int, str, int] = (-2, -2, "", -1)
+        self._shown: tuple[Any, ...] = ()
         self._msc_key: tuple[Any, ...] = ()
         self._publishing = threading.Lock()
         self.on_msg(self._on_action)
-        self.observe(self._on_control, names=["scrub", "msc_txn"])
+        self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
         self.publish()
         self.pacer = Pacer(self) if pacer else None
         if self.pacer is not None:
@@ -132,10 +135,16 @@ class Dashboard(anywidget.AnyWidget):
             "producers": panels.producers_panel(board),
             "txns": panels.txns_panel(board),
             "logs": panels.logs_panel(board),
-            "reads": panels.reads_panel(board),
+            "reads": panels.reads_panel(board, *self._reads_target()),
             "timeline": panels.timeline_panel(trace.events, index, board.time_ms),
             "msc": self._msc(index),
         }
+
+    def _reads_target(self) -> tuple[str | None, int]:
+        topic, _, partition = self.reads_tp.rpartition("-")
+        if topic and partition.isdigit():
+            return topic, int(partition)
+        return None, 0
 
     def _msc(self, index: int) -> str:
         """The sequence chart of the chosen transactional id's latest transaction up to ``index``."""
@@ -166,7 +175,7 @@ class Dashboard(anywidget.AnyWidget):
     def _publish(self, force: bool) -> bool:
         rec = self.run.recorder
         index = self.index()
-        key = (index, rec.last_index, self.msc_txn, id(self.run))
+        key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
         if key == self._shown and not force:
             return False
         self._shown = key
@@ -177,6 +186,9 @@ class Dashboard(anywidget.AnyWidget):
             if ids != list(self.txn_ids):
                 self.txn_ids = ids
                 rendered = self.render()
+            names = [f"{p.topic}-{p.partition}" for p in board.partitions]
+            if names != list(self.partition_names):
+                self.partition_names = names
             for name, html in (rendered or {}).items():
                 if getattr(self, name) != html:
                     setattr(self, name, html)

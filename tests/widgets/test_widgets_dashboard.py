@@ -234,3 +234,14 @@ def test_a_fenced_epoch_is_grey_in_the_log() -> None:
     assert panels.batch_colour(tx.producer_id, tx.epoch, {}, zombies) == panels._FENCED_GREY
     assert "zombie: a newer epoch exists" in panels.producers_panel(board)
     assert "fenced epoch (zombie)" in panels.logs_panel(board)
+
+
+def test_the_reads_panel_follows_the_chosen_partition() -> None:
+    run = LiveRun.start(seed=11, brokers=3)
+    workload(run.cluster)
+    dash = Dashboard(run, pacer=False)
+    assert dash.partition_names == ["orders-0", "orders-1"]
+    assert 'data-tp="orders-0"' in dash.reads
+    dash.reads_tp = "orders-1"
+    assert 'data-tp="orders-1"' in dash.reads
+    assert dash.reads == panels.reads_panel(run.recorder.latest(), "orders", 1)
