@@ -51,6 +51,7 @@ LINE_MAGICS = {
     "eos_consumer_groups",
     "eos_check",
     "eos_scenario",
+    "eos_dashboard",
 }
 CELL_MAGICS = {"eos_txn"}
 
