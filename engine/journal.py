@@ -34,7 +34,9 @@ Invariants
 What it does not do
 -------------------
 Calls made on engine objects it did not wrap (``cluster.world``, a broker node) are not recorded,
-so a run driven that way does not replay. Arguments are kept as the objects passed (callbacks
+so a run driven that way does not replay. A callback that closes over a client of the recorded
+run (``lambda err, msg: p.produce(...)``) cannot be pointed at the new run's client: replay refuses
+that call, changes nothing of the recorded run, and raises :class:`ReplayDiverged` saying so. Arguments are kept as the objects passed (callbacks
 included); the journal is replayed in the same process, not written to a file.
 """
 
@@ -163,6 +165,10 @@ class Journal:
         self.listeners: list[Any] = []
         self._depth = 0
         self._wrapped: dict[int, Any] = {}
+        #: Set while this journal is being replayed: a call on its objects then comes from a
+        #: replayed callback that closes over them (see :meth:`_replay`).
+        self._replaying = False
+        self._foreign_call: str | None = None
 
     # -- building ----------------------------------------------------------------------------
 
@@ -197,6 +203,10 @@ class Journal:
 
         @functools.wraps(bound)
         def call(*args: Any, **kwargs: Any) -> Any:
+            if journal._replaying:
+                journal._foreign_call = f"{target}.{method}()"
+                msg = f"{target}.{method}() of the recorded run was called while replaying it"
+                raise ReplayDiverged(msg)
             if journal._depth:
                 result = bound(*args, **kwargs)
             else:
@@ -256,17 +266,27 @@ class Journal:
     # -- replay and fork ---------------------------------------------------------------------
 
     def replay(
-        self, *, observers: Iterable[Any] = (), setup: Callable[[Cluster], Any] | None = None
+        self,
+        *,
+        observers: Iterable[Any] = (),
+        listeners: Iterable[Any] = (),
+        setup: Callable[[Cluster], Any] | None = None,
     ) -> tuple[Cluster, Journal]:
         """Rebuild the whole run in a new cluster (with its own journal); same fingerprint.
 
-        ``observers`` watch the new cluster from its first event; ``setup(cluster)`` runs once it
-        is built, before the first call is replayed (a client history attaches there).
+        ``observers`` watch the new cluster from its first event, ``listeners`` are the new
+        journal's from its first call (a recorder is both); ``setup(cluster)`` runs once it is
+        built, before the first call is replayed (a client history attaches there).
         """
-        return self._replay(None, observers, setup)
+        return self._replay(None, observers, listeners, setup)
 
     def fork(
-        self, event_index: int, *, observers: Iterable[Any] = (), setup: Callable[[Cluster], Any] | None = None
+        self,
+        event_index: int,
+        *,
+        observers: Iterable[Any] = (),
+        listeners: Iterable[Any] = (),
+        setup: Callable[[Cluster], Any] | None = None,
     ) -> tuple[Cluster, Journal, int]:
         """Rebuild the run up to the board after ``event_index`` and stop there.
 
@@ -277,34 +297,63 @@ class Journal:
         then stops before that call, at the index it started from.
         """
         argcheck.check_int(event_index, "event_index", minimum=0)
-        return self._replay(event_index, observers, setup)  # type: ignore[return-value]
+        return self._replay(event_index, observers, listeners, setup)  # type: ignore[return-value]
 
-    def _replay(self, stop: int | None, observers: Iterable[Any], setup: Callable[[Cluster], Any] | None) -> Any:
+    def _replay(
+        self,
+        stop: int | None,
+        observers: Iterable[Any],
+        listeners: Iterable[Any],
+        setup: Callable[[Cluster], Any] | None,
+    ) -> Any:
         cluster, journal = Journal.new_cluster(observers=observers, **self.cluster_kwargs)
+        journal.listeners.extend(listeners)
         if setup is not None:
             setup(cluster)
+        self._replaying, self._foreign_call = True, None
+        try:
+            return self._replay_entries(cluster, journal, stop)
+        finally:
+            self._replaying = False
+
+    def _replay_entries(self, cluster: Cluster, journal: Journal, stop: int | None) -> Any:
         trace = cluster.world.trace
         for entry in self.entries:
-            if stop is not None and entry.start_index > stop:
+            if stop is not None and entry.start_index > stop + 1:
                 break
-            if stop is not None and entry.end_index > stop + 1:
+            if stop is not None and entry.end_index > stop + 1 and entry.start_index <= stop + 1:
                 if entry.method in ("run_for", "run_until", "step") and entry.target == "cluster":
                     _catch_up(cluster, journal, stop + 1, entry)
                     return cluster, journal, trace.count - 1
                 _catch_up(cluster, journal, entry.start_index, entry)
                 return cluster, journal, trace.count - 1
             _catch_up(cluster, journal, entry.start_index, entry)
-            journal._replay_entry(cluster, entry)
+            try:
+                journal._replay_entry(cluster, entry)
+            finally:
+                self._check_foreign(entry)
         if stop is not None:
             return cluster, journal, trace.count - 1
         return cluster, journal
+
+    def _check_foreign(self, entry: Entry) -> None:
+        """Raise if a replayed callback reached for an object of the recorded run (refused, nothing changed)."""
+        if self._foreign_call is not None:
+            msg = (
+                f"replay stopped at {entry.describe()}: a callback it runs called {self._foreign_call} on an "
+                "object of the recorded run (the callback closes over it), and a replay cannot point it at the "
+                "new run's objects; nothing of the recorded run was changed. Let callbacks use what they are "
+                "given (the message, the consumer), or look clients up by name"
+            )
+            self._foreign_call = None
+            raise ReplayDiverged(msg)
 
     def _replay_entry(self, cluster: Cluster, entry: Entry) -> None:
         trace = cluster.world.trace
         if entry.method == "run_until" and entry.target == "cluster":
             _catch_up(cluster, self, entry.end_index, entry)
             return
-        target = _resolve(cluster, entry.target)
+        target = _resolve(cluster, entry.target, self)
         error = None
         try:
             getattr(target, entry.method)(*entry.args, **entry.kwargs)
@@ -319,11 +368,12 @@ class Journal:
             raise ReplayDiverged(msg)
 
 
-def _resolve(cluster: Cluster, target: str) -> Any:
+def _resolve(cluster: Cluster, target: str, journal: Journal) -> Any:
     if target == "cluster":
         return cluster
     if target == "transactions":
-        return cluster.transactions()
+        # the unwrapped call: the lookup itself is no call of the replayed run
+        return journal._adopt(getattr(cluster.transactions, "__wrapped__", cluster.transactions)())
     return cluster.world.node(target)
 
 

@@ -58,16 +58,18 @@ class LiveRun:
         """Replay this run up to the board after ``event_index`` in a new cluster; return it and its stop."""
         recorder = Recorder()
         with self.lock:
-            cluster, journal, stop = self.journal.fork(event_index, observers=[recorder], setup=setup)
+            cluster, journal, stop = self.journal.fork(
+                event_index, observers=[recorder], listeners=[recorder], setup=setup
+            )
         run = LiveRun(cluster, journal, recorder, self.lock)
-        run._wire()
+        journal.guard = self.lock
         return run, stop
 
     def replay(self) -> LiveRun:
         """Replay the whole run in a new cluster (same fingerprint)."""
         recorder = Recorder()
         with self.lock:
-            cluster, journal = self.journal.replay(observers=[recorder])
+            cluster, journal = self.journal.replay(observers=[recorder], listeners=[recorder])
         run = LiveRun(cluster, journal, recorder, self.lock)
-        run._wire()
+        journal.guard = self.lock
         return run

@@ -13,8 +13,13 @@ What "after event i" means
 --------------------------
 The engine changes state only inside a scheduled event (one handler of one node, which may emit
 several trace events) or inside an application call between events. The board after event ``i``
-is the state when the handler (or call) that emitted event ``i`` returned. Events emitted by one
-handler share one board; that is the finest grain at which the engine's state is ever whole.
+is the state when the handler (or the call) that emitted event ``i`` returned, together with
+the application calls that emitted no event before event ``i + 1`` (a ``produce`` that only
+queued a record). Events emitted by one handler share one board; that is the finest grain at
+which the engine's state is ever whole. Two rules keep this the same as a replay stopped after
+event ``i`` (:meth:`engine.journal.Journal.fork`): a handler that emits no event shows its
+changes with the next event, and so does the part of a waiting call (``commit_transaction``)
+that ran before the call's first event.
 
 How it knows what changed
 -------------------------
@@ -24,11 +29,11 @@ How it knows what changed
   dirty; ``__transaction_state`` writes, loads and completions make the transaction rows dirty.
 * ``on_offsets(replica)``: that partition is dirty (an append, truncation, HW, LSO or
   leader-epoch move); for a ``__transaction_state`` replica, the transaction rows.
-* Application calls (``produce``, ``commit_transaction``, ``crash`` ...) change a client between
-  events, also in the middle of a call that waits. Given as a listener to the cluster's
-  :class:`~engine.journal.Journal`, the recorder reads the called client after every handler
-  while the call runs (``on_call_start``) and everything dirty when it ends (``on_call_end``);
-  :meth:`Recorder.sync` does the latter by hand.
+* Application calls (``produce``, ``commit_transaction``, ``crash`` ...) change clients between
+  events, also in the middle of a call that waits (and a callback the call runs may change
+  another client). Given as a listener to the cluster's :class:`~engine.journal.Journal`, the
+  recorder reads every client after each handler while a call runs (``on_call_start``) and
+  everything dirty when it ends (``on_call_end``); :meth:`Recorder.sync` does the latter by hand.
 
 After each handler the dirty rows are read again (:mod:`engine.views.board`) and stored only if
 they differ from their last value. tests/unit/views/test_views_recorder.py reads the whole board
@@ -48,7 +53,7 @@ Internal topics' partitions are not recorded (see :mod:`engine.views.board`).
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any
 
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -191,8 +196,10 @@ class Recorder:
         self._brokers = False
         self._txns = False
         self._controller = False
-        #: Clients an application call is running on: read after every handler until it ends.
-        self._calling: set[str] = set()
+        #: The trace index at which the running application call started (-1: none running).
+        self._call_start = -1
+        #: The index of every flush that recorded a board, ascending (handler and call ends).
+        self._flushes: list[int] = []
         #: The index of the first board this recorder holds.
         self.first_index = -1
         #: The index of the latest board.
@@ -243,13 +250,20 @@ class Recorder:
             self._txns = True
 
     def after_step(self, world: World, callback: Any) -> None:
-        """A handler ran: mark its node, then read what is dirty."""
+        """A handler ran: mark its node, then read what is dirty (if it emitted an event)."""
         owner = getattr(callback, "__self__", None)
         name = getattr(owner, "name", None)
         if name is not None:
             kind = self._kind.get(name)
             if kind is not None and kind != "broker":
                 self._mark(name, kind)
+        index = world.trace.count - 1
+        if index == self.last_index:
+            return  # no event: what it changed shows with the next event
+        if self._call_start >= 0:
+            if index < self._call_start:
+                return  # a waiting call before its first event: shows with that event
+            self._clients_dirty()
         self._flush()
 
     def on_offsets(self, replica: Replica) -> None:
@@ -262,22 +276,26 @@ class Recorder:
 
     def on_call_start(self, entry: Any) -> None:
         """An application call starts (:class:`~engine.journal.Journal` listener)."""
-        self._calling.add(entry.target)
-        self._dirty_nodes.add(entry.target)
+        self._call_start = entry.start_index
 
     def on_call_end(self, entry: Any) -> None:
         """An application call returned or raised: read what it changed."""
-        self._calling.discard(entry.target)
+        self._call_start = -1
         self.sync()
 
     def sync(self) -> None:
         """Read the clients and everything marked dirty now (after an application call)."""
         if self.cluster is None:
             return
-        self._dirty_nodes.update(p.name for p in self.cluster.producers)
-        self._dirty_nodes.update(c.name for c in self.cluster.consumers)
+        self._clients_dirty()
         self._brokers = self._txns = True
         self._flush()
+
+    def _clients_dirty(self) -> None:
+        cluster = self.cluster
+        if cluster is not None:
+            self._dirty_nodes.update(p.name for p in cluster.producers)
+            self._dirty_nodes.update(c.name for c in cluster.consumers)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -288,6 +306,10 @@ class Recorder:
             msg = f"at() takes a trace event index (int), got {index!r}"
             raise TypeError(msg)
         index = max(self.first_index, min(index, self.last_index))
+        # an event inside a handler shows the board recorded when the handler returned
+        flushes = self._flushes
+        k = bisect_left(flushes, index)
+        board_index = flushes[k] if k < len(flushes) else self.last_index
         changed: dict[tuple[str, Any], int] = {}
 
         def rows(kind: str, keys: Any) -> tuple[Any, ...]:
@@ -296,7 +318,7 @@ class Recorder:
                 s = self._series.get((kind, key))
                 if s is None:
                     continue
-                value, when = s.at(index)
+                value, when = s.at(board_index)
                 if value is _MISSING or value is None:
                     continue
                 changed[(kind, key)] = when
@@ -308,7 +330,7 @@ class Recorder:
         keys = sorted(k for (kind, k) in series if kind == "partition")
         partitions = rows("partition", keys)
         live_keys = [(r.topic, r.partition) for r in partitions]
-        controller, _ = self._series[("controller", None)].at(index)
+        controller, _ = self._series[("controller", None)].at(board_index)
         return BoardState(
             index,
             board.event_time(cluster, index),
@@ -318,7 +340,7 @@ class Recorder:
             rows("producer", [n for n, k in list(self._kind.items()) if k == "producer"]),
             rows("consumer", [n for n, k in list(self._kind.items()) if k == "consumer"]),
             rows("txn", sorted(k for (kind, k) in series if kind == "txn")),
-            tuple(LogTail(t, p, self._logs[(t, p)].tail(index)) for t, p in live_keys if (t, p) in self._logs),
+            tuple(LogTail(t, p, self._logs[(t, p)].tail(board_index)) for t, p in live_keys if (t, p) in self._logs),
             changed,
         )
 
@@ -365,10 +387,7 @@ class Recorder:
 
     def _everything_dirty(self) -> None:
         self._brokers = self._txns = self._controller = self._all_partitions = True
-        cluster = self.cluster
-        if cluster is not None:
-            self._dirty_nodes.update(p.name for p in cluster.producers)
-            self._dirty_nodes.update(c.name for c in cluster.consumers)
+        self._clients_dirty()
 
     def _new_clients(self, cluster: Cluster) -> None:
         seen = (len(cluster.producers), len(cluster.consumers))
@@ -394,6 +413,8 @@ class Recorder:
             return
         index = cluster.world.trace.count - 1
         self.last_index = index
+        if not self._flushes or self._flushes[-1] != index:
+            self._flushes.append(index)
         self._new_clients(cluster)
         if self._controller:
             self._controller = False
@@ -416,8 +437,6 @@ class Recorder:
                     track = self._logs[key] = _LogTrack()
                 track.reconcile(index, board.leader_log(cluster, key))
             self._dirty_partitions.clear()
-        if self._calling:
-            self._dirty_nodes.update(self._calling)
         if self._dirty_nodes:
             producers = {p.name: p for p in cluster.producers}
             consumers = {c.name: c for c in cluster.consumers}
