@@ -36,8 +36,9 @@ What it does not do
 Calls made on engine objects it did not wrap (``cluster.world``, a broker node) are not recorded,
 so a run driven that way does not replay. A callback that closes over a client of the recorded
 run (``lambda err, msg: p.produce(...)``) cannot be pointed at the new run's client: replay refuses
-that call, changes nothing of the recorded run, and raises :class:`ReplayDiverged` saying so. Arguments are kept as the objects passed (callbacks
-included); the journal is replayed in the same process, not written to a file.
+that call, changes nothing of the recorded run, and raises :class:`ReplayDiverged` saying so.
+Arguments are kept as the objects passed (callbacks included); the journal is replayed in the
+same process, not written to a file.
 """
 
 from __future__ import annotations

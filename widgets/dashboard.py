@@ -38,8 +38,10 @@ Invariants
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
+import time
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -60,6 +62,10 @@ MAX_HZ = 10
 PANELS = ("brokers", "partitions", "producers", "txns", "logs", "reads", "timeline", "msc")
 #: Simulated ms per wall-clock second when playing, by default.
 DEFAULT_RATE = 200
+#: While live, the sequence chart is drawn again at most this often (seconds of wall time).
+MSC_EVERY_S = 1.0
+#: While live, the log strips (the costliest pictures) are drawn again at most this often.
+LOGS_EVERY_S = 0.5
 
 _HERE = Path(__file__).parent
 
@@ -105,7 +111,10 @@ class Dashboard(anywidget.AnyWidget):
         self.forks = 0
         self.note = ""
         self._shown: tuple[Any, ...] = ()
-        self._msc_key: tuple[Any, ...] = ()
+        self._drawn: dict[str, tuple[Any, str]] = {}
+        self._msc_at = 0.0
+        self._logs_at = 0.0
+        self._scan = _TraceScan()
         self._publishing = threading.Lock()
         self.on_msg(self._on_action)
         self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
@@ -124,21 +133,82 @@ class Dashboard(anywidget.AnyWidget):
         return rec.last_index
 
     def render(self) -> dict[str, str]:
-        """Return every panel's HTML for the board at :meth:`index`."""
+        """Return every panel's HTML for the board at :meth:`index`.
+
+        A panel is rendered again only when what it shows changed (its rows, compared by
+        identity first: the recorder hands out the same row objects until a row changes), so a
+        tick of a busy run redraws the few panels that moved.
+        """
         rec = self.run.recorder
         index = self.index()
         board = rec.at(index)
-        trace = self.run.cluster.world.trace
-        return {
-            "brokers": panels.brokers_panel(board),
-            "partitions": panels.partitions_panel(board),
-            "producers": panels.producers_panel(board),
-            "txns": panels.txns_panel(board),
-            "logs": panels.logs_panel(board),
-            "reads": panels.reads_panel(board, *self._reads_target()),
-            "timeline": panels.timeline_panel(trace.events, index, board.time_ms),
+        self._scan.advance(self.run.cluster.world.trace.events)
+        hues = panels.producer_palette(board)
+        zombies = panels.fenced_epochs(board)
+        look = (tuple(hues.items()), frozenset(zombies))
+        fresh = frozenset(k for k, when in board.changed.items() if when > 0 and index - when <= panels.FRESH_EVENTS)
+        memo = self._memo
+        out = {
+            "brokers": memo("brokers", (board.brokers, board.controller, fresh), panels.brokers_panel, board),
+            "partitions": memo("partitions", (board.partitions, fresh), panels.partitions_panel, board),
+            "producers": memo(
+                "producers", (board.producers, board.partitions, board.txns, look, fresh), panels.producers_panel, board
+            ),
+            "txns": memo("txns", (board.txns, fresh), panels.txns_panel, board),
+            "logs": self._logs(board, hues, zombies, look),
+            "reads": memo(
+                "reads",
+                (board.partitions, board.logs, board.consumers, self.reads_tp),
+                lambda b: panels.reads_panel(b, *self._reads_target()),
+                board,
+            ),
+            "timeline": memo(
+                "timeline",
+                (index, board.time_ms, len(self._scan.faults)),
+                lambda b: panels.timeline_panel(
+                    self.run.cluster.world.trace.events, index, b.time_ms, faults=self._scan.faults
+                ),
+                board,
+            ),
             "msc": self._msc(index),
         }
+        return out
+
+    def _logs(self, board: Any, hues: dict[int, int], zombies: set[tuple[int, int]], look: Any) -> str:
+        """The log strips, each partition's drawn again only when its tail, offsets or colours changed.
+
+        While live they are drawn at most every :data:`LOGS_EVERY_S`; scrubbed, at once.
+        """
+        have = self._drawn.get("logs")
+        live = board.event_index == self.run.recorder.last_index
+        if have is not None and live and time.monotonic() - self._logs_at < LOGS_EVERY_S:
+            return have[1]
+        self._logs_at = time.monotonic()
+        parts = {p.key: p for p in board.partitions}
+        legend = panels.log_legend(board, hues, zombies)
+        strips = []
+        for tail in board.logs:
+            p = parts.get((tail.topic, tail.partition))
+            key = (tuple(map(id, tail.batches)), p, look, tuple(legend))
+            strips.append(
+                self._memo(
+                    f"log:{tail.topic}-{tail.partition}",
+                    key,
+                    lambda _b, tail=tail, p=p: panels.log_strip_html(tail, p, hues, zombies, legend),
+                    board,
+                )
+            )
+        html = "".join(strips) or '<div class="eos-empty">no topics yet</div>'
+        self._drawn["logs"] = (None, html)
+        return html
+
+    def _memo(self, name: str, key: Any, draw: Callable[[Any], str], board: Any) -> str:
+        have = self._drawn.get(name)
+        if have is not None and have[0] == key:
+            return have[1]
+        html = draw(board)
+        self._drawn[name] = (key, html)
+        return html
 
     def _reads_target(self) -> tuple[str | None, int]:
         topic, _, partition = self.reads_tp.rpartition("-")
@@ -147,20 +217,33 @@ class Dashboard(anywidget.AnyWidget):
         return None, 0
 
     def _msc(self, index: int) -> str:
-        """The sequence chart of the chosen transactional id's latest transaction up to ``index``."""
+        """The sequence chart of the chosen id's latest transaction up to ``index``.
+
+        Drawn from that transaction's own stretch of the trace (found by :class:`_TraceScan`, not
+        by reading the whole trace), and while live at most once per :data:`MSC_EVERY_S`.
+        """
         tid = self.msc_txn or (self.txn_ids[0] if self.txn_ids else "")
         if not tid:
             return '<div class="eos-empty">no transaction yet</div>'
-        key = (id(self.run), tid, index)
-        if key == self._msc_key:
-            return self.msc
-        self._msc_key = key
-        events = list(itertools.islice(self.run.cluster.world.trace.events, index + 1))
+        window = self._scan.window(tid, index)
+        if window is None:
+            return f'<div class="eos-empty">no transaction of {escape(tid)} yet</div>'
+        key = (id(self.run), tid, window.begin, window.upto(index))
+        live = index == self.run.recorder.last_index
+        have = self._drawn.get("msc")
+        if have is not None and (have[0] == key or (live and time.monotonic() - self._msc_at < MSC_EVERY_S)):
+            return have[1]
+        events = self.run.cluster.world.trace.events
+        picked = [events[i] for i in window.prefix] + events[window.start : window.upto(index) + 1]
         try:
-            chart = transaction_chart(events, tid)
+            chart = transaction_chart(picked, tid)
+            chart = dataclasses.replace(chart, occurrence=window.occurrence, count=window.count)
+            html = sequence_svg(chart)
         except ValueError as exc:
-            return f'<div class="eos-empty">{escape(str(exc))}</div>'
-        return sequence_svg(chart)
+            html = f'<div class="eos-empty">{escape(str(exc))}</div>'
+        self._drawn["msc"] = (key, html)
+        self._msc_at = time.monotonic()
+        return html
 
     def publish(self, *, force: bool = False) -> bool:
         """Render and send what changed since the last publish; return True if anything was sent.
@@ -322,6 +405,8 @@ class Dashboard(anywidget.AnyWidget):
     def follow(self, run: LiveRun) -> None:
         """Show another run from now on (a fork of this one), live."""
         self.run = run
+        self._drawn.clear()
+        self._scan = _TraceScan()
         self.scrub = -1
         self.publish(force=True)
 
@@ -367,7 +452,9 @@ class Pacer(threading.Thread):
         self.errors: list[str] = []
 
     def run(self) -> None:
-        while not self._stop_event.wait(self.period):
+        # A fixed schedule: a slow tick delays the next one, never adds a full period after it.
+        due = time.monotonic() + self.period
+        while not self._stop_event.wait(max(0.0, due - time.monotonic())):
             try:
                 self.dashboard.step_publish()
             except Exception as exc:  # keep pacing; the status bar says what broke
@@ -375,9 +462,79 @@ class Pacer(threading.Thread):
                 if len(self.errors) > 100:
                     del self.errors[:50]
             self.ticks += 1
+            due = max(due + self.period, time.monotonic())
 
     def stop(self) -> None:
         """Stop pacing and wait for the thread to end."""
         self._stop_event.set()
         if self.is_alive() and threading.current_thread() is not self:
             self.join(timeout=2)
+
+
+@dataclasses.dataclass
+class _TxnWindow:
+    """Where the latest transaction of an id up to some event lies in the trace."""
+
+    #: Events to put first (the producer's ``txn.init``, which names its producer id).
+    prefix: tuple[int, ...]
+    #: The first event of the transaction's stretch (just after the producer's previous end).
+    start: int
+    begin: int
+    #: The first event after the stretch (the id's next begin), or None while it is the last.
+    stop: int | None
+    occurrence: int
+    count: int
+
+    def upto(self, index: int) -> int:
+        return index if self.stop is None else min(index, self.stop - 1)
+
+
+class _TraceScan:
+    """Read each new trace event once: the transactions' begin/end/init events and the faults.
+
+    The dashboard asks, every tick, where the chosen id's latest transaction lies and which
+    faults happened; reading the whole trace each time would grow with the run.
+    """
+
+    _TXN = frozenset({ev.TXN_INIT, ev.TXN_BEGIN, ev.TXN_COMMIT, ev.TXN_ABORT})
+
+    def __init__(self) -> None:
+        self.cursor = 0
+        #: transactional id -> [(index, name, node)] of its init, begin, commit and abort events
+        self.txn: dict[str, list[tuple[int, str, str]]] = {}
+        #: every fault event, in order
+        self.faults: list[Any] = []
+        #: the index of each node's first event
+        self.first_seen: dict[str, int] = {}
+
+    def advance(self, events: list[Any]) -> None:
+        end = len(events)
+        first_seen = self.first_seen
+        for e in itertools.islice(events, self.cursor, end):
+            if e.node not in first_seen:
+                first_seen[e.node] = e.index
+            if e.kind == "fault":
+                self.faults.append(e)
+            elif e.kind == "state" and e.name in self._TXN:
+                tid = e.get("txn_id")
+                if tid is not None:
+                    self.txn.setdefault(tid, []).append((e.index, e.name, e.node))
+        self.cursor = end
+
+    def window(self, tid: str, index: int) -> _TxnWindow | None:
+        marks = [m for m in self.txn.get(tid, ()) if m[0] <= index]
+        begins = [m for m in marks if m[1] == ev.TXN_BEGIN]
+        if not begins:
+            return None
+        begin, _, node = begins[-1]
+        start, prefix = self.first_seen.get(node, 0), ()
+        for i, name, n in reversed(marks):
+            if i < begin and n == node and name in (ev.TXN_COMMIT, ev.TXN_ABORT):
+                start = i + 1
+                break
+        inits = [i for i, name, n in marks if n == node and name == ev.TXN_INIT and i < start]
+        if inits:
+            prefix = (inits[-1],)
+        later = [i for i, name, _ in self.txn.get(tid, ()) if i > begin and name == ev.TXN_BEGIN]
+        stop = later[0] if later and later[0] <= index else None
+        return _TxnWindow(prefix, start, begin, stop, len(begins) - 1, len(begins))

@@ -295,23 +295,31 @@ def txns_panel(board: BoardState) -> str:
     )
 
 
+def log_legend(board: BoardState, hues: dict[int, int], zombies: set[tuple[int, int]]) -> list[tuple[str, str]]:
+    """Return the producer colours (and grey, when a zombie's batch is shown) for the strips' legend."""
+    legend = [(f"hsl({h},62%,50%)", f"producer {pid}") for pid, h in hues.items()]
+    if any((b.producer_id, b.producer_epoch) in zombies for t in board.logs for b in t.batches):
+        legend.append((_FENCED_GREY, "fenced epoch (zombie)"))
+    return legend
+
+
 def logs_panel(board: BoardState) -> str:
     """One log strip per partition: batches coloured by producer and epoch, markers, HW and LSO."""
     hues, zombies = producer_palette(board), fenced_epochs(board)
     parts = {p.key: p for p in board.partitions}
-    legend = [(f"hsl({h},62%,50%)", f"producer {pid}") for pid, h in hues.items()]
-    if any((b.producer_id, b.producer_epoch) in zombies for t in board.logs for b in t.batches):
-        legend.append((_FENCED_GREY, "fenced epoch (zombie)"))
-    strips = []
-    for tail in board.logs:
-        p = parts.get((tail.topic, tail.partition))
-        strips.append(_strip(tail, p, hues, zombies, legend))
+    legend = log_legend(board, hues, zombies)
+    strips = [log_strip_html(t, parts.get((t.topic, t.partition)), hues, zombies, legend) for t in board.logs]
     return "".join(strips) or '<div class="eos-empty">no topics yet</div>'
 
 
-def _strip(
-    tail: LogTail, p: PartitionRow | None, hues: dict[int, int], zombies: set[tuple[int, int]], legend: Any
+def log_strip_html(
+    tail: LogTail,
+    p: PartitionRow | None,
+    hues: dict[int, int],
+    zombies: set[tuple[int, int]],
+    legend: Sequence[tuple[str, str]],
 ) -> str:
+    """One partition's strip (see :func:`logs_panel`)."""
     name = f"{tail.topic}-{tail.partition}"
     picture = svg.log_strip(
         tail.summaries(),
@@ -322,9 +330,8 @@ def _strip(
         fill=lambda b: batch_colour(b.producer_id, b.producer_epoch, hues, zombies),
         legend=legend,
     )
-    return (
-        f'<div class="eos-strip" data-tp="{escape(name)}"><div class="eos-caption">{escape(name)}</div>{picture}</div>'
-    )
+    caption = f'<div class="eos-caption">{escape(name)}</div>'
+    return f'<div class="eos-strip" data-tp="{escape(name)}">{caption}{picture}</div>'
 
 
 def reads_panel(board: BoardState, topic: str | None = None, partition: int = 0) -> str:
@@ -399,10 +406,15 @@ _FAULT_PAIRS = {ev.CRASH: ev.RESTART, ev.PAUSE: ev.RESUME, ev.PARTITION: ev.HEAL
 
 
 def fault_windows(trace_events: Sequence[Any], upto: int) -> list[tuple[str, str, int, int | None]]:
-    """Return ``(node, fault, start_ms, end_ms or None)`` for every crash, pause and network cut up to ``upto``."""
+    """Return ``(node, fault, start_ms, end_ms or None)`` for every crash, pause and network cut up to ``upto``.
+
+    ``trace_events`` may be the whole trace or only its fault events (what the dashboard keeps).
+    """
     open_: dict[tuple[str, str], int] = {}
     out: list[tuple[str, str, int, int | None]] = []
-    for e in trace_events[: upto + 1]:
+    for e in trace_events:
+        if e.index > upto:
+            break
         if e.kind != "fault":
             continue
         if e.name in _FAULT_PAIRS:
@@ -416,8 +428,18 @@ def fault_windows(trace_events: Sequence[Any], upto: int) -> list[tuple[str, str
     return sorted(out, key=lambda w: (w[2], w[0], w[1]))
 
 
-def timeline_panel(trace_events: Sequence[Any], index: int, now_ms: int, *, lines: int = TIMELINE_LINES) -> str:
-    """The latest events up to ``index`` (the short log) over a time axis with fault windows shaded."""
+def timeline_panel(
+    trace_events: Sequence[Any],
+    index: int,
+    now_ms: int,
+    *,
+    lines: int = TIMELINE_LINES,
+    faults: Sequence[Any] | None = None,
+) -> str:
+    """The latest events up to ``index`` (the short log) over a time axis with fault windows shaded.
+
+    ``faults``: the trace's fault events, when the caller keeps them (else the trace is read).
+    """
     if index < 0 or not trace_events:
         return '<div class="eos-empty">no events yet</div>'
     index = min(index, len(trace_events) - 1)
@@ -431,7 +453,8 @@ def timeline_panel(trace_events: Sequence[Any], index: int, now_ms: int, *, line
         rows.append(f'<div class="eos-ev{cls}" data-index="{e.index}">{escape(e.short())}</div>')
     t0 = trace_events[first].time_ms
     t1 = max(now_ms, t0 + 1)
-    windows = [w for w in fault_windows(trace_events, index) if (w[3] is None or w[3] >= t0)]
+    source = faults if faults is not None else trace_events
+    windows = [w for w in fault_windows(source, index) if (w[3] is None or w[3] >= t0)]
     axis = _axis_svg(t0, t1, windows)
     return f'<div class="eos-timeline">{axis}<div class="eos-evs">{"".join(rows)}</div></div>'
 

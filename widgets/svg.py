@@ -25,6 +25,7 @@ notebook library.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -77,8 +78,22 @@ _LABEL_ROW_H = 12
 # -- small writers ----------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
+def _quoted(value: str) -> str:
+    """``quoteattr`` of a value; pictures repeat few values (colours, opacities), so it is cached."""
+    return quoteattr(value)
+
+
 def _attrs(pairs: Iterable[tuple[str, Any]]) -> str:
-    return "".join(f" {k}={quoteattr(str(v))}" for k, v in pairs if v is not None)
+    out = []
+    for k, v in pairs:
+        if v is None:
+            continue
+        if type(v) is int:  # no escaping to do (bool is not int here: type(), not isinstance)
+            out.append(f' {k}="{v}"')
+        else:
+            out.append(f" {k}={_quoted(str(v))}")
+    return "".join(out)
 
 
 def _el(tag: str, *pairs: tuple[str, Any], body: str = "") -> str:

@@ -22,6 +22,7 @@ import pytest
 from engine import Cluster
 from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from engine.views.board import board_state
+from widgets import dashboard as dashboard_module
 from widgets import panels
 from widgets.dashboard import MAX_HZ, PANELS, Dashboard
 from widgets.live import LiveRun
@@ -117,7 +118,8 @@ def test_dashboard_actions_are_journaled_and_replay_to_the_same_fingerprint() ->
     assert run.replay().cluster.world.fingerprint() == live
 
 
-def test_only_changed_panels_are_sent() -> None:
+def test_only_changed_panels_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dashboard_module, "LOGS_EVERY_S", 0.0)  # no live throttle of the strips here
     run = LiveRun.start(seed=3, brokers=3)
     run.cluster.create_topic("t", partitions=1, replication_factor=3)
     dash = Dashboard(run, pacer=False)
@@ -245,3 +247,20 @@ def test_the_reads_panel_follows_the_chosen_partition() -> None:
     dash.reads_tp = "orders-1"
     assert 'data-tp="orders-1"' in dash.reads
     assert dash.reads == panels.reads_panel(run.recorder.latest(), "orders", 1)
+
+
+def test_live_log_strips_are_redrawn_at_most_every_half_second() -> None:
+    run = LiveRun.start(seed=3, brokers=3)
+    run.cluster.create_topic("t", partitions=1, replication_factor=3)
+    dash = Dashboard(run, pacer=False)
+    before = dash.logs
+    p = run.cluster.producer({"client.id": "p"})
+    p.produce("t", value=b"v")
+    p.flush()
+    dash.publish()
+    assert dash.logs == before and "data-txn" not in dash.logs  # live, within the window: not redrawn
+    dash.scrub = run.recorder.last_index - 1  # scrubbed: at once
+    assert dash.logs != before
+    time.sleep(dashboard_module.LOGS_EVERY_S)
+    dash.act("live")
+    assert "p" in dash.producers and dash.logs != before
