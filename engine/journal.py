@@ -162,7 +162,8 @@ class Journal:
         self.guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         #: Told of every outermost call: ``on_call_start(entry)`` before it runs and
         #: ``on_call_end(entry)`` after it returns or raises (a recorder follows the client
-        #: a call changes between events).
+        #: a call changes between events); a listener with ``on_nested_call(target)`` also
+        #: hears of the calls made inside one (callbacks), which are not recorded.
         self.listeners: list[Any] = []
         self._depth = 0
         self._wrapped: dict[int, Any] = {}
@@ -209,6 +210,10 @@ class Journal:
                 msg = f"{target}.{method}() of the recorded run was called while replaying it"
                 raise ReplayDiverged(msg)
             if journal._depth:
+                for listener in journal.listeners:
+                    nested = getattr(listener, "on_nested_call", None)
+                    if nested is not None:
+                        nested(target)
                 result = bound(*args, **kwargs)
             else:
                 with journal.guard:

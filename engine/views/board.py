@@ -35,6 +35,10 @@ row                 what it holds
 Only user topics have partition rows and log tails: the internal topics' partitions are many
 (50 each by default) and are shown through the broker and transaction rows.
 
+The small rows read most often (a producer's partitions and batches in flight, a leader's
+window) are named tuples: several are built per handler while a run is recorded, and a named
+tuple costs a third of a frozen dataclass to build.
+
 Invariants
 ----------
 * Read-only: nothing here changes the engine, draws randomness or emits a trace event.
@@ -45,7 +49,7 @@ Invariants
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from engine.views.log_batches import BatchSummary, summarize
@@ -76,8 +80,7 @@ class BrokerRow:
     group_partitions: tuple[int, ...]
 
 
-@_frozen
-class WindowBatch:
+class WindowBatch(NamedTuple):
     """One batch of a producer's dedup window on the leader."""
 
     first_seq: int
@@ -85,8 +88,7 @@ class WindowBatch:
     first_offset: int
 
 
-@_frozen
-class ProducerEntry:
+class ProducerEntry(NamedTuple):
     """One producer id in a partition leader's producer-state table."""
 
     producer_id: int
@@ -116,8 +118,7 @@ class PartitionRow:
         return (self.topic, self.partition)
 
 
-@_frozen
-class InFlight:
+class InFlight(NamedTuple):
     """One batch a producer sent and has no answer for yet."""
 
     first_seq: int
@@ -125,8 +126,7 @@ class InFlight:
     attempts: int
 
 
-@_frozen
-class ProducerPartition:
+class ProducerPartition(NamedTuple):
     """What a producer knows of one partition it writes to."""
 
     topic: str
@@ -356,8 +356,12 @@ def producer_row(producer: Producer) -> ProducerRow:
     parts = []
     for (topic, p), q in sorted(producer._queues.items()):
         in_flight = tuple(
-            InFlight(b.base_sequence, b.base_sequence + len(b.values) - 1 if b.base_sequence >= 0 else -1, b.attempts)
-            for b in q.unacked
+            [
+                InFlight(
+                    b.base_sequence, b.base_sequence + len(b.values) - 1 if b.base_sequence >= 0 else -1, b.attempts
+                )
+                for b in q.unacked
+            ]
         )
         parts.append(ProducerPartition(topic, p, q.next_sequence, q.last_acked_sequence, in_flight, len(q.queue)))
     err = producer.fatal_error
@@ -370,6 +374,28 @@ def producer_row(producer: Producer) -> ProducerRow:
         state,
         None if err is None else type(err).__name__,
         tuple(parts),
+    )
+
+
+def app_signature(client: Any) -> tuple[Any, ...]:
+    """Return the few fields of a client that application code (not a handler) changes.
+
+    While an application call runs, the recorder reads the called client's row again only when
+    this changes; everything else of the row changes in the client's own handlers.
+    """
+    fetcher = getattr(client, "fetcher", None)
+    if fetcher is not None:  # a consumer
+        return (client.status, tuple(client.assigned), tuple(fetcher.positions.values()))
+    txn = getattr(client, "txn", None)
+    queued = sum(len(q.queue) for q in client._queues.values())
+    return (
+        client.status,
+        client.producer_id,
+        client.producer_epoch,
+        None if txn is None else txn.state,
+        id(client.fatal_error),
+        queued,
+        len(client._waiting_metadata),
     )
 
 

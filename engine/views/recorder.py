@@ -30,10 +30,12 @@ How it knows what changed
 * ``on_offsets(replica)``: that partition is dirty (an append, truncation, HW, LSO or
   leader-epoch move); for a ``__transaction_state`` replica, the transaction rows.
 * Application calls (``produce``, ``commit_transaction``, ``crash`` ...) change clients between
-  events, also in the middle of a call that waits (and a callback the call runs may change
-  another client). Given as a listener to the cluster's :class:`~engine.journal.Journal`, the
-  recorder reads every client after each handler while a call runs (``on_call_start``) and
-  everything dirty when it ends (``on_call_end``); :meth:`Recorder.sync` does the latter by hand.
+  events, also in the middle of a call that waits. Given as a listener to the cluster's
+  :class:`~engine.journal.Journal`, the recorder follows the called client while the call runs
+  (``on_call_start``: after each handler it compares the few fields application code changes,
+  :func:`~engine.views.board.app_signature`), reads the client a callback calls
+  (``on_nested_call``), and everything dirty when the call ends (``on_call_end``);
+  :meth:`Recorder.sync` does the latter by hand.
 
 After each handler the dirty rows are read again (:mod:`engine.views.board`) and stored only if
 they differ from their last value. tests/unit/views/test_views_recorder.py reads the whole board
@@ -196,8 +198,11 @@ class Recorder:
         self._brokers = False
         self._txns = False
         self._controller = False
-        #: The trace index at which the running application call started (-1: none running).
+        #: The trace index at which the running application call started (-1: none running),
+        #: the client it runs on, and that client's :func:`~engine.views.board.app_signature`.
         self._call_start = -1
+        self._call_target = ""
+        self._call_sig: tuple[Any, ...] | None = None
         #: The index of every flush that recorded a board, ascending (handler and call ends).
         self._flushes: list[int] = []
         #: The index of the first board this recorder holds.
@@ -263,7 +268,7 @@ class Recorder:
         if self._call_start >= 0:
             if index < self._call_start:
                 return  # a waiting call before its first event: shows with that event
-            self._clients_dirty()
+            self._watch_call()
         self._flush()
 
     def on_offsets(self, replica: Replica) -> None:
@@ -277,11 +282,35 @@ class Recorder:
     def on_call_start(self, entry: Any) -> None:
         """An application call starts (:class:`~engine.journal.Journal` listener)."""
         self._call_start = entry.start_index
+        self._call_target = entry.target
+        self._call_sig = None
+
+    def on_nested_call(self, target: str) -> None:
+        """A call made inside the running one (a callback producing, a consumer committing)."""
+        if target in self._kind:
+            self._dirty_nodes.add(target)
+
+    def _watch_call(self) -> None:
+        """Read the called client again if its application code changed it since the last handler."""
+        cluster = self.cluster
+        target = self._call_target
+        if cluster is None or self._kind.get(target) not in ("producer", "consumer"):
+            return
+        sig = board.app_signature(cluster.world.nodes[target])
+        if sig != self._call_sig:
+            self._call_sig = sig
+            self._dirty_nodes.add(target)
 
     def on_call_end(self, entry: Any) -> None:
-        """An application call returned or raised: read what it changed."""
+        """An application call returned or raised: read what it changed.
+
+        Its client's row; what it did to brokers, partitions and transactions came with events.
+        """
         self._call_start = -1
-        self.sync()
+        self._call_target = ""
+        if self._kind.get(entry.target) in ("producer", "consumer"):
+            self._dirty_nodes.add(entry.target)
+        self._flush()
 
     def sync(self) -> None:
         """Read the clients and everything marked dirty now (after an application call)."""
