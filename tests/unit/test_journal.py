@@ -29,75 +29,6 @@ from engine.views.recorder import Recorder
 
 # -- the hand-made session (as in test_views_recorder.py) ----------------------------------------
 
-BROKER_CONFIG = {
-    "min.insync.replicas": 2,
-    "transaction.state.log.num.partitions": 3,
-    "offsets.topic.num.partitions": 3,
-    "broker.session.timeout.ms": 2_000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 1_500,
-}
-TXN_PRODUCER = {"transactional.id": "app", "linger.ms": 0, "request.timeout.ms": 1_500, "delivery.timeout.ms": 5_000}
-
-
-def hand_session(
-    seed: int, observers: tuple[Any, ...] = (), listeners: tuple[Any, ...] = ()
-) -> tuple[Cluster, Journal]:
-    """Drive a cluster by hand through the journal, as a notebook would."""
-    cluster, journal = Journal.new_cluster(seed=seed, brokers=3, config=BROKER_CONFIG, observers=observers)
-    journal.listeners += listeners
-    cluster.create_topic("orders", partitions=2, replication_factor=3)
-    with pytest.raises(TopicExistsException):
-        cluster.create_topic("orders")
-    app = cluster.producer(TXN_PRODUCER)
-    app.init_transactions()
-    for txn in range(3):
-        app.begin_transaction()
-        for k in range(4):
-            app.produce("orders", value=f"txn{txn}-{k}".encode(), partition=k % 2)
-        if txn == 1:
-            app.abort_transaction()
-        else:
-            app.commit_transaction()
-    plain = cluster.producer({"linger.ms": 2})
-    for k in range(5):
-        plain.produce("orders", value=f"plain-{k}".encode(), key=f"k{k}".encode())
-    with pytest.raises(TypeError, match="non-empty list"):
-        plain.produce_batch("orders", [], partition=0)
-    plain.flush()
-    reader = cluster.consumer(
-        {"group.id": "readers", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
-    )
-    reader.subscribe(["orders"])
-    reader.consume(50, timeout=3.0)
-    reader.commit(asynchronous=False)
-    old = cluster.leader("orders", 0)
-    cluster.crash(old)
-    app.begin_transaction()
-    app.produce("orders", value=b"during-crash", partition=0)
-    cluster.run_for(3_000)
-    app.commit_transaction()
-    cluster.restart(old)
-    cluster.run_for(2_000)
-    cluster.add_rule("drop", dst="producer-1", body_type="ProduceResponse", count=1)
-    app.begin_transaction()
-    app.produce("orders", value=b"retried", partition=1)
-    app.commit_transaction()
-    app.begin_transaction()
-    app.produce("orders", value=b"zombie", partition=1)
-    cluster.pause("producer-1")
-    successor = cluster.producer(TXN_PRODUCER)
-    successor.init_transactions()
-    cluster.resume("producer-1")
-    with pytest.raises(KafkaError):
-        app.commit_transaction()
-    successor.begin_transaction()
-    successor.produce("orders", value=b"successor", partition=0)
-    successor.commit_transaction()
-    reader.consume(50, timeout=2.0)
-    cluster.run_for(500)
-    return cluster, journal
-
 
 class Ends:
     """Note the trace index at which every scheduler event and every application call ended."""
@@ -121,7 +52,7 @@ class Ends:
 
 
 @pytest.fixture(scope="module")
-def session() -> tuple[Cluster, Journal, Recorder, Ends]:
+def session(hand_session: Any) -> tuple[Cluster, Journal, Recorder, Ends]:
     recorder, ends = Recorder(), Ends()
     cluster, journal = hand_session(5, (recorder, ends), (recorder, ends))
     return cluster, journal, recorder, ends

@@ -30,7 +30,6 @@ from typing import Any
 import pytest
 
 from engine import Cluster
-from engine.errors import KafkaError, TopicExistsException
 from engine.journal import Journal
 from engine.scenarios.catalog import BY_NAME
 from engine.scenarios.harness import Run, final_reads, run_spec
@@ -111,80 +110,8 @@ def mismatches(recorder: Recorder, probe: Probe) -> list[str]:
 
 # -- (a) the hand-made session -----------------------------------------------------------------------
 
-BROKER_CONFIG = {
-    "min.insync.replicas": 2,
-    "transaction.state.log.num.partitions": 3,
-    "offsets.topic.num.partitions": 3,
-    "broker.session.timeout.ms": 2_000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 1_500,
-}
-TXN_PRODUCER = {"transactional.id": "app", "linger.ms": 0, "request.timeout.ms": 1_500, "delivery.timeout.ms": 5_000}
 
-
-def hand_session(
-    seed: int, observers: tuple[Any, ...] = (), listeners: tuple[Any, ...] = ()
-) -> tuple[Cluster, Journal]:
-    """Drive a cluster by hand through the journal, as a notebook would (test_journal.py has the same one)."""
-    cluster, journal = Journal.new_cluster(seed=seed, brokers=3, config=BROKER_CONFIG, observers=observers)
-    journal.listeners += listeners
-    cluster.create_topic("orders", partitions=2, replication_factor=3)
-    with pytest.raises(TopicExistsException):
-        cluster.create_topic("orders")
-    app = cluster.producer(TXN_PRODUCER)
-    app.init_transactions()
-    for txn in range(3):
-        app.begin_transaction()
-        for k in range(4):
-            app.produce("orders", value=f"txn{txn}-{k}".encode(), partition=k % 2)
-        if txn == 1:
-            app.abort_transaction()
-        else:
-            app.commit_transaction()
-    plain = cluster.producer({"linger.ms": 2})
-    for k in range(5):
-        plain.produce("orders", value=f"plain-{k}".encode(), key=f"k{k}".encode())
-    with pytest.raises(TypeError, match="non-empty list"):
-        plain.produce_batch("orders", [], partition=0)
-    plain.flush()
-    reader = cluster.consumer(
-        {"group.id": "readers", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
-    )
-    reader.subscribe(["orders"])
-    reader.consume(50, timeout=3.0)
-    reader.commit(asynchronous=False)
-    # A broker crash: the leader of orders-0 goes down, the controller elects another, it comes back.
-    old = cluster.leader("orders", 0)
-    cluster.crash(old)
-    app.begin_transaction()
-    app.produce("orders", value=b"during-crash", partition=0)
-    cluster.run_for(3_000)
-    app.commit_transaction()
-    cluster.restart(old)
-    cluster.run_for(2_000)
-    # A lost ProduceResponse: the producer retries and the leader deduplicates.
-    cluster.add_rule("drop", dst="producer-1", body_type="ProduceResponse", count=1)
-    app.begin_transaction()
-    app.produce("orders", value=b"retried", partition=1)
-    app.commit_transaction()
-    # A zombie: producer-1 pauses mid-transaction, a new instance with its transactional.id fences it.
-    app.begin_transaction()
-    app.produce("orders", value=b"zombie", partition=1)
-    cluster.pause("producer-1")
-    successor = cluster.producer(TXN_PRODUCER)
-    successor.init_transactions()
-    cluster.resume("producer-1")
-    with pytest.raises(KafkaError):
-        app.commit_transaction()
-    successor.begin_transaction()
-    successor.produce("orders", value=b"successor", partition=0)
-    successor.commit_transaction()
-    reader.consume(50, timeout=2.0)
-    cluster.run_for(500)
-    return cluster, journal
-
-
-def recorded_session(seed: int = 5) -> tuple[Cluster, Journal, Recorder, Probe]:
+def recorded_session(hand_session: Any, seed: int = 5) -> tuple[Cluster, Journal, Recorder, Probe]:
     recorder, probe = Recorder(), Probe()
     # The recorder is the first listener, so it has read a call's changes before the probe compares.
     cluster, journal = hand_session(seed, (recorder, probe), (recorder, probe))
@@ -192,8 +119,8 @@ def recorded_session(seed: int = 5) -> tuple[Cluster, Journal, Recorder, Probe]:
 
 
 @pytest.fixture(scope="module")
-def session() -> tuple[Cluster, Journal, Recorder, Probe]:
-    return recorded_session()
+def session(hand_session: Any) -> tuple[Cluster, Journal, Recorder, Probe]:
+    return recorded_session(hand_session)
 
 
 def test_the_hand_session_does_what_it_says(session) -> None:
@@ -219,7 +146,7 @@ def test_the_recorder_equals_the_live_board_after_every_handler_and_call_of_the_
     assert mismatches(recorder, probe) == []
 
 
-def test_the_recorder_changes_nothing_in_the_run(session) -> None:
+def test_the_recorder_changes_nothing_in_the_run(hand_session: Any, session) -> None:
     cluster, _, _, _ = session
     plain, _ = hand_session(5)
     assert plain.world.trace.short_log() == cluster.world.trace.short_log()
@@ -305,8 +232,8 @@ def test_a_recorder_binds_to_one_cluster_only(session) -> None:
         recorder.on_cluster(cluster)
 
 
-def test_attach_later_records_from_that_index_on() -> None:
-    cluster, journal = Journal.new_cluster(seed=3, brokers=3, config=BROKER_CONFIG)
+def test_attach_later_records_from_that_index_on(broker_config: dict[str, Any]) -> None:
+    cluster, journal = Journal.new_cluster(seed=3, brokers=3, config=broker_config)
     cluster.create_topic("orders", partitions=2, replication_factor=3)
     producer = cluster.producer({"linger.ms": 0})
     producer.produce("orders", value=b"before")
@@ -366,8 +293,8 @@ def test_rows_lists_one_rows_changes(session) -> None:
 # -- the log tail and internal topics ---------------------------------------------------------------
 
 
-def test_the_log_tail_follows_an_unclean_election_that_cuts_the_leaders_tail() -> None:
-    config = {**BROKER_CONFIG, "min.insync.replicas": 1, "unclean.leader.election.enable": True}
+def test_the_log_tail_follows_an_unclean_election_that_cuts_the_leaders_tail(broker_config: dict[str, Any]) -> None:
+    config = {**broker_config, "min.insync.replicas": 1, "unclean.leader.election.enable": True}
     recorder, probe = Recorder(), Probe()
     cluster, journal = Journal.new_cluster(seed=2, brokers=3, config=config, observers=[recorder, probe])
     journal.listeners += [recorder, probe]
@@ -402,8 +329,8 @@ def test_the_log_tail_follows_an_unclean_election_that_cuts_the_leaders_tail() -
     assert mismatches(recorder, probe) == []
 
 
-def test_the_log_tail_follows_a_power_loss_of_the_leader() -> None:
-    config = {**BROKER_CONFIG, "log.flush.interval.ms": 600_000}
+def test_the_log_tail_follows_a_power_loss_of_the_leader(broker_config: dict[str, Any]) -> None:
+    config = {**broker_config, "log.flush.interval.ms": 600_000}
     recorder, probe = Recorder(), Probe()
     cluster, journal = Journal.new_cluster(seed=4, brokers=3, config=config, observers=[recorder, probe])
     journal.listeners += [recorder, probe]
@@ -485,9 +412,9 @@ def test_events_emitted_by_one_handler_share_one_board(session) -> None:
     assert split == []
 
 
-def test_a_client_changed_by_a_callback_during_another_clients_call_is_recorded() -> None:
+def test_a_client_changed_by_a_callback_during_another_clients_call_is_recorded(broker_config: dict[str, Any]) -> None:
     recorder, probe = Recorder(), Probe()
-    cluster, journal = Journal.new_cluster(seed=1, brokers=3, config=BROKER_CONFIG, observers=[recorder, probe])
+    cluster, journal = Journal.new_cluster(seed=1, brokers=3, config=broker_config, observers=[recorder, probe])
     journal.listeners += [recorder, probe]
     cluster.create_topic("in", partitions=1, replication_factor=3)
     cluster.create_topic("out", partitions=1, replication_factor=3)
