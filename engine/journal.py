@@ -171,6 +171,8 @@ class Journal:
         #: replayed callback that closes over them (see :meth:`_replay`).
         self._replaying = False
         self._foreign_call: str | None = None
+        #: False for a journal attached to a cluster it did not build (:meth:`attach`).
+        self.replayable = True
 
     # -- building ----------------------------------------------------------------------------
 
@@ -185,6 +187,18 @@ class Journal:
         cluster = Cluster(**cluster_kwargs, observers=observers)
         journal._bind(cluster)
         return cluster, journal
+
+    @classmethod
+    def attach(cls, cluster: Cluster) -> Journal:
+        """Record the calls on a cluster built elsewhere (a scenario's), from now on.
+
+        Such a journal tells its listeners of every call, but cannot replay: it does not know the
+        arguments the cluster was built with (:meth:`new_cluster` does).
+        """
+        journal = cls({})
+        journal.replayable = False
+        journal._bind(cluster)
+        return journal
 
     def _bind(self, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -312,6 +326,9 @@ class Journal:
         listeners: Iterable[Any],
         setup: Callable[[Cluster], Any] | None,
     ) -> Any:
+        if not self.replayable:
+            msg = "this journal was attached to a cluster built elsewhere: it records calls but cannot replay them"
+            raise ReplayDiverged(msg)
         cluster, journal = Journal.new_cluster(observers=observers, **self.cluster_kwargs)
         journal.listeners.extend(listeners)
         if setup is not None:
@@ -327,7 +344,7 @@ class Journal:
         for entry in self.entries:
             if stop is not None and entry.start_index > stop + 1:
                 break
-            if stop is not None and entry.end_index > stop + 1 and entry.start_index <= stop + 1:
+            if stop is not None and entry.end_index > stop + 1:  # the call runs past the stop
                 if entry.method in ("run_for", "run_until", "step") and entry.target == "cluster":
                     _catch_up(cluster, journal, stop + 1, entry)
                     return cluster, journal, trace.count - 1

@@ -10,7 +10,7 @@ from typing import Any
 
 from IPython.core.interactiveshell import InteractiveShell
 
-__all__ = ["TestingShell", "dispose", "drain", "run", "testing_shell"]
+__all__ = ["TestingShell", "basic", "dispose", "drain", "run", "testing_shell", "txn_setup"]
 
 
 class TestingShell(InteractiveShell):
@@ -62,3 +62,20 @@ def drain(shell: InteractiveShell, consumer: str, rounds: int = 10) -> list[Any]
             return values
         values += got
     return values
+
+
+def basic(shell: InteractiveShell, seed: int = 42) -> Any:
+    """Create a cluster with topics ``orders`` (2 partitions) and ``out``; return the cluster."""
+    run(shell, f"%eos_cluster create --seed {seed}")
+    run(shell, "%eos_topic create orders --partitions 2")
+    run(shell, "%eos_topic create out")
+    return shell.user_ns["cluster"]
+
+
+def txn_setup(shell: InteractiveShell) -> Any:
+    """:func:`basic`, a transactional producer ``t1`` (id ``app``), and consumers ``rc`` and ``ru`` of ``out:0``."""
+    cluster = basic(shell)
+    run(shell, "%eos_producer t1 -t app")
+    run(shell, "%eos_consumer rc --assign out:0 --isolation read_committed")
+    run(shell, "%eos_consumer ru --assign out:0 --isolation read_uncommitted")
+    return cluster

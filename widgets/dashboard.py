@@ -39,6 +39,7 @@ Invariants
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import threading
 import time
@@ -132,16 +133,16 @@ class Dashboard(anywidget.AnyWidget):
             return max(self.scrub, rec.first_index)
         return rec.last_index
 
-    def render(self) -> dict[str, str]:
-        """Return every panel's HTML for the board at :meth:`index`.
+    def render(self, board: Any = None) -> dict[str, str]:
+        """Return every panel's HTML for ``board`` (the board at :meth:`index` by default).
 
         A panel is rendered again only when what it shows changed (its rows, compared by
         identity first: the recorder hands out the same row objects until a row changes), so a
         tick of a busy run redraws the few panels that moved.
         """
-        rec = self.run.recorder
-        index = self.index()
-        board = rec.at(index)
+        if board is None:
+            board = self.run.recorder.at(self.index())
+        index = board.event_index
         self._scan.advance(self.run.cluster.world.trace.events)
         hues = panels.producer_palette(board)
         zombies = panels.fenced_epochs(board)
@@ -263,16 +264,14 @@ class Dashboard(anywidget.AnyWidget):
             return False
         self._shown = key
         board = rec.at(index)
-        ids = sorted({t.transactional_id for t in board.txns})
-        rendered = self.render() if ids == list(self.txn_ids) else None
         with self.hold_sync():
+            ids = sorted({t.transactional_id for t in board.txns})
             if ids != list(self.txn_ids):
-                self.txn_ids = ids
-                rendered = self.render()
+                self.txn_ids = ids  # before rendering: the chart's default id is the first
             names = [f"{p.topic}-{p.partition}" for p in board.partitions]
             if names != list(self.partition_names):
                 self.partition_names = names
-            for name, html in (rendered or {}).items():
+            for name, html in self.render(board).items():
                 if getattr(self, name) != html:
                     setattr(self, name, html)
             status = {
@@ -293,7 +292,7 @@ class Dashboard(anywidget.AnyWidget):
 
     def snapshot_html(self) -> str:
         """Return the panels as one static HTML page fragment (what nbconvert and GitHub show)."""
-        css = (_HERE / "dashboard.css").read_text()
+        css = _css_text()
         rendered = self.render()
         s = self.status
         head = (
@@ -426,6 +425,12 @@ class Dashboard(anywidget.AnyWidget):
         if self.pacer is not None:
             self.pacer.stop()
         super().close()
+
+
+@functools.cache
+def _css_text() -> str:
+    """The dashboard's style sheet, read once (the static snapshot inlines it)."""
+    return (_HERE / "dashboard.css").read_text()
 
 
 _TITLES = {

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.check.anomaly import Report
@@ -108,7 +108,7 @@ Process = Generator[Any, None, None]
 class Run:
     """Everything one run of a spec has: the cluster, the history, the processes, the mutant."""
 
-    def __init__(self, spec: Spec, seed: int, mutant: Mutant | None) -> None:
+    def __init__(self, spec: Spec, seed: int, mutant: Mutant | None, observers: Iterable[Any] = ()) -> None:
         self.spec = spec
         self.seed = seed
         self.mutant = mutant
@@ -122,6 +122,7 @@ class Run:
             config=config,
             network=NetworkOptions(*spec.latency_ms),
             weakenings=mutant.weakenings if mutant is not None else CORRECT,
+            observers=observers,
         )
         for t in spec.topics:
             self.cluster.create_topic(t.name, t.partitions, t.replication_factor, dict(t.config))
@@ -339,17 +340,19 @@ def run_spec(
     mutant: Mutant | None = None,
     plan: FaultPlan | None = None,
     swarm: bool = False,
+    observers: Iterable[Any] = (),
 ) -> RunResult:
     """Run a scenario on one seed through its phases and judge it.
 
     ``plan`` replaces the fault plan the seed would expand into (used to replay or shrink a
-    failing plan); ``swarm`` replaces it with a swarm plan (a random subset of fault kinds).
+    failing plan); ``swarm`` replaces it with a swarm plan (a random subset of fault kinds);
+    ``observers`` watch the run from its first event (they change nothing in it).
 
     A positive control under swarm is judged as one only if swarm drew its fault kinds; if not,
     it is judged as an ordinary run, and when that is clean its status is ``SKIP``, with the
     kinds that were not drawn.
     """
-    run = Run(spec, seed, mutant)
+    run = Run(spec, seed, mutant, observers)
     plan = _choose_plan(run, plan, swarm) or FaultPlan()
     run.cluster.schedule_faults(plan)
     _drive_phases(run)

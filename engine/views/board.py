@@ -49,12 +49,16 @@ Invariants
 from __future__ import annotations
 
 import dataclasses
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
 from engine.views.log_batches import BatchSummary, summarize
+from engine.views.transactions import loaded_transactions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.broker.replica import Replica
     from engine.client.consumer import Consumer
     from engine.client.producer import Producer
@@ -230,34 +234,35 @@ class BoardState:
 
     def partition(self, topic: str, partition: int = 0) -> PartitionRow:
         """Return one partition's row (``KeyError`` naming the ones there are)."""
-        for row in self.partitions:
-            if row.topic == topic and row.partition == partition:
-                return row
-        known = ", ".join(f"{r.topic}-{r.partition}" for r in self.partitions) or "none"
-        raise KeyError(f"no partition {topic}-{partition} on the board; there are: {known}")
+        return _find(
+            self.partitions, (topic, partition), lambda r: (r.topic, r.partition), f"partition {topic}-{partition}"
+        )
 
     def producer(self, name: str) -> ProducerRow:
         """Return one producer's row by client name."""
-        for row in self.producers:
-            if row.name == name:
-                return row
-        known = ", ".join(r.name for r in self.producers) or "none"
-        raise KeyError(f"no producer {name!r} on the board; there are: {known}")
+        return _find(self.producers, name, attrgetter("name"), f"producer {name!r}")
 
     def txn(self, transactional_id: str) -> TxnRow:
         """Return one ``__transaction_state`` row by transactional id."""
-        for row in self.txns:
-            if row.transactional_id == transactional_id:
-                return row
-        known = ", ".join(r.transactional_id for r in self.txns) or "none"
-        raise KeyError(f"no transactional id {transactional_id!r} on the board; there are: {known}")
+        return _find(
+            self.txns, transactional_id, lambda r: r.transactional_id, f"transactional id {transactional_id!r}"
+        )
 
     def log(self, topic: str, partition: int = 0) -> LogTail:
         """Return one partition's log tail."""
-        for tail in self.logs:
-            if tail.topic == topic and tail.partition == partition:
-                return tail
-        raise KeyError(f"no log of {topic}-{partition} on the board")
+        return _find(self.logs, (topic, partition), _TP, f"log of {topic}-{partition}")
+
+
+_TP = attrgetter("topic", "partition")
+
+
+def _find(rows: tuple[Any, ...], key: Any, key_of: Callable[[Any], Any], what: str) -> Any:
+    """Return the row whose ``key_of`` is ``key``; a ``KeyError`` naming the keys there are."""
+    for row in rows:
+        if key_of(row) == key:
+            return row
+    known = ", ".join(str(key_of(r)) for r in rows) or "none"
+    raise KeyError(f"no {what} on the board; there are: {known}")
 
 
 # -- reading rows from the engine -----------------------------------------------------------------
@@ -406,46 +411,30 @@ def consumer_row(consumer: Consumer) -> ConsumerRow:
     return ConsumerRow(consumer.name, consumer.status.value, consumer.isolation_level.value, group, positions)
 
 
-def txn_rows(cluster: Cluster, broker_id: int) -> list[TxnRow]:
-    """Read the ``__transaction_state`` entries one broker coordinates now (none when it is not up)."""
-    broker = cluster.brokers[broker_id]
-    if broker.status.value != "up":
-        return []
-    out = []
-    for ext in broker.extensions:
-        manager = getattr(ext, "state_manager", None)
-        if manager is None:
-            continue
-        for tid, md in manager.describe().items():
-            out.append(
-                TxnRow(
-                    tid,
-                    broker_id,
-                    manager.partition_of(tid),
-                    md.producer_id,
-                    md.producer_epoch,
-                    md.state.name,
-                    None if md.pending_state is None else md.pending_state.name,
-                    tuple(md.partitions),
-                    md.txn_timeout_ms,
-                    md.txn_last_update_ms,
-                )
-            )
-    return out
-
-
 def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
-    """Read every coordinator's entries, one row per transactional id (sorted by id).
+    """Read every up coordinator's loaded entries, one row per transactional id (sorted by id).
 
     Two brokers may both hold an id for a moment (the old coordinator has not unloaded yet);
     the one that leads the id's ``__transaction_state`` partition in the controller wins.
     """
+    n = cluster.config.transaction_state_log_num_partitions
     rows: dict[str, TxnRow] = {}
-    for b in sorted(cluster.brokers):
-        for row in txn_rows(cluster, b):
-            have = rows.get(row.transactional_id)
-            if have is None or _leads(cluster, row):
-                rows[row.transactional_id] = row
+    for coordinator, md in loaded_transactions(cluster):
+        tid = md.transactional_id
+        row = TxnRow(
+            tid,
+            coordinator,
+            partition_for(tid, n),
+            md.producer_id,
+            md.producer_epoch,
+            md.state.name,
+            None if md.pending_state is None else md.pending_state.name,
+            tuple(md.partitions),
+            md.txn_timeout_ms,
+            md.txn_last_update_ms,
+        )
+        if tid not in rows or _leads(cluster, row):
+            rows[tid] = row
     return tuple(rows[t] for t in sorted(rows))
 
 

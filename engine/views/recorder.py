@@ -190,6 +190,7 @@ class Recorder:
         self.cluster: Cluster | None = None
         self._series: dict[tuple[str, Any], Series] = {}
         self._logs: dict[tuple[str, int], _LogTrack] = {}
+        #: client name -> "producer" or "consumer" (a broker's changes come through its events)
         self._kind: dict[str, str] = {}
         self._clients_seen = (0, 0)
         self._dirty_nodes: set[str] = set()
@@ -231,9 +232,6 @@ class Recorder:
             msg = "this recorder already records a cluster; make a new Recorder for another"
             raise ValueError(msg)
         self.cluster = cluster
-        self._kind = {"controller": "controller"}
-        for b in cluster.brokers.values():
-            self._kind[b.name] = "broker"
         self.first_index = cluster.world.trace.count - 1
         self._everything_dirty()
         self._flush()
@@ -242,9 +240,8 @@ class Recorder:
 
     def on_event(self, event: TraceEvent) -> None:
         """Mark what the event says changed."""
-        kind = self._kind.get(event.node)
-        if kind is not None and kind != "broker":
-            self._mark(event.node, kind)
+        if event.node in self._kind:
+            self._dirty_nodes.add(event.node)
         name = event.name
         if event.kind == "fault":
             self._everything_dirty()
@@ -258,10 +255,8 @@ class Recorder:
         """A handler ran: mark its node, then read what is dirty (if it emitted an event)."""
         owner = getattr(callback, "__self__", None)
         name = getattr(owner, "name", None)
-        if name is not None:
-            kind = self._kind.get(name)
-            if kind is not None and kind != "broker":
-                self._mark(name, kind)
+        if name in self._kind:
+            self._dirty_nodes.add(name)
         index = world.trace.count - 1
         if index == self.last_index:
             return  # no event: what it changed shows with the next event
@@ -294,7 +289,7 @@ class Recorder:
         """Read the called client again if its application code changed it since the last handler."""
         cluster = self.cluster
         target = self._call_target
-        if cluster is None or self._kind.get(target) not in ("producer", "consumer"):
+        if cluster is None or target not in self._kind:
             return
         sig = board.app_signature(cluster.world.nodes[target])
         if sig != self._call_sig:
@@ -308,7 +303,7 @@ class Recorder:
         """
         self._call_start = -1
         self._call_target = ""
-        if self._kind.get(entry.target) in ("producer", "consumer"):
+        if entry.target in self._kind:
             self._dirty_nodes.add(entry.target)
         self._flush()
 
@@ -406,13 +401,6 @@ class Recorder:
             msg = "this recorder is not bound to a cluster: use Recorder.attach(cluster) or Cluster(observers=[...])"
             raise ValueError(msg)
         return self.cluster
-
-    def _mark(self, name: str, kind: str) -> None:
-        """A client's or the controller's handler ran (a broker's changes come through its events)."""
-        if kind == "controller":
-            self._controller = True
-        else:
-            self._dirty_nodes.add(name)
 
     def _everything_dirty(self) -> None:
         self._brokers = self._txns = self._controller = self._all_partitions = True

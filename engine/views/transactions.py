@@ -267,7 +267,7 @@ def _coordinator(broker: Broker) -> TransactionCoordinator | None:
     return None
 
 
-def _loaded(cluster: Cluster) -> list[tuple[int, TransactionMetadata]]:
+def loaded_transactions(cluster: Cluster) -> list[tuple[int, TransactionMetadata]]:
     """Return ``(coordinator id, metadata)`` of every loaded id, by coordinator then id."""
     out = []
     for b in sorted(cluster.brokers):
@@ -349,7 +349,7 @@ def list_transactions_rows(
     if duration_filter_ms is not None:
         args.check_int(duration_filter_ms, "duration filter", minimum=0)
     rows = []
-    for coordinator, md in _loaded(cluster):
+    for coordinator, md in loaded_transactions(cluster):
         if md.state is TransactionState.DEAD:
             continue  # the broker never lists DEAD (an id being expired)
         if producer_ids is not None and md.producer_id not in producer_ids:

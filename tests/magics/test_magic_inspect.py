@@ -22,26 +22,9 @@ import pytest
 from engine import Cluster
 from engine.check import check_history, load_jsonl
 from eos_magics._testing import TestingShell as Shell
-from eos_magics._testing import drain, run
+from eos_magics._testing import basic, drain, run, txn_setup
 from eos_magics.errors import EosUsageError
 from eos_magics.views import View
-
-
-def basic(ip: Shell, seed: int = 42) -> Cluster:
-    """A cluster with topic ``orders`` (2 partitions) and ``out``; return it."""
-    run(ip, f"%eos_cluster create --seed {seed}")
-    run(ip, "%eos_topic create orders --partitions 2")
-    run(ip, "%eos_topic create out")
-    return ip.user_ns["cluster"]
-
-
-def txn_setup(ip: Shell) -> Cluster:
-    c = basic(ip)
-    run(ip, "%eos_producer t1 -t app")
-    run(ip, "%eos_consumer rc --assign out:0 --isolation read_committed")
-    run(ip, "%eos_consumer ru --assign out:0 --isolation read_uncommitted")
-    return c
-
 
 # -- the inspect magics: the engine's own text -----------------------------------------------------------------
 

@@ -28,7 +28,7 @@ import pytest
 from engine import Cluster, Consumer, Producer
 from engine.client.transactional_producer import TransactionalProducer
 from eos_magics._testing import TestingShell as Shell
-from eos_magics._testing import dispose, drain, run
+from eos_magics._testing import basic, dispose, drain, run
 from eos_magics._testing import testing_shell as new_shell
 from eos_magics.errors import EosUsageError
 from eos_magics.views import TableView, View
@@ -72,14 +72,6 @@ def owner(ip: Shell) -> Any:
     """The shell's one ``EosMagics`` (``ip.configurables`` lists it once)."""
     (found,) = set(owners(ip))
     return found
-
-
-def basic(ip: Shell, seed: int = 42) -> Cluster:
-    """A cluster with topic ``orders`` (2 partitions) and ``out``; return it."""
-    run(ip, f"%eos_cluster create --seed {seed}")
-    run(ip, "%eos_topic create orders --partitions 2")
-    run(ip, "%eos_topic create out")
-    return ip.user_ns["cluster"]
 
 
 def story(ip: Shell, seed: int) -> str:

@@ -462,3 +462,17 @@ def test_a_recorder_given_to_replay_records_the_same_boards(session) -> None:
     journal.replay(observers=[again], listeners=[again])
     differ = [i for i in sorted(set(ends.handlers + ends.calls)) if again.at(i) != recorder.at(i)]
     assert differ == []
+
+
+def test_a_journal_attached_to_a_cluster_built_elsewhere_records_but_refuses_to_replay() -> None:
+    cluster = Cluster(seed=1, brokers=1)
+    journal = Journal.attach(cluster)
+    cluster.create_topic("t", replication_factor=1)
+    cluster.producer({}).produce("t", value=b"v")
+    assert [(e.target, e.method) for e in journal.entries] == [
+        ("cluster", "create_topic"),
+        ("cluster", "producer"),
+        ("producer-1", "produce"),
+    ]
+    with pytest.raises(ReplayDiverged, match="cannot replay"):
+        journal.replay()

@@ -11,12 +11,9 @@ earlier one, as in the recorder). Every board the probe kept must equal ``record
 The runs: (a) a hand-made session through :meth:`Journal.new_cluster` (transactions committed and
 aborted, an idempotent producer, a read_committed consumer group, a broker crash and restart with
 a leader change, a dropped ProduceResponse, a zombie producer fenced by a new instance, calls that
-raise); (b) catalog scenarios with faults. The catalog's harness builds its own cluster and has
-no hook for observers, so (b) builds the scenario's :class:`~engine.scenarios.harness.Run`,
-attaches the recorder and the probe with ``Recorder.attach`` / ``world.attach``, binds a journal
-to the run's cluster (``Journal._bind``: the harness's clients are created through
-``cluster.producer``/``consumer`` and so are journaled) and drives the phases as ``run_spec`` does;
-the fingerprint must equal ``run_spec``'s, so the recorded run is the catalog run itself. Smaller
+raise); (b) catalog scenarios with faults, through ``run_spec(..., observers=...)``: the
+recorder and the probe watch from the first event, and a ``Journal.attach``-ed journal tells both
+of the calls the workloads' processes make; the fingerprint must equal a plain ``run_spec``'s. Smaller
 tests pin ``at()``'s clamping, ``attach`` later, ``latest()``, a log tail cut by an unclean
 election and by a power loss, internal topics, and :class:`Series`.
 """
@@ -32,7 +29,7 @@ import pytest
 from engine import Cluster
 from engine.journal import Journal
 from engine.scenarios.catalog import BY_NAME
-from engine.scenarios.harness import Run, final_reads, run_spec
+from engine.scenarios.harness import RunResult, run_spec
 from engine.sim.faults import FaultEntry, FaultPlan
 from engine.views.board import BoardState, LogTail, board_state
 from engine.views.recorder import Recorder, Series
@@ -162,29 +159,20 @@ def test_latest_is_the_live_board_at_the_end(session) -> None:
 # -- (b) catalog scenarios with faults ---------------------------------------------------------------
 
 
-def observed_catalog_run(name: str, seed: int) -> tuple[Run, Recorder, Probe]:
-    """Run a catalog scenario as ``run_spec`` does, with a recorder, a probe and a journal attached."""
-    spec = BY_NAME[name]
-    run = Run(spec, seed, None)
-    journal = Journal({})
-    journal._bind(run.cluster)  # private: the harness builds its cluster itself
-    recorder = Recorder.attach(run.cluster)
-    probe = Probe()
-    run.world.attach(probe)
-    probe.on_cluster(run.cluster)
-    journal.listeners += [recorder, probe]
-    plan = spec.faults(run.fault_rng, run) if spec.faults is not None else FaultPlan()
-    run.cluster.schedule_faults(plan)
-    spec.workload.start(run)
-    run.world.set_phase("safety")
-    run.drive(run.now_ms + spec.safety_ms)
-    run.stopping = True
-    run.world.heal()
-    run.world.set_phase("liveness")
-    run.drive(run.now_ms + spec.liveness_ms)
-    spec.workload.finish(run)
-    final_reads(run)
-    return run, recorder, probe
+def observed_catalog_run(name: str, seed: int) -> tuple[RunResult, Recorder, Probe]:
+    """Run a catalog scenario with a recorder and a probe watching it from its first event.
+
+    The workloads' processes call the clients between events, as an application does, so a journal
+    attached to the scenario's cluster tells both of every call.
+    """
+    recorder, probe = Recorder(), Probe()
+
+    class CallsToo:
+        def on_cluster(self, cluster: Cluster) -> None:
+            Journal.attach(cluster).listeners.extend((recorder, probe))
+
+    result = run_spec(BY_NAME[name], seed, observers=(recorder, probe, CallsToo()))
+    return result, recorder, probe
 
 
 @pytest.mark.parametrize(
@@ -197,8 +185,8 @@ def observed_catalog_run(name: str, seed: int) -> tuple[Run, Recorder, Probe]:
 )
 def test_the_recorder_equals_the_live_board_through_a_catalog_scenario(name: str, seed: int, faults: set[str]) -> None:
     run, recorder, probe = observed_catalog_run(name, seed)
-    assert run.cluster.fingerprint() == run_spec(BY_NAME[name], seed).fingerprint  # the catalog's own run
-    assert faults <= {e.name for e in run.world.trace.events if e.kind == "fault"}
+    assert run.fingerprint == run_spec(BY_NAME[name], seed).fingerprint  # watching changed nothing
+    assert faults <= {e.name for e in run.cluster.world.trace.events if e.kind == "fault"}
     assert len(probe.boards) > 1_000
     assert mismatches(recorder, probe) == []
 
