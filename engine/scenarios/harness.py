@@ -38,6 +38,8 @@ from engine.sim.scheduler import SimulationStalled
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
+    from engine.check.history import History
+    from engine.check.timeline import PartitionTimeline
     from engine.scenarios.workloads import Workload
 
 #: Small internal topics keep simulated runs cheap; the coordinator mapping still uses Kafka's hash.
@@ -230,6 +232,10 @@ class RunResult:
     #: why the run has no verdict of its own (``""`` when it has one): a clean positive control
     #: under swarm whose fault kind swarm did not draw
     skipped: str = ""
+    #: the client history the run was judged on (exported by :mod:`engine.export`)
+    history: History | None = None
+    #: the HW/LSO samples of every leader as the run went (white-box L7)
+    timeline: PartitionTimeline | None = None
 
     @property
     def ok(self) -> bool:
@@ -378,6 +384,8 @@ def run_spec(
         swarm=swarm,
         expected=expected,
         skipped=skipped,
+        history=history,
+        timeline=run.timeline,
     )
 
 

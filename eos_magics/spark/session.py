@@ -1,0 +1,316 @@
+"""One quiet SparkSession for notebooks, the ``eos-spark`` command and the tests.
+
+Role
+----
+:func:`start` returns the process's Spark session, started once with the settings measured in
+``design/jupyter-spark.md`` §1.3: ``local[2]`` unless told otherwise, no UI, no progress bars,
+2 shuffle partitions, UTC, Arrow transfers on, the driver bound to 127.0.0.1, and the JVM's own
+output (the incubator-module warning, log4j's banner, executor stack traces) sent to a log
+file instead of the notebook cell. :func:`status` describes it and :func:`stop` stops it.
+
+Where it runs
+-------------
+* ``master=None`` reads ``EOS_SPARK_MASTER`` and falls back to ``local[2]``.
+* A master URL (``local[N]``, ``spark://host:port``, ``yarn``, ``k8s://...``) starts a classic
+  session against it. The executors then need this project installed (``docs/spark.md``).
+* ``sc://host:port`` connects to a Spark Connect server (needs ``pip install 'pyspark[connect]'``).
+
+Memory
+------
+``spark.driver.memory`` is honoured only when the JVM first starts: a later session in the same
+process reuses that JVM. :func:`driver_memory` picks it: ``EOS_SPARK_DRIVER_MEMORY`` when set,
+else a quarter of ``MEM_LIMIT`` (set by JupyterHub and mybinder.org) between 256m and 2g, else
+512m, which fits mybinder.org's 2 GB pod beside the kernel. Asking for another size after the
+JVM started gives a warning in :attr:`SparkStatus.notes`, not a silent no-op.
+
+Invariants
+----------
+* ``PYSPARK_PYTHON`` is this interpreter before the JVM starts, so Python workers import the
+  same packages as the kernel (pyarrow, this project).
+* The kernel's file descriptors 1 and 2 are restored as soon as the JVM is up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eos_magics.spark.errors import SparkBridgeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "DEFAULT_MASTER",
+    "SparkStatus",
+    "active",
+    "driver_memory",
+    "start",
+    "status",
+    "stop",
+]
+
+#: The master used when neither the caller nor ``EOS_SPARK_MASTER`` names one.
+DEFAULT_MASTER = "local[2]"
+#: Driver heap when nothing says otherwise: fits a 2 GB Binder pod with the kernel beside it.
+DEFAULT_MEMORY = "512m"
+_MEMORY = re.compile(r"^[1-9][0-9]*[kmgt]?$")
+_MASTER = re.compile(r"^(local(\[([1-9][0-9]*|\*)\])?|spark://\S+|yarn|k8s://\S+|sc://\S+)$")
+_CONF_DIR = Path(__file__).with_name("conf")
+
+
+@dataclasses.dataclass(frozen=True)
+class SparkStatus:
+    """What :func:`status` reports about the running session."""
+
+    master: str
+    version: str
+    remote: bool
+    driver_memory: str
+    jvm_max_heap_mb: int | None
+    started_s: float
+    log_path: str
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        heap = f", JVM heap {self.jvm_max_heap_mb} MB" if self.jvm_max_heap_mb is not None else ""
+        lines = [
+            f"Spark {self.version} on {self.master} ({'Spark Connect' if self.remote else 'classic'}), "
+            f"driver memory {self.driver_memory}{heap}, started in {self.started_s:.1f} s",
+            f"JVM output: {self.log_path}",
+        ]
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass
+class _State:
+    session: Any = None
+    master: str = ""
+    memory: str = ""
+    started_s: float = 0.0
+    first_memory: str | None = None
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+_STATE = _State()
+
+
+def driver_memory(env: Mapping[str, str] | None = None) -> str:
+    """Return the driver memory to ask for (see the module docstring), e.g. ``"512m"``."""
+    env = os.environ if env is None else env
+    explicit = env.get("EOS_SPARK_DRIVER_MEMORY", "").strip().lower()
+    if explicit:
+        if not _MEMORY.match(explicit):
+            raise SparkBridgeError(
+                f"EOS_SPARK_DRIVER_MEMORY={explicit!r} is not a size; use a number with k, m, g or t, e.g. 512m"
+            )
+        return explicit
+    limit = env.get("MEM_LIMIT", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        mb = int(limit) // (4 * 1024 * 1024)
+        return f"{min(max(mb, 256), 2048)}m"
+    return DEFAULT_MEMORY
+
+
+def _resolve_master(master: str | None) -> str:
+    chosen = (master or os.environ.get("EOS_SPARK_MASTER") or DEFAULT_MASTER).strip()
+    if not _MASTER.match(chosen):
+        raise SparkBridgeError(
+            f"Spark master {chosen!r} is not one Spark knows; use local[2], local[*], spark://HOST:PORT, "
+            "yarn, k8s://URL or sc://HOST:PORT (Spark Connect)"
+        )
+    return chosen
+
+
+@contextlib.contextmanager
+def _jvm_stdio_to(path: str) -> Iterator[None]:
+    """Point fds 1 and 2 at ``path`` while the JVM spawns; it keeps them, the kernel gets its own back."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    finally:
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for s in saved:
+            os.close(s)
+
+
+def _log_path() -> str:
+    return os.environ.get("EOS_SPARK_LOG") or os.path.join(tempfile.gettempdir(), f"eos-spark-{os.getuid()}.log")
+
+
+def active() -> SparkSession | None:
+    """Return the session :func:`start` made, or None when none is running."""
+    s = _STATE.session
+    if s is None:
+        return None
+    if not _STATE.master.startswith("sc://"):
+        jsc = s.sparkContext._jsc  # noqa: SLF001 - the only way to see whether the context is stopped
+        if jsc is None or jsc.sc().isStopped():
+            _STATE.session = None
+            return None
+    return s
+
+
+def start(
+    master: str | None = None,
+    *,
+    memory: str | None = None,
+    app_name: str = "eos-magics",
+    config: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return the running session, or start one (quiet, ``local[2]`` by default).
+
+    Parameters
+    ----------
+    master : str, optional
+        ``local[N]``, ``spark://HOST:PORT``, ``yarn``, ``k8s://URL`` or ``sc://HOST:PORT``;
+        default ``EOS_SPARK_MASTER`` or ``local[2]``. Asking for another master while a session
+        runs is an error: stop it first.
+    memory : str, optional
+        Driver memory such as ``512m`` (default :func:`driver_memory`).
+    config : mapping, optional
+        Extra Spark settings, applied last.
+
+    Raises
+    ------
+    SparkBridgeError
+        For a master or memory Spark cannot use, or another master while one runs.
+    """
+    chosen = _resolve_master(master)
+    mem = (memory or driver_memory()).strip().lower()
+    if not _MEMORY.match(mem):
+        raise SparkBridgeError(f"driver memory {memory!r} is not a size; use a number with k, m, g or t, e.g. 512m")
+    running = active()
+    if running is not None:
+        if master is not None and chosen != _STATE.master:
+            raise SparkBridgeError(
+                f"Spark already runs on {_STATE.master}; stop it first (%eos_spark stop) to use {chosen}"
+            )
+        return running
+    if chosen.startswith("sc://"):
+        session = _start_connect(chosen, app_name, config)
+        _STATE.notes = []
+    else:
+        session = _start_classic(chosen, mem, app_name, config)
+    _STATE.session = session
+    _STATE.master = chosen
+    _STATE.memory = mem
+    return session
+
+
+def _start_connect(url: str, app_name: str, config: Mapping[str, str] | None) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    t0 = time.perf_counter()
+    try:
+        builder = SparkSession.builder.remote(url).appName(app_name)
+        for k, v in (config or {}).items():
+            builder = builder.config(k, v)
+        session = builder.getOrCreate()
+    except ImportError as exc:
+        raise SparkBridgeError(
+            f"Spark Connect needs its client packages ({exc.name or exc}); pip install 'pyspark[connect]'"
+        ) from None
+    except Exception as exc:  # a refused connection must read as one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkBridgeError(f"cannot reach the Spark Connect server at {url}: {first[:200]}") from None
+    _STATE.started_s = time.perf_counter() - t0
+    return session
+
+
+def _start_classic(master: str, mem: str, app_name: str, config: Mapping[str, str] | None) -> SparkSession:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_CONF_DIR", str(_CONF_DIR))
+    os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": mem,
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_CONF_DIR / 'log4j2.properties'}",
+    }
+    if master.startswith("local"):
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    settings.update(config or {})
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    notes: list[str] = []
+    if _STATE.first_memory is not None and _STATE.first_memory != mem:
+        notes.append(
+            f"driver memory stays {_STATE.first_memory}: the JVM started with it and Spark cannot change it; "
+            "restart the kernel to use another size"
+        )
+    t0 = time.perf_counter()
+    try:
+        with _jvm_stdio_to(_log_path()):
+            session = builder.getOrCreate()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkBridgeError(
+            f"Spark did not start on {master}: {first[:200]} (Java 17 must be on PATH; see {_log_path()})"
+        ) from None
+    session.sparkContext.setLogLevel("ERROR")
+    _STATE.started_s = time.perf_counter() - t0
+    if _STATE.first_memory is None:
+        _STATE.first_memory = mem
+    _STATE.notes = notes
+    return session
+
+
+def status() -> SparkStatus | None:
+    """Describe the running session, or return None when none runs."""
+    s = active()
+    if s is None:
+        return None
+    remote = _STATE.master.startswith("sc://")
+    heap: int | None = None
+    if not remote:
+        heap = int(s.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()) // (1024 * 1024)  # noqa: SLF001
+    return SparkStatus(
+        master=_STATE.master,
+        version=s.version,
+        remote=remote,
+        driver_memory=_STATE.first_memory or _STATE.memory,
+        jvm_max_heap_mb=heap,
+        started_s=_STATE.started_s,
+        log_path="(remote)" if remote else _log_path(),
+        notes=tuple(_STATE.notes),
+    )
+
+
+def stop() -> bool:
+    """Stop the session; return False when none was running. The JVM itself lives until the process ends."""
+    s = active()
+    if s is None:
+        return False
+    s.stop()
+    _STATE.session = None
+    return True
