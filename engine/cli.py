@@ -47,6 +47,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("engine.check.cli", "check a client history (JSON Lines) for exactly-once anomalies"),
     "sweep": ("engine.commands.sweep", "run a scenario over many seeds and print a table of verdicts"),
     "mutants": ("engine.commands.mutants", "list the weakened configurations, or measure which check catches each"),
+    "export": ("engine.commands.export", "run a scenario (or read a history file) and write its tables as Parquet"),
 }
 
 

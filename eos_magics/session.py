@@ -83,6 +83,8 @@ class ClusterEntry:
     readers: int = 0
     #: Dashboards showing this cluster (closed with it).
     dashboards: list[Any] = dataclasses.field(default_factory=list)
+    #: The loopback feed of Spark's streaming source (``eos_magics.spark.feed``), once asked for.
+    feed: Any = None
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -269,6 +271,9 @@ class Session:
         for dash in entry.dashboards:
             dash.close()
         entry.dashboards.clear()
+        if entry.feed is not None:
+            entry.feed.stop()
+            entry.feed = None
         if self.namespace is None:
             return
         for name, obj in [(entry.name, entry.cluster), *entry.clients.items()]:
@@ -638,6 +643,33 @@ class Session:
         if save is not None:
             entry.history.write_jsonl(save)
         return views.check_report(entry.history.check(mode))
+
+    # -- data out: export and the Spark feed --------------------------------------------------
+
+    def export(self, name: str | None = None) -> Any:
+        """The cluster as it is now, with its client history, as Arrow tables (``engine.export.RunExport``).
+
+        Every replica's log, ``__transaction_state``, group offsets, HW/LSO over time (rebuilt from
+        the trace), faults and the trace itself; ``docs/export-schema.md`` names every column.
+        """
+        from engine.export import export_cluster
+
+        entry = self.entry(name)
+        with entry.run.lock:
+            return export_cluster(entry.cluster, entry.history.history(), run_id=f"{entry.name}-s{entry.seed}")
+
+    def feed(self, name: str | None = None) -> Any:
+        """The loopback feed of a cluster for Spark's ``eos`` streaming source (started once, stopped with the cluster).
+
+        It listens on 127.0.0.1 with a random token and reads the cluster under its lock, as a
+        consumer at the asked isolation level would see it, without changing the run.
+        """
+        from eos_magics.spark.feed import Feed
+
+        entry = self.entry(name)
+        if entry.feed is None or not entry.feed.running:
+            entry.feed = Feed.start(entry.run)
+        return entry.feed
 
     def _final_read(self, entry: ClusterEntry) -> None:
         c = entry.cluster

@@ -52,6 +52,10 @@ class Row:
     #: where the exception was raised (type, file, line), so that one bug hit on many seeds and
     #: by many call paths is printed once
     origin: str = ""
+    #: the run's whole fingerprint (``fingerprint`` is its first 12 characters), "" when it raised
+    full_fingerprint: str = ""
+    #: the one-line internal error (``"Type: message"``) when the run raised, else ""
+    error: str = ""
 
 
 def run_one(task: tuple) -> Row:
@@ -75,6 +79,7 @@ def run_one(task: tuple) -> Row:
         r.history_size,
         r.cluster.now_ms,
         r.fingerprint[:12],
+        full_fingerprint=r.fingerprint,
     )
 
 
@@ -89,6 +94,7 @@ def _error_row(name: str, seed: int, replay: str, exc: Exception) -> Row:
         replay,
         traceback="".join(traceback.format_exception(exc)),
         origin=_origin(exc),
+        error=what,
     )
 
 
@@ -173,6 +179,18 @@ def _print_failures(failures: list[Row]) -> None:
         print("  " + first.traceback.rstrip("\n").replace("\n", "\n  "))
 
 
+def print_report(rows: list[Row], mutant_id: str | None = None) -> list[Row]:
+    """Print what ``eos sweep`` prints after its runs (table, summary line, failures); return the failures.
+
+    ``eos-spark sweep`` prints its rows with this too, so both commands print the same text.
+    """
+    _print_table(rows)
+    failures = [r for r in rows if r.status == "FAIL"]
+    print("\n" + _summary(rows, f" with {mutant_id}" if mutant_id else ""))
+    _print_failures(failures)
+    return failures
+
+
 def _shrink_first(first: Row, mutant: object, swarm: bool) -> None:
     from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.harness import fault_plan, shrink
@@ -215,10 +233,7 @@ def run(args: argparse.Namespace) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     tasks = [(spec.name, seed, args.mutant, args.swarm) for spec in specs for seed in seeds]
     rows = _run_all(tasks, args.jobs, args.quiet)
-    _print_table(rows)
-    failures = [r for r in rows if r.status == "FAIL"]
-    print("\n" + _summary(rows, f" with {mutant.id}" if mutant else ""))
-    _print_failures(failures)
+    failures = print_report(rows, mutant.id if mutant else None)
     if failures and args.shrink:
         _shrink_first(failures[0], mutant, args.swarm)
     return 1 if failures else 0

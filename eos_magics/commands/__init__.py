@@ -14,6 +14,7 @@ inspect        ``%eos_dump_log``, ``%eos_producer_state``, ``%eos_transactions``
 check          ``%eos_check``
 catalog        ``%eos_scenario`` (list, run, sweep, mutants)
 dashboard      ``%eos_dashboard`` (the live dashboard: play, step, faults, scrub back, fork)
+spark          ``%eos_spark`` (start, status, stop, views, check, stream, sweep)
 =============  ===========================================================================
 """
 
@@ -27,6 +28,7 @@ from eos_magics.commands.cluster import ClusterMagics
 from eos_magics.commands.dashboard import DashboardMagics
 from eos_magics.commands.faults import FaultMagics
 from eos_magics.commands.inspect import InspectMagics
+from eos_magics.commands.spark import SparkMagics
 from eos_magics.commands.txn import TxnMagics
 
 FAMILIES = (
@@ -39,6 +41,7 @@ FAMILIES = (
     CheckMagics,
     CatalogMagics,
     DashboardMagics,
+    SparkMagics,
 )
 
 __all__ = ["FAMILIES"]

@@ -67,7 +67,7 @@ _MASTER = re.compile(r"^(local(\[([1-9][0-9]*|\*)\])?|spark://\S+|yarn|k8s://\S+
 _CONF_DIR = Path(__file__).with_name("conf")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class SparkStatus:
     """What :func:`status` reports about the running session."""
 
@@ -82,13 +82,13 @@ class SparkStatus:
 
     def __str__(self) -> str:
         heap = f", JVM heap {self.jvm_max_heap_mb} MB" if self.jvm_max_heap_mb is not None else ""
-        lines = [
-            f"Spark {self.version} on {self.master} ({'Spark Connect' if self.remote else 'classic'}), "
-            f"driver memory {self.driver_memory}{heap}, started in {self.started_s:.1f} s",
-            f"JVM output: {self.log_path}",
-        ]
+        kind = "Spark Connect" if self.remote else "classic"
+        head = f"Spark {self.version} on {self.master} ({kind}), driver memory {self.driver_memory}{heap}"
+        lines = [f"{head}, started in {self.started_s:.1f} s", f"JVM output: {self.log_path}"]
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
+
+    __repr__ = __str__
 
 
 @dataclasses.dataclass
@@ -162,7 +162,7 @@ def active() -> SparkSession | None:
     if s is None:
         return None
     if not _STATE.master.startswith("sc://"):
-        jsc = s.sparkContext._jsc  # noqa: SLF001 - the only way to see whether the context is stopped
+        jsc = s.sparkContext._jsc  # the only way to see whether the context is stopped
         if jsc is None or jsc.sc().isStopped():
             _STATE.session = None
             return None
@@ -237,7 +237,10 @@ def _start_connect(url: str, app_name: str, config: Mapping[str, str] | None) ->
 
 
 def _start_classic(master: str, mem: str, app_name: str, config: Mapping[str, str] | None) -> SparkSession:
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # The workers' Python: the one named in the config (a packed environment on a real cluster),
+    # else this interpreter, so that workers import what the kernel imports. A classic driver
+    # reads it from the environment only.
+    os.environ["PYSPARK_PYTHON"] = (config or {}).get("spark.pyspark.python") or sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_CONF_DIR", str(_CONF_DIR))
     os.environ.setdefault("PYARROW_IGNORE_TIMEZONE", "1")
@@ -293,7 +296,7 @@ def status() -> SparkStatus | None:
     remote = _STATE.master.startswith("sc://")
     heap: int | None = None
     if not remote:
-        heap = int(s.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()) // (1024 * 1024)  # noqa: SLF001
+        heap = int(s.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()) // (1024 * 1024)
     return SparkStatus(
         master=_STATE.master,
         version=s.version,

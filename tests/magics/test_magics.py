@@ -52,6 +52,7 @@ LINE_MAGICS = {
     "eos_check",
     "eos_scenario",
     "eos_dashboard",
+    "eos_spark",
 }
 CELL_MAGICS = {"eos_txn"}
 
