@@ -185,6 +185,7 @@ class Session:
         histories: list[ClientHistory] = []
         run, stop = entry.run.fork(event_index, setup=lambda c: histories.append(ClientHistory.attach(c)))
         old = entry.cluster
+        _stop_feed(entry)  # it serves the old cluster; the next stream starts one on the fork
         entry.run, entry.cluster = run, run.cluster
         entry.history = histories[0]
         if self.namespace is not None and self.namespace.get(entry.name) is old:
@@ -271,9 +272,7 @@ class Session:
         for dash in entry.dashboards:
             dash.close()
         entry.dashboards.clear()
-        if entry.feed is not None:
-            entry.feed.stop()
-            entry.feed = None
+        _stop_feed(entry)
         if self.namespace is None:
             return
         for name, obj in [(entry.name, entry.cluster), *entry.clients.items()]:
@@ -798,3 +797,10 @@ def _kind(obj: Any) -> str:
     from engine import Consumer
 
     return "consumer" if isinstance(obj, Consumer) else "producer"
+
+
+def _stop_feed(entry: ClusterEntry) -> None:
+    """Stop the Spark feed of ``entry``'s cluster, if one runs."""
+    if entry.feed is not None:
+        entry.feed.stop()
+        entry.feed = None

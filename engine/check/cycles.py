@@ -248,7 +248,15 @@ def check_cycles(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
         # Every edge points forward in history order, so the graph is acyclic: the common case
         # for a healthy run, decided without building any graph.
         return []
-    edges = dependency_edges(a)
+    return cycles_of_edges(dependency_edges(a))
+
+
+def cycles_of_edges(edges: Edges) -> list[Anomaly]:
+    """Return the cycles of a dependency graph: ``G1c-wr``, ``G0`` and ``G1c-ww``, at most one of each per component.
+
+    ``edges`` is what :func:`dependency_edges` returns, or the same edges computed elsewhere
+    (the Spark checks compute them in Spark and search them here, so both report alike).
+    """
     edges = _trim(edges)
     if not edges:
         return []

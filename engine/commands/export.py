@@ -88,25 +88,17 @@ def _export_runs(args: argparse.Namespace) -> int:
     from engine.cli import UsageError
     from engine.export.parquet import check_target
     from engine.export.run import export_run, run_id_for
-    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.catalog import get_spec
     from engine.scenarios.harness import run_spec
     from engine.scenarios.mutants import get_mutant
 
     if not args.name:
         raise UsageError("eos export: name a scenario (eos export NAME --seed N --out DIR) or give --history FILE")
-    spec = BY_NAME.get(args.name)
-    if spec is None:
-        import difflib
-
-        close = difflib.get_close_matches(args.name, list(BY_NAME), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
-        raise UsageError(f"eos export: no catalog scenario named '{args.name}'; {hint}")
-    mutant = None
-    if args.mutant:
-        try:
-            mutant = get_mutant(args.mutant)
-        except KeyError as exc:
-            raise UsageError(f"eos export: {exc.args[0]}") from None
+    try:
+        spec = get_spec(args.name)
+        mutant = get_mutant(args.mutant) if args.mutant else None
+    except KeyError as exc:
+        raise UsageError(f"eos export: {exc.args[0]}") from None
     seeds = parse_seeds(args.seed, args.seeds)
     ids = [run_id_for(spec.name, s, mutant.id if mutant else None, swarm=args.swarm) for s in seeds]
     check_target(args.out, ids, overwrite=args.overwrite)  # fail before the first run, not after it

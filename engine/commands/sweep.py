@@ -203,17 +203,14 @@ def _shrink_first(first: Row, mutant: object, swarm: bool) -> None:
 
 def _specs(name: str) -> list:
     from engine.cli import UsageError
-    from engine.scenarios.catalog import BY_NAME, SPECS
+    from engine.scenarios.catalog import SPECS, get_spec
 
     if name == "all":
         return list(SPECS)
-    if name in BY_NAME:
-        return [BY_NAME[name]]
-    import difflib
-
-    close = difflib.get_close_matches(name, list(BY_NAME), n=1)
-    hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
-    raise UsageError(f"eos sweep: no catalog scenario named '{name}'; {hint}")
+    try:
+        return [get_spec(name)]
+    except KeyError as exc:
+        raise UsageError(f"eos sweep: {exc.args[0]}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from engine.check.timeline import TimelineSample
+from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC
 from engine.export.common import RunId, as_text, table
 from engine.group.records import OffsetCommitKey
 from engine.sim import events
@@ -66,7 +67,7 @@ __all__ = [
 ]
 
 #: The topic the group coordinator writes committed offsets to.
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = CONSUMER_OFFSETS_TOPIC
 
 TRACE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("index", pa.int64(), nullable=False),

@@ -8,6 +8,8 @@ check. ``eos scenarios`` lists them; ``eos run NAME --seed N [--mutant M..]`` ru
 
 from __future__ import annotations
 
+import difflib
+
 from engine.scenarios.copier import Aggregator, Copier
 from engine.scenarios.fault_plans import (
     client_crashes,
@@ -295,3 +297,18 @@ SPECS: tuple[Spec, ...] = (
     ),
 )
 BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
+
+
+def get_spec(name: str, *, cutoff: float = 0.6) -> Spec:
+    """Return the catalog scenario ``name``, or raise KeyError with a one-line suggestion.
+
+    The message reads ``no catalog scenario named 'X'; did you mean 'Y'?`` (or names
+    ``eos scenarios`` when nothing is close); callers put their command's name before it.
+    ``cutoff`` is :func:`difflib.get_close_matches`'s: how close a name must be to be suggested.
+    """
+    spec = BY_NAME.get(name)
+    if spec is None:
+        close = difflib.get_close_matches(name, list(BY_NAME), n=1, cutoff=cutoff)
+        hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
+        raise KeyError(f"no catalog scenario named '{name}'; {hint}")
+    return spec

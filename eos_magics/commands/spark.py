@@ -130,12 +130,12 @@ class SparkMagics(FamilyMagics):
         return _bridge(read_stream, spark, feed, topic, isolation=args.isolation)
 
     def _sweep(self, args: Any) -> Any:
-        from eos_magics.spark.sweep import sweep
+        from eos_magics.spark.sweep import seeds_option, sweep
 
         if not args.target:
             raise EosUsageError("name the scenario: %eos_spark sweep NAME --seeds 1..50")
         spark = self._spark()
-        seeds = args.seeds or "1..10"
+        seeds = seeds_option(args.seeds) if args.seeds else "1..10"
         return _bridge(sweep, spark, args.target, seeds, args.mutant)
 
 

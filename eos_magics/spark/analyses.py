@@ -38,6 +38,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
+from engine.views.lookup import INTERNAL_TOPICS
 from eos_magics.spark.errors import SparkBridgeError
 
 if TYPE_CHECKING:
@@ -52,8 +54,8 @@ __all__ = [
     "transactions",
 ]
 
-_TXN_STATE_TOPIC = "__transaction_state"
-_INTERNAL = ("__transaction_state", "__consumer_offsets")
+_TXN_STATE_TOPIC = TRANSACTION_STATE_TOPIC
+_INTERNAL = INTERNAL_TOPICS
 
 
 def _table(tables: Mapping[str, DataFrame], name: str) -> DataFrame:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from eos_magics.spark.errors import SparkBridgeError
+from eos_magics.spark.sweep import seeds_option
 
 __all__ = ["build_parser", "main"]
 
@@ -52,11 +53,6 @@ class _UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise _UsageError(f"{self.prog}: {message} (try '{self.prog} --help')")
-
-
-def _count_or_seeds(text: str) -> int | str:
-    """``--seeds N`` is a count, as in ``eos sweep``; anything else goes to ``sweep.parse_seeds``."""
-    return int(text) if text.strip().isdigit() else text
 
 
 def _positive(text: str) -> int:
@@ -87,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("name", nargs="+", help="catalog scenario names, or 'all'")
     sw.add_argument(
         "--seeds",
-        type=_count_or_seeds,
+        type=seeds_option,
         default=20,
         help="N (seeds 1..N, default 20), a range A..B, or a list such as 3,17,40..45",
     )

@@ -140,8 +140,9 @@ def _found(spark: SparkSession, history: DataFrame, mops: DataFrame) -> dict[str
     checks (C6-C12) and the dependency edges; a third, only when some poll skipped values,
     names them.
     """
+    from engine.check.cycles import cycles_of_edges
     from eos_magics.spark.checks.aborted_reads import aborted_reads, precommitted_reads
-    from eos_magics.spark.checks.cycles import EDGE, cycles_from_edges, edge_rows, edges_by_run
+    from eos_magics.spark.checks.cycles import EDGE, edge_rows, edges_by_run
     from eos_magics.spark.checks.frames import build_frames
     from eos_magics.spark.checks.lost_writes import lost_writes
     from eos_magics.spark.checks.messages import to_anomaly
@@ -173,7 +174,7 @@ def _found(spark: SparkSession, history: DataFrame, mops: DataFrame) -> dict[str
             r = {**r.asDict(), "values": skipped[(r["run_id"], r["topic"], r["partition"], *r["ranks"])]}
         found[r["run_id"]].append(to_anomaly(r))
     for run, edges in edges_by_run(second).items():
-        found[run].extend(cycles_from_edges(edges))
+        found[run].extend(cycles_of_edges(edges))
     return {run: (found[run], stats[run]) for run in stats}
 
 

@@ -252,13 +252,15 @@ def _start_classic(master: str, mem: str, app_name: str, config: Mapping[str, st
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
         "spark.driver.memory": mem,
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{_CONF_DIR / 'log4j2.properties'}",
     }
     if master.startswith("local"):
+        # Two tasks per job suit a notebook on local[2]; a real cluster keeps its own core count,
+        # which a sweep reads as defaultParallelism to size its partitions.
+        settings["spark.default.parallelism"] = "2"
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(config or {})

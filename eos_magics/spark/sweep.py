@@ -51,6 +51,7 @@ __all__ = [
     "print_report",
     "run_batches",
     "run_tasks",
+    "seeds_option",
     "sweep",
     "to_rows",
 ]
@@ -69,6 +70,14 @@ CONNECT_PARTITIONS = 16
 _MAX_SEED = 2**63 - 1
 _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 _RANGE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
+
+
+def seeds_option(text: str) -> int | str:
+    """Read a ``--seeds`` option: ``N`` is a count (seeds 1..N), as in ``eos sweep``.
+
+    Anything else (``A..B``, a list) is returned as it is, for :func:`parse_seeds`.
+    """
+    return int(text) if text.strip().isdigit() else text
 
 
 def parse_seeds(seeds: Any) -> list[int]:
@@ -157,7 +166,7 @@ def _parse_seed_list(seeds: Iterable[Any]) -> list[int]:
 
 
 def _scenario_names(scenario: Any) -> list[str]:
-    from engine.scenarios.catalog import BY_NAME, SPECS
+    from engine.scenarios.catalog import SPECS, get_spec
 
     if isinstance(scenario, str):
         wanted = [s.name for s in SPECS] if scenario == "all" else [scenario]
@@ -169,10 +178,10 @@ def _scenario_names(scenario: Any) -> list[str]:
             "(list them with 'eos scenarios')"
         )
     for name in wanted:
-        if name not in BY_NAME:
-            close = difflib.get_close_matches(name, sorted(BY_NAME), n=1, cutoff=0.5)
-            hint = f"did you mean '{close[0]}'?" if close else "run 'eos scenarios' to list them"
-            raise SparkBridgeError(f"no catalog scenario named '{name}'; {hint}")
+        try:
+            get_spec(name, cutoff=0.5)
+        except KeyError as exc:
+            raise SparkBridgeError(exc.args[0]) from None
         if wanted.count(name) > 1:
             raise SparkBridgeError(f"scenario '{name}' is named twice; name each scenario once")
     return wanted
@@ -403,14 +412,24 @@ def to_rows(df: DataFrame) -> list[Row]:
     SparkBridgeError
         When ``df`` lacks the columns :func:`sweep` makes.
     """
-    from engine.commands.sweep import Row
+    return _rows_of(_collected(df))
 
+
+def _collected(df: DataFrame) -> pa.Table:
+    """Collect a sweep DataFrame as Arrow, after checking it has the columns :func:`sweep` makes."""
     columns = getattr(df, "columns", None)
     missing = [c for c in ("scenario", "seed", "status", "kinds", "verdict", "replay") if c not in (columns or [])]
     if columns is None or missing:
         raise SparkBridgeError(f"to_rows needs the DataFrame that sweep() returns; missing columns {missing}")
+    return df.toArrow()
+
+
+def _rows_of(table: pa.Table) -> list[Row]:
+    """Return the rows of a sweep's Arrow table as ``Row`` records, in order."""
+    from engine.commands.sweep import Row
+
     out = []
-    for r in df.toArrow().to_pylist():
+    for r in table.to_pylist():
         fingerprint = r.get("fingerprint") or ""
         out.append(
             Row(
@@ -440,8 +459,11 @@ def print_report(rows: DataFrame | Sequence[Row], mutant: str | None = None) -> 
     """
     from engine.commands import sweep as serial
 
-    if mutant is None and hasattr(rows, "columns") and "mutant" in rows.columns:
-        found = sorted({m for m in rows.select("mutant").toArrow().column(0).to_pylist() if m})
+    if not hasattr(rows, "columns"):
+        return serial.print_report(list(rows), mutant)
+    table = _collected(rows)  # one collect: the rows and their mutant column
+    if mutant is None and "mutant" in table.column_names:
+        found = sorted({m for m in table.column("mutant").to_pylist() if m})
         mutant = found[0] if len(found) == 1 else None
-    records = to_rows(rows) if hasattr(rows, "columns") else list(rows)
+    records = _rows_of(table)
     return serial.print_report(records, mutant)

@@ -48,7 +48,7 @@ def aborted_reads(fr: Frames) -> DataFrame:
 
 def precommitted_reads(fr: Frames) -> DataFrame:
     """Return one ``precommitted-read`` row per (op, key) where an op polled its own sends."""
-    sent = fr.mops.where(sf.col("mop_f") == "send").select("run_id", "op", "topic", "partition", "value").distinct()
+    sent = fr.mops.where(sf.col("mop_f") == "send").select("run_id", "op", "topic", "partition", "value")
     own = fr.polls.join(sent, ["run_id", "op", "topic", "partition", "value"], "left_semi").join(
         fr.vals.select(*KEY, "value", "offs"), [*KEY, "value"]
     )

@@ -27,12 +27,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from pyspark.sql import Window
 from pyspark.sql import functions as sf
 
 from engine.check import cycles as py_cycles
-from engine.check.anomaly import Anomaly
 from eos_magics.spark.checks.frames import KEY, Frames, anomaly_rows
 
 if TYPE_CHECKING:
@@ -40,7 +38,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame
 
-__all__ = ["EDGE", "cycles_from_edges", "edge_rows", "edges_by_run"]
+__all__ = ["EDGE", "edge_rows", "edges_by_run"]
 
 #: The kind of an edge row (never an anomaly).
 EDGE = "__edge__"
@@ -95,7 +93,7 @@ def edge_rows(fr: Frames) -> DataFrame:
         .groupBy("run_id", "u", "v", "label")
         .agg(sf.min(sf.struct("topic", "partition")).alias("key"))
     )
-    backward = edges.where(sf.col("u") > sf.col("v")).select("run_id").distinct()
+    backward = edges.where(sf.col("u") > sf.col("v")).select("run_id")  # a semi join: duplicates are harmless
     edges = edges.join(backward, ["run_id"], "left_semi").select("*", "key.topic", "key.partition")
     return anomaly_rows(edges, EDGE, sf.array(), sf.array("label"), sf.array("u", "v"))
 
@@ -109,32 +107,4 @@ def edges_by_run(rows: Iterable[Any]) -> dict[str, py_cycles.Edges]:
         u, v = r["ops"]
         labels = out.setdefault(r["run_id"], {}).setdefault((u, v), {})
         labels[r["values"][0]] = (r["topic"], r["partition"])
-    return out
-
-
-def cycles_from_edges(edges: py_cycles.Edges) -> list[Anomaly]:
-    """Return the cycles of ``edges`` exactly as :func:`engine.check.cycles.check_cycles` reports them.
-
-    This is the part of ``check_cycles`` after ``dependency_edges``, over the same private
-    helpers, so the choice of components, cycles and labels is the Python checker's own.
-    """
-    edges = py_cycles._trim(edges)
-    if not edges:
-        return []
-    full = nx.DiGraph()
-    full.add_edges_from(sorted(edges))
-    out: list[Anomaly] = []
-    for comp in py_cycles._components(full):
-        members = set(comp)
-        inside = {e: lb for e, lb in edges.items() if e[0] in members and e[1] in members}
-        wr = nx.DiGraph(sorted(e for e, lb in inside.items() if "wr" in lb))
-        ww = nx.DiGraph(sorted(e for e, lb in inside.items() if "ww" in lb))
-        wr_cycles = py_cycles._cycles_in(wr)
-        ww_cycles = py_cycles._cycles_in(ww)
-        out.extend(py_cycles._anomaly("G1c-wr", c, inside, ("wr",)) for c in wr_cycles)
-        out.extend(py_cycles._anomaly("G0", c, inside, ("ww",)) for c in ww_cycles)
-        if not wr_cycles and not ww_cycles:
-            cycle = py_cycles._shortest_cycle(full.subgraph(comp), comp[0])
-            if cycle is not None:
-                out.append(py_cycles._anomaly("G1c-ww", cycle, inside, ("ww", "wr")))
     return out

@@ -73,7 +73,7 @@ ANOMALY_COLUMNS = ("run_id", "kind", "topic", "partition", "offsets", "values", 
 
 @dataclass(frozen=True)
 class Frames:
-    """The intermediates every check reads (see the module docstring); ``cached`` lists what to unpersist."""
+    """The intermediates every check reads (see the module docstring), each cached."""
 
     ops: DataFrame
     mops: DataFrame
@@ -81,11 +81,10 @@ class Frames:
     holders: DataFrame
     polls: DataFrame
     sends: DataFrame
-    cached: tuple[DataFrame, ...]
 
     def unpersist(self) -> None:
         """Drop the cached frames."""
-        for df in self.cached:
+        for df in (self.ops, self.mops, self.vals, self.holders, self.polls, self.sends):
             df.unpersist()
 
 
@@ -287,7 +286,7 @@ def build_frames(history: DataFrame, mops: DataFrame) -> Frames:
     holders = _holders(vals).cache()
     polls = _ranked_polls(cmops, holders).cache()
     sends = _placed_sends(cmops, vals, holders).cache()
-    return Frames(ops, cmops, vals, holders, polls, sends, (ops, cmops, vals, holders, polls, sends))
+    return Frames(ops, cmops, vals, holders, polls, sends)
 
 
 def anomaly_rows(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as sf
 
+from engine.check.lost_writes import _UNPLACED as _PY_UNPLACED
 from eos_magics.spark.checks.frames import KEY, Frames, anomaly_rows
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["UNPLACED", "lost_writes"]
 
-#: Sorts never-placed values after every real offset (the Python checker's ``_UNPLACED``).
-UNPLACED = 1 << 62
+#: Sorts never-placed values after every real offset: the Python checker's own sentinel.
+UNPLACED = _PY_UNPLACED
 
 
 def lost_writes(fr: Frames) -> DataFrame:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Window
 from pyspark.sql import functions as sf
 
+from engine.check.polls import _SHOWN as _PY_SHOWN
 from eos_magics.spark.checks.frames import KEY, Frames, anomaly_rows
 
 if TYPE_CHECKING:
@@ -39,8 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["SHOWN", "polls", "skipped_values"]
 
-#: How many skipped values an anomaly lists (the Python checker's ``_SHOWN``).
-SHOWN = 10
+#: How many skipped values an anomaly lists: the Python checker's own number.
+SHOWN = _PY_SHOWN
 
 
 def _has_key(keys: str) -> Column:

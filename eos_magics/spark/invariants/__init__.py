@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 
-from engine.check.anomaly import Anomaly
+from engine.check.anomaly import Anomaly, _sort_key
 from engine.check.invariants import KINDS
 from eos_magics.spark.errors import SparkBridgeError
 from eos_magics.spark.invariants import (
@@ -146,11 +146,6 @@ def _to_anomaly(row: Any) -> Anomaly:
         values=tuple(row["values"] or ()),
         message=row["message"] or "",
     )
-
-
-def _sort_key(a: Anomaly) -> tuple[Any, ...]:
-    """The reference's order: kind, key (None first), offsets, ops, values."""
-    return (a.kind, ("", -1) if a.key is None else a.key, a.offsets, a.ops, a.values)
 
 
 def _check_session(spark: object) -> None:

@@ -103,9 +103,7 @@ def duplicate_markers(fr: Frames) -> DataFrame:
     seen = closed.groupBy(*_PRODUCER, "marker_epoch", "control_type").agg(
         F.sort_array(F.collect_list("marker_offset")).alias("offs")
     )
-    over = seen.join(counts, [*_PRODUCER, "marker_epoch", "control_type"]).where(
-        (F.col("allowed") > 0) & (F.size("offs") > F.col("allowed"))
-    )
+    over = seen.join(counts, [*_PRODUCER, "marker_epoch", "control_type"]).where(F.size("offs") > F.col("allowed"))
     msg_over = F.format_string(
         "producer %d: %d %s markers of epoch %d but the coordinator decided %d for this partition",
         F.col("producer_id"),

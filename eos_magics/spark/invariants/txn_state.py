@@ -27,7 +27,8 @@ from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
 from engine.check.invariants.txn_state import L10_EPOCH, L10_TRANSITION
-from engine.coordinator.txn_state import VALID_PREVIOUS_STATES
+from engine.coordinator.txn_state import VALID_PREVIOUS_STATES, TransactionState
+from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
 from eos_magics.spark.invariants import decisions
 from eos_magics.spark.invariants._frames import RUN, emit
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
     from eos_magics.spark.invariants._frames import Frames
 
-_TOPIC, _PARTITION = "__transaction_state", -1
+_TOPIC, _PARTITION = TRANSACTION_STATE_TOPIC, -1
 
 
 def _legal() -> F.Column:
@@ -51,7 +52,7 @@ def check(fr: Frames) -> list[DataFrame]:
     w = Window.partitionBy(RUN, "transactional_id").orderBy("pos")
     rows = (
         decisions.histories(fr)
-        .withColumn("before", F.coalesce(F.lag("state").over(w), F.lit("EMPTY")))
+        .withColumn("before", F.coalesce(F.lag("state").over(w), F.lit(TransactionState.EMPTY.name)))
         .withColumn("prev_pid", F.lag("producer_id").over(w))
         .withColumn("prev_epoch", F.lag("producer_epoch").over(w))
         .withColumn("prev_offset", F.lag("offset").over(w))
