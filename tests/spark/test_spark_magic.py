@@ -74,9 +74,23 @@ def test_stream_reads_the_current_cluster_through_its_feed_which_stops_with_it(i
     assert not feed.running
 
 
+def test_a_fork_stops_the_old_clusters_feed_and_the_next_stream_serves_the_fork(ip) -> None:
+    txn_setup(ip)
+    run(ip, "%eos_spark stream out --isolation read_uncommitted")
+    shell_session = ip.magics_manager.registry["SparkMagics"].session
+    entry = shell_session.entry()
+    old = entry.feed
+    shell_session.fork(len(entry.cluster.world.trace) - 1, entry.name)  # after the topic exists
+    assert not old.running and entry.feed is None
+    run(ip, "%eos_spark stream out --isolation read_uncommitted")
+    assert entry.feed is not None and entry.feed.running and entry.feed is not old
+
+
 def test_sweep_gives_a_dataframe_of_verdicts(ip) -> None:
     rows = run(ip, "%eos_spark sweep idempotence: lost ack retry --seeds 1..3").collect()
     assert [r.seed for r in rows] == [1, 2, 3] and {r.status for r in rows} == {"PASS"}
+    counted = run(ip, "%eos_spark sweep idempotence: lost ack retry --seeds 2").collect()  # a count: seeds 1..2
+    assert [r.seed for r in counted] == [1, 2]
 
 
 @pytest.mark.parametrize(
