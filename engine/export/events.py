@@ -145,7 +145,11 @@ def detail_json(pairs: Iterable[tuple[str, Any]]) -> str:
         Compact JSON, e.g. ``'{"hw":3,"tp":"t-0"}'``; ``"{}"`` for no pairs.
     """
     obj = {str(k): _safe(v) for k, v in pairs}
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(obj)
+
+
+#: One encoder for every event (``json.dumps`` with options builds a new one per call).
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
 
 
 # -- tables ----------------------------------------------------------------------------------

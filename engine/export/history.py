@@ -37,15 +37,13 @@ It does not check anything and does not read the cluster (the brokers' side is
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from engine.check.history import FUNCTIONS, TYPES, History, Op, Poll, Send
+from engine.check.jsonl import gc_paused
 from engine.export.common import KEY_LIST, RunId, as_text, table
 
 __all__ = [
@@ -186,23 +184,6 @@ def _keys(rows: list[Any] | None) -> tuple[tuple[str, int], ...]:
     return tuple((r["topic"], r["partition"]) for r in rows)
 
 
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while millions of records are made.
-
-    The records hold only strings and integers, so they form no cycles; without the pause each
-    generation-0 collection walks every tuple made so far, which doubles the time of a large
-    rebuild. The collector's state is restored on the way out.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _check_mops(mops: pa.Table) -> None:
     """Raise ValueError for micro-op rows no history can hold (checked column-wise, in Arrow)."""
     for name in ("index", "mop_index", "mop_f", "topic", "partition"):
@@ -268,7 +249,7 @@ def history_from_tables(history: pa.Table, mops: pa.Table, run_id: str | None = 
     _columns(mops, HISTORY_MOPS_FIELDS, "history_mops")
     history = _one_run(history, run_id, "history")
     mops = _one_run(mops, run_id, "history_mops")
-    with _no_cyclic_gc():
+    with gc_paused():  # millions of records, no reference cycle
         return _rebuild(history, _mops_by_index(mops))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from engine.errors import _ShortTraceback
 from engine.export.common import RUN_FIELDS
 from engine.export.events import EVENT_FIELDS
 from engine.export.history import HISTORY_FIELDS, HISTORY_MOPS_FIELDS
@@ -39,11 +40,8 @@ SCHEMA_VERSION = 1
 REEXPORT_HINT = "re-export it with this version of eos: eos export SCENARIO --seed N --out DIR"
 
 
-class ExportError(ValueError):
+class ExportError(_ShortTraceback, ValueError):
     """An export cannot be built, written or read; the message is one line that says what to do."""
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"ExportError: {' '.join(str(self).split())}"]
 
 
 def _assemble() -> dict[str, pa.Schema]:
