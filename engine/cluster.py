@@ -12,6 +12,12 @@ Everything runs inside one :class:`~engine.sim.world.World`: nothing happens bet
 unless a call waits (``flush``, ``poll``, ``run_for``), and the same seed gives the same run.
 Node names are ``broker-1`` …, ``controller``, ``producer-1`` …, ``consumer-1`` ….
 
+Two clusters can share one world (a source and the target of a mirror): ``Cluster.beside(source,
+"target")`` builds the second one in a region of the source's world (:meth:`World.region
+<engine.sim.world.World.region>`): one clock and one seed, its own node names, network and faults;
+its trace events also appear in the source's trace as ``target/broker-1``, and its
+:meth:`~Cluster.fingerprint` is the whole run's.
+
 Every entry point checks its arguments before it changes anything (:mod:`engine.views.lookup`):
 a refused call raises the catalogue's named exception or a ``TypeError``/``ValueError`` saying
 what exists or what to pass, and leaves the cluster as it was.
@@ -74,6 +80,13 @@ def _check_cluster_args(seed: Any, brokers: Any, config: Any) -> None:
         raise TypeError(msg)
 
 
+def _check_name(name: Any) -> None:
+    """Check a cluster's display name (a region name for :meth:`Cluster.beside`)."""
+    if not isinstance(name, str) or not name or "/" in name or name != name.strip():
+        msg = f"a cluster name must be a non-empty str without '/' or surrounding spaces, got {name!r}"
+        raise ValueError(msg)
+
+
 def _check_observers(observers: Any) -> tuple[Observer, ...]:
     if isinstance(observers, (str, bytes)) or not isinstance(observers, Iterable):
         msg = f"observers must be a list of observer objects (engine.sim.observer), got {observers!r}"
@@ -106,6 +119,8 @@ class Cluster:
     observers
         Observers (:mod:`engine.sim.observer`) attached before anything happens, so they see the
         startup too (brokers registering, leaders elected); ``cluster.world.attach`` adds one later.
+    name
+        The cluster's name, for display (a cluster built by :meth:`beside` has its region's name).
     """
 
     def __init__(
@@ -119,11 +134,64 @@ class Cluster:
         keep_trace: bool = True,
         weakenings: Weakenings = CORRECT,
         observers: Iterable[Observer] = (),
+        name: str = "cluster",
     ) -> None:
         _check_cluster_args(seed, brokers, config)
+        _check_name(name)
         observers = _check_observers(observers)
-        self.world = World(seed, network=network, sites=sites, keep_trace=keep_trace, observers=observers)
-        self.config: BrokerConfig = parse_config(BrokerConfig, config, what="broker")
+        world = World(seed, network=network, sites=sites, keep_trace=keep_trace, observers=observers)
+        self._build(world, name, brokers, parse_config(BrokerConfig, config, what="broker"), weakenings, observers)
+
+    @classmethod
+    def beside(
+        cls,
+        source: Cluster,
+        name: str = "target",
+        brokers: int = 3,
+        config: dict[str, Any] | None = None,
+        *,
+        network: NetworkOptions | None = None,
+        sites: SiteOptions | None = None,
+        weakenings: Weakenings = CORRECT,
+        observers: Iterable[Observer] = (),
+    ) -> Cluster:
+        """Build a second cluster in a region ``name`` of ``source``'s world: same clock and seed.
+
+        Its nodes have their own names (its ``broker-1`` is not the source's), network (by default
+        with the source's latency model), fault sites and faults; crashing one of its brokers does
+        nothing to the source. Observers with ``on_advance``/``after_step`` hooks can only watch
+        the source's (root) world. Building it takes :data:`STARTUP_MS` of the shared clock.
+        """
+        if not isinstance(source, Cluster):
+            msg = f"Cluster.beside() takes the source Cluster first, got {source!r}"
+            raise TypeError(msg)
+        _check_cluster_args(source.seed, brokers, config)
+        _check_name(name)
+        if name in source.world.regions:
+            msg = f"a cluster named {name!r} already runs beside {source.name!r}"
+            raise ValueError(msg)
+        observers = _check_observers(observers)
+        parsed = parse_config(BrokerConfig, config, what="broker")
+        world = source.world.region(
+            name, network=network or source.world.network.options, sites=sites, observers=observers
+        )
+        cluster = cls.__new__(cls)
+        cluster._build(world, name, brokers, parsed, weakenings, observers)
+        return cluster
+
+    def _build(
+        self,
+        world: World,
+        name: str,
+        brokers: int,
+        config: BrokerConfig,
+        weakenings: Weakenings,
+        observers: tuple[Observer, ...],
+    ) -> None:
+        """Build the controller, brokers and coordinators in ``world``, and let them start up."""
+        self.world = world
+        self.name = name
+        self.config: BrokerConfig = config
         self.topic_configs: dict[str, TopicConfig] = {}
         self.topics: dict[str, int] = {}
         self.weakenings = weakenings

@@ -113,6 +113,7 @@ __all__ = [
     "CoordinatorLoadInProgressException",
     "CoordinatorNotAvailableException",
     "CorruptRecordException",
+    "DatabaseUnavailableError",
     "DuplicateSequenceException",
     "ErrorCode",
     "FencedInstanceIdException",
@@ -127,6 +128,7 @@ __all__ = [
     "InconsistentGroupProtocolException",
     "InvalidCommitOffsetSizeException",
     "InvalidConfigurationException",
+    "InvalidEventError",
     "InvalidFetchSizeException",
     "InvalidGroupIdException",
     "InvalidMetadataException",
@@ -1163,6 +1165,23 @@ class ConfigError(_ShortTraceback, ValueError):
 
 def _rebuild_config_error(key: str, value: Any, reason: str, fix: str | None) -> ConfigError:
     return ConfigError(key, value, reason, fix=fix)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Application errors: the services around Kafka (the outbox, database sinks)
+# ---------------------------------------------------------------------------------------------------
+
+
+class InvalidEventError(_ShortTraceback, ValueError):
+    """A service refused an event before anything was written: a malformed payload or an unknown type.
+
+    Raised by :mod:`engine.outbox.service` inside the database transaction that would have written
+    the business row and the outbox row, so the transaction rolls back and neither row exists.
+    """
+
+
+class DatabaseUnavailableError(_ShortTraceback, RuntimeError):
+    """A database call reached a service database whose node is down (crashed and not restarted)."""
 
 
 # ---------------------------------------------------------------------------------------------------

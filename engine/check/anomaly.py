@@ -62,6 +62,9 @@ KINDS: dict[str, tuple[str, str]] = {
     "copier-phantom": ("X1", "a committed output names an input record that does not exist"),
     "copier-order": ("X2", "outputs fed by one input partition are out of input-offset order"),
     "hanging-transaction": ("X4", "a sentinel written after quiescence was never read (LSO stuck)"),
+    "effect-lost": ("D1", "a committed business row has no effect downstream"),
+    "effect-duplicate": ("D2", "a business row has more than one effect downstream"),
+    "effect-phantom": ("D3", "an effect names a business row that was never committed"),
 }
 
 _EOS_ALLOWED = frozenset({"int-send-skip", "G0", "G1c-ww"})

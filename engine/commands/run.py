@@ -99,6 +99,11 @@ def summary_lines(args: argparse.Namespace, result: Any, trace_events: int, *, m
         lines.append(f"allowed: {_kind_counts(a.kind for a in report.allowed)}")
     if detail is not None and getattr(detail, "expected", ()):
         lines.append(f"positive control: expects {', '.join(detail.expected)}")
+        evidence = getattr(detail, "evidence", [])
+        if evidence:  # what it caught, the first in full: it is the tool's explanation
+            lines.append(f"caught: {evidence[0]}")
+            if len(evidence) > 1:
+                lines.append(f"  ... and {len(evidence) - 1} more of the expected kinds")
     lines += _verdict_lines(result)
     lines.append(f"fingerprint: {result.fingerprint}")
     name = f"'{args.name}'" if " " in args.name else args.name

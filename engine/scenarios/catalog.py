@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 
 from engine.scenarios.copier import Aggregator, Copier
+from engine.scenarios.deadlock import DEADLOCK_SPECS
 from engine.scenarios.fault_plans import (
     client_crashes,
     coordinator_failover,
@@ -29,17 +30,11 @@ from engine.scenarios.fault_plans import (
     swarm,
     unclean_setup,
 )
-from engine.scenarios.harness import Spec, TopicSpec
+from engine.scenarios.harness import FAST_FAILOVER, Spec, TopicSpec
+from engine.scenarios.mirror import MIRROR_SPECS
+from engine.scenarios.outbox import OUTBOX_SPECS
 from engine.scenarios.workloads import BAD_SEND_MAX_REQUEST_SIZE, IdempotentSends, Transactions
 from engine.scenarios.zombie_race import ZombieAbortRace
-
-#: Faster failure detection than Kafka's defaults, so a simulated failover takes ~2 s, not ~10 s.
-FAST_FAILOVER = (
-    ("min.insync.replicas", 2),
-    ("broker.session.timeout.ms", 2_000),
-    ("broker.heartbeat.interval.ms", 500),
-    ("replica.lag.time.max.ms", 1_500),
-)
 
 SENDS = IdempotentSends()
 
@@ -295,6 +290,9 @@ SPECS: tuple[Spec, ...] = (
         liveness_ms=20_000,
         catches=(("M12", "aggregate-mismatch"),),
     ),
+    *OUTBOX_SPECS,
+    *MIRROR_SPECS,
+    *DEADLOCK_SPECS,
 )
 BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
 

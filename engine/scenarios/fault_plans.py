@@ -68,6 +68,12 @@ def rolling_crashes(rng: random.Random, run: Run) -> FaultPlan:
     return FaultPlan(tuple(entries))
 
 
+def crashes_and_lost_acks(rng: random.Random, run: Run) -> FaultPlan:
+    """Rolling broker crashes plus a few lost produce acks (retried, and deduplicated by the idempotent producer)."""
+    entries = list(rolling_crashes(rng, run).entries) + list(lost_acks(rng, run).entries)
+    return FaultPlan(tuple(sorted(entries, key=lambda e: e.at_ms)))
+
+
 def unclean_setup(rng: random.Random, run: Run) -> FaultPlan:
     """Cut broker-1 (leader of t-0 and t-1's second replica) off its followers, then crash it."""
     t0 = rng.randint(300, 600)

@@ -49,6 +49,15 @@ FAST_INTERNALS = (
     ("transaction.abort.timed.out.transaction.cleanup.interval.ms", 1_000),
 )
 
+#: Broker config for scenarios with broker crashes: a crashed broker is fenced and dropped from ISRs
+#: within about two seconds (the catalog's and the mirror scenarios' ``broker_config``).
+FAST_FAILOVER = (
+    ("min.insync.replicas", 2),
+    ("broker.session.timeout.ms", 2_000),
+    ("broker.heartbeat.interval.ms", 500),
+    ("replica.lag.time.max.ms", 1_500),
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class TopicSpec:
@@ -236,6 +245,8 @@ class RunResult:
     history: History | None = None
     #: the HW/LSO samples of every leader as the run went (white-box L7)
     timeline: PartitionTimeline | None = None
+    #: a positive control's findings of its expected kinds: what it caught, and how the tool explains it
+    evidence: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -365,7 +376,7 @@ def run_spec(
     history = run.history.history()
     undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm and spec.must_report else []
     expected = () if undrawn else spec.must_report
-    report, findings, missing = _judge(run, history, expected)
+    report, findings, missing, evidence = _judge(run, history, expected)
     skipped = ""
     if undrawn and report.ok and not findings:
         skipped = f"n/a: positive control's fault kind ({', '.join(undrawn)}) was not drawn by swarm"
@@ -386,6 +397,7 @@ def run_spec(
         skipped=skipped,
         history=history,
         timeline=run.timeline,
+        evidence=evidence,
     )
 
 
@@ -428,19 +440,20 @@ def _drive_phases(run: Run) -> None:
         run.notes.append(f"stalled: {exc}")
 
 
-def _judge(run: Run, history: Any, expected: tuple[str, ...]) -> tuple[Report, list[str], list[str]]:
-    """Return (report, findings, missing); ``expected`` anomaly kinds are the point, not a failure."""
+def _judge(run: Run, history: Any, expected: tuple[str, ...]) -> tuple[Report, list[str], list[str], list[str]]:
+    """Return (report, findings, missing, evidence); ``expected`` anomaly kinds are the point, not a failure."""
     spec = run.spec
     strict = check_history(history, allowed=spec.allowed)
     findings = list(run.notes) + spec.workload.judge(run) + white_box(run, history)
     if not expected:
-        return strict, findings, []
+        return strict, findings, [], []
     found_kinds = {a.kind for a in strict.forbidden} | {finding_kind(f) for f in findings}
     missing = [] if found_kinds & set(expected) else ["|".join(expected)]
     # A positive control: the expected anomaly is the point of the scenario, not a failure.
     report = Report.classify(strict.anomalies, strict.allowed_kinds | frozenset(expected), strict.stats)
+    evidence = [f for f in findings if finding_kind(f) in expected]
     findings = [f for f in findings if finding_kind(f) not in expected]
-    return report, findings, missing
+    return report, findings, missing, evidence
 
 
 def _fails(spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan) -> bool:

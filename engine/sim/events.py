@@ -266,6 +266,19 @@ name                              kind     node        detail                   
 ``group.fenced``                  state    consumer    group, error              the member's generation is gone
 ``group.leave``                   state    consumer    group, member, reason     the member leaves the group
 ================================  =======  ==========  ========================  ===================================
+
+Service databases
+~~~~~~~~~~~~~~~~~
+
+A service's SQLite database (:mod:`engine.db`) traces the end of every transaction.
+
+================================  =======  ==========  ========================  ===================================
+name                              kind     node        detail                    meaning
+================================  =======  ==========  ========================  ===================================
+``db.commit``                     state    db-<name>   label, statements         a database transaction committed
+``db.rollback``                   state    db-<name>   label, statements,        ... rolled back (an error, a crash)
+                                                       reason
+================================  =======  ==========  ========================  ===================================
 """
 
 from __future__ import annotations
@@ -408,6 +421,11 @@ GROUP_REJOIN = "group.rejoin"
 GROUP_FENCED = "group.fenced"
 GROUP_LEAVE = "group.leave"
 
+# -- service databases --------------------------------------------------------------------
+
+DB_COMMIT = "db.commit"
+DB_ROLLBACK = "db.rollback"
+
 # -- kinds ---------------------------------------------------------------------------------
 
 _PHASE = frozenset({"phase"})
@@ -519,6 +537,9 @@ KIND: dict[str, frozenset[str]] = {
             GROUP_REJOIN,
             GROUP_FENCED,
             GROUP_LEAVE,
+            # service databases
+            DB_COMMIT,
+            DB_ROLLBACK,
         ),
         _STATE,
     ),

@@ -45,3 +45,31 @@ class RngStreams:
     def names(self) -> list[str]:
         """Return the names of the streams drawn so far, in creation order."""
         return list(self._streams)
+
+
+class RegionStreams:
+    """A region's streams (:meth:`engine.sim.world.World.region`): the parent's, named ``<region>/<name>``.
+
+    Every draw of a region is a draw of its root world's :class:`RngStreams`, so the root's
+    fingerprint covers it, and a region's streams never shift the parent's.
+    """
+
+    __slots__ = ("_parent", "_prefix", "seed")
+
+    def __init__(self, parent: RngStreams | RegionStreams, region: str) -> None:
+        self._parent = parent
+        self._prefix = f"{region}/"
+        self.seed = parent.seed
+
+    def stream(self, name: str) -> random.Random:
+        """Return the parent's stream ``<region>/<name>``, creating it on first use."""
+        return self._parent.stream(self._prefix + name)
+
+    def observer_stream(self, name: str) -> random.Random:
+        """Return a stream for an observer of the region; it is never shared with the simulation."""
+        return self._parent.observer_stream(self._prefix + name)
+
+    def names(self) -> list[str]:
+        """Return the region's stream names drawn so far (without the prefix), in creation order."""
+        n = len(self._prefix)
+        return [s[n:] for s in self._parent.names() if s.startswith(self._prefix)]

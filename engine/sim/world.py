@@ -9,6 +9,20 @@ Phases
 A fault run has two phases (house style R13): ``safety`` (faults on), then :meth:`World.heal`
 (every fault ends: partitions heal, held messages go, paused nodes resume, crashed nodes restart)
 and ``liveness`` (no faults, a bounded time in which the system must converge).
+
+Regions
+-------
+:meth:`World.region` makes a child world that shares its parent's scheduler (one clock, one
+total order of events) but has its own node namespace, network, fault sites, fault injector and
+observers: two Kafka clusters, each with its ``broker-1``, can live in one run. A region draws
+from the parent's random streams under ``<region>/<name>`` (:class:`~engine.sim.rng.RegionStreams`)
+and its trace emits every event into the parent's trace too, with the node name prefixed
+(``target/broker-1``, :class:`~engine.sim.trace.RegionTrace`), so the root's fingerprint covers
+every region, and a world without regions traces exactly what it did before. The root's
+:meth:`~World.set_phase` and :meth:`~World.heal` reach its regions; a region's own ``heal`` heals
+only the region. The scheduler's watch belongs to the root: observers with ``on_advance`` or
+``after_step`` hooks can be attached to the root world only, and ``after_run_for`` hooks run for
+the world whose :meth:`~World.run_for` was called.
 """
 
 from __future__ import annotations
@@ -21,10 +35,10 @@ from engine.sim import events
 from engine.sim.faults import FaultInjector, FaultPlan
 from engine.sim.network import Network, NetworkOptions
 from engine.sim.node import NodeStatus
-from engine.sim.rng import RngStreams
+from engine.sim.rng import RegionStreams, RngStreams
 from engine.sim.scheduler import DEFAULT_MAX_EVENTS, Scheduler
 from engine.sim.sites import FaultSites, SiteOptions
-from engine.sim.trace import Trace
+from engine.sim.trace import RegionTrace, Trace
 
 if TYPE_CHECKING:
     from engine.sim.node import Node
@@ -65,6 +79,9 @@ class World:
         Keep every trace event in memory (default). Benchmarks turn it off.
     observers
         Observers attached before the first trace event (``run.start``), so they see it all.
+    parent, name
+        Set by :meth:`region` (use that): the parent world whose scheduler this one shares, and
+        this region's name in it.
     """
 
     def __init__(
@@ -75,20 +92,75 @@ class World:
         sites: SiteOptions | None = None,
         keep_trace: bool = True,
         observers: Iterable[Observer] = (),
+        parent: World | None = None,
+        name: str = "",
     ) -> None:
         self.seed = seed
-        self.scheduler = Scheduler()
-        self.rng = RngStreams(seed)
-        self.trace = Trace(self.scheduler, keep=keep_trace)
+        #: The world this one is a region of (None: a root world), its name there, and its own regions.
+        self.parent = parent
+        self.name = name
+        self.regions: dict[str, World] = {}
+        self.rng: RngStreams | RegionStreams
+        if parent is None:
+            self.scheduler = Scheduler()
+            self.rng = RngStreams(seed)
+            self.trace = Trace(self.scheduler, keep=keep_trace)
+        else:
+            self.scheduler = parent.scheduler
+            self.rng = RegionStreams(parent.rng, name)
+            self.trace = RegionTrace(parent.trace, name, self.scheduler, keep=keep_trace)
         for observer in observers:
-            self.trace.attach(observer)
-        self._rewatch()
+            self.attach(observer)
         self.nodes: dict[str, Node] = {}
         self.network = Network(self, network or NetworkOptions())
         self.sites = FaultSites(self, sites or SiteOptions())
         self.faults = FaultInjector(self)
-        self.phase = "safety"
+        self.phase = "safety" if parent is None else parent.phase
         self.trace.emit("world", "phase", events.RUN_START, ("seed", seed))
+
+    # -- regions ------------------------------------------------------------------------------
+
+    def region(
+        self,
+        name: str,
+        *,
+        network: NetworkOptions | None = None,
+        sites: SiteOptions | None = None,
+        observers: Iterable[Observer] = (),
+    ) -> World:
+        """Return a new region of this world: same clock and seed, its own nodes, network and faults.
+
+        See the module docstring (Regions). ``name`` prefixes the region's node names in this
+        world's trace and its stream names in this world's random streams.
+        """
+        if not isinstance(name, str):
+            msg = f"a region name must be a str (e.g. 'target'), got {name!r}"
+            raise TypeError(msg)
+        if not name or "/" in name or name != name.strip():
+            msg = f"a region name must be non-empty, without '/' or surrounding spaces, got {name!r}"
+            raise ValueError(msg)
+        if name in self.regions:
+            msg = f"a region named {name!r} already exists"
+            raise ValueError(msg)
+        child = World(
+            self.seed,
+            network=network,
+            sites=sites,
+            keep_trace=self.trace.keep,
+            observers=observers,
+            parent=self,
+            name=name,
+        )
+        self.regions[name] = child
+        return child
+
+    @property
+    def root(self) -> World:
+        """Return the root world (this one when it is not a region)."""
+        world = self
+        while world.parent is not None:
+            world = world.parent
+        return world
 
     # -- time -------------------------------------------------------------------------------
 
@@ -169,8 +241,12 @@ class World:
         self.faults.schedule(plan)
 
     def heal(self) -> None:
-        """End every fault: the network heals, paused nodes resume, crashed nodes restart."""
+        """End every fault here and in every region: the network heals, paused nodes resume, crashed nodes restart."""
         self.set_phase("heal")
+        self._end_faults()
+
+    def _end_faults(self) -> None:
+        """End this world's faults, then its regions'."""
         self.faults.active = False
         self.network.heal()
         for name in list(self.nodes):
@@ -179,20 +255,27 @@ class World:
                 self.resume(name)
             elif node.status is NodeStatus.DOWN:
                 self.restart(name)
+        for region in self.regions.values():
+            region._end_faults()
 
     def set_phase(self, phase: str) -> None:
-        """Enter a phase and tell the observers."""
+        """Enter a phase and tell the observers; the regions enter it too."""
         self.phase = phase
         self.trace.emit("world", "phase", events.phase_event(phase))
         for o in self.trace.observers:
             hook = getattr(o, "on_phase", None)
             if hook is not None:
                 hook(self, phase)
+        for region in self.regions.values():
+            region.set_phase(phase)
 
     # -- observers and fingerprint ----------------------------------------------------------
 
     def attach(self, observer: Observer) -> None:
-        """Attach an observer (it must not change the run)."""
+        """Attach an observer (it must not change the run); a region takes none that watches the scheduler."""
+        if self.parent is not None and any(getattr(observer, h, None) for h in ("on_advance", "after_step")):
+            msg = f"{observer!r} watches the scheduler (on_advance/after_step): attach it to the root world"
+            raise ValueError(msg)
         self.trace.attach(observer)
         self._rewatch()
 
@@ -202,7 +285,9 @@ class World:
         self._rewatch()
 
     def _rewatch(self) -> None:
-        """Give the scheduler a watch when some observer has ``on_advance`` or ``after_step``."""
+        """Give the scheduler a watch when some observer has ``on_advance`` or ``after_step`` (root only)."""
+        if self.parent is not None:
+            return  # the scheduler is the root's: its watch is the root's observers'
         advance = [o.on_advance for o in self.trace.observers if getattr(o, "on_advance", None)]
         stepped = [o.after_step for o in self.trace.observers if getattr(o, "after_step", None)]
         self.scheduler.watch = _Watch(self, advance, stepped) if advance or stepped else None
@@ -211,8 +296,11 @@ class World:
         """Return the run fingerprint: the trace hash plus a final draw over every stream.
 
         The final draw copies each stream's state (in creation order) and draws from the copy,
-        so asking for the fingerprint twice gives the same answer and changes nothing.
+        so asking for the fingerprint twice gives the same answer and changes nothing. A region is
+        part of its root's run: its fingerprint is the root's.
         """
+        if self.parent is not None:
+            return self.root.fingerprint()
         mix = random.Random(self.seed)
         for name in self.rng.names():
             if name.startswith("observer:"):

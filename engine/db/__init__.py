@@ -1,0 +1,5 @@
+"""Service databases: SQLite files driven at simulated instants by nodes of the world (:mod:`engine.db.database`)."""
+
+from engine.db.database import Database, DatabaseFolder
+
+__all__ = ["Database", "DatabaseFolder"]

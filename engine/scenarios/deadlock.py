@@ -1,0 +1,271 @@
+"""Request-reply inside a Kafka transaction: the deadlock, diagnosed, and the pattern that works.
+
+:class:`RequestReply` runs two processes over the topics ``requests`` and ``replies`` (one
+partition each). The *requester* owns a transactional producer and a read_committed consumer of
+``replies``; the *responder* reads ``requests`` with a read_committed consumer and answers each
+request with an idempotent producer.
+
+With ``commit_first=False`` the requester produces its request inside a transaction and waits for
+the reply before committing. The responder cannot see the request (it sits above the LSO until
+the transaction ends), so no reply comes. After ``reply_timeout_ms`` the workload asks
+:func:`engine.check.deadlock.explain_stall` why, keeps the paragraph in ``run.extra["deadlock"]``
+and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` as the requester
+would after giving up: it raises the error the coordinator's timeout abort left
+(``ProducerFencedException``: the abort bumped the epoch). The judge reports
+``request-reply-deadlock: <why> Outcome: <what happened>``. With ``commit_first=True`` the requester
+commits the request, then waits for the reply outside any transaction: the reply arrives.
+
+The requester's transaction is recorded as a ``txn`` op (``fail`` once the coordinator aborted it),
+the responder's polls and replies as ``poll``/``send`` ops, so the black-box checker judges the
+run too: the aborted request must never be read read_committed.
+
+:data:`DEADLOCK_SPECS` holds both as scenarios. This module does not import the catalog (the
+catalog imports it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from engine.check.deadlock import explain_stall, timeout_abort
+from engine.check.history import Poll, Send
+from engine.errors import IllegalStateError, KafkaError
+from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
+from engine.scenarios.workloads import Workload
+from engine.views.transactions import describe_transaction_row
+
+REQUESTS = "requests"
+REPLIES = "replies"
+#: How long the processes sleep between polls: a round trip takes tens of simulated ms.
+POLL_PAUSE_MS = 20
+
+
+def _delivered(producer: Any, topic: str, value: str) -> Process:
+    """Produce one record and wait for its delivery report; return ``(error, message)``."""
+    box: list[Any] = []
+    producer.produce(topic, value=value, partition=0, on_delivery=lambda e, m: box.append((e, m)))
+    while not box:
+        producer.poll(0)
+        if not producer.is_up:
+            return (KafkaError("the producer crashed before the delivery report"), None)
+        yield Sleep(1)
+    return box[0]
+
+
+def _assigned(run: Run, proc: int, consumer: Any, topic: str) -> None:
+    """Assign partition 0 of ``topic`` to a consumer and record the assign op."""
+    op = run.history.invoke(proc, "assign", (), run.now_ms, keys=[(topic, 0)])
+    consumer.assign([(topic, 0)])
+    run.history.complete(op, "ok", (), run.now_ms)
+
+
+def _poll(run: Run, proc: int, consumer: Any) -> list[Any]:
+    """Poll once, recorded as a poll op; return the messages (sentinels left out)."""
+    op = run.history.invoke(proc, "poll", (), run.now_ms)
+    msgs = [m for m in consumer.consume(10, timeout=0.01) if m.error() is None and not is_sentinel(m.value())]
+    run.history.complete(op, "ok", [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs], run.now_ms)
+    return msgs
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestReply(Workload):
+    """One request, one reply; the requester waits for the reply inside its transaction or after it."""
+
+    #: the requester's ``transactional.id``
+    transactional_id: str = "orders-svc"
+    #: the requester's ``transaction.timeout.ms``: small, so a deadlock ends in simulated seconds
+    transaction_timeout_ms: int = 5_000
+    #: how long the requester waits for its reply before asking why (many round trips)
+    reply_timeout_ms: int = 3_000
+    #: after the transaction timeout, how much longer the requester waits before its next call
+    #: (the coordinator looks for timed-out transactions every cleanup interval)
+    give_up_after_timeout_ms: int = 2_000
+    #: the working pattern: commit the request, then wait for the reply outside the transaction
+    commit_first: bool = False
+
+    def start(self, run: Run) -> None:
+        """Spawn the requester and the responder."""
+        run.extra["responder_seen"] = []
+        run.spawn(self._requester)
+        run.spawn(self._responder)
+
+    def _responder(self, run: Run, proc: int) -> Process:
+        consumer = run.cluster.consumer(
+            run.consumer_config({"isolation.level": "read_committed", "client.id": "responder"})
+        )
+        producer = run.cluster.producer(run.producer_config({"linger.ms": 0, "client.id": "responder-producer"}))
+        _assigned(run, proc, consumer, REQUESTS)
+        while not (run.stopping and run.extra.get("requester_done")):
+            for m in _poll(run, proc, consumer):
+                run.extra["responder_seen"].append((m.offset(), m.value()))
+                reply = f"reply-to-{m.value()}"
+                op = run.history.invoke(proc, "send", (Send(REPLIES, 0, reply),), run.now_ms)
+                err, msg = yield from _delivered(producer, REPLIES, reply)
+                offset = msg.offset() if err is None else None
+                kind = "ok" if err is None else "info"
+                error = None if err is None else type(err).__name__
+                run.history.complete(op, kind, (Send(REPLIES, 0, reply, offset),), run.now_ms, error=error)
+            yield Sleep(POLL_PAUSE_MS)
+
+    def _requester(self, run: Run, proc: int) -> Process:
+        producer = run.cluster.producer(
+            run.producer_config(
+                {
+                    "transactional.id": self.transactional_id,
+                    "client.id": "requester",
+                    "linger.ms": 0,
+                    "transaction.timeout.ms": self.transaction_timeout_ms,
+                }
+            )
+        )
+        consumer = run.cluster.consumer(
+            run.consumer_config({"isolation.level": "read_committed", "client.id": "requester-replies"})
+        )
+        # The reply polls happen while the transaction op is in flight: a process has one op at a
+        # time, so the requester's consumer records its ops as a process of its own.
+        reader = run.next_process
+        run.next_process += 1
+        try:
+            producer.init_transactions()
+            _assigned(run, reader, consumer, REPLIES)
+            yield from self._request(run, proc, reader, producer, consumer)
+        finally:
+            run.extra["requester_done"] = True
+
+    def _request(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
+        request = f"p{proc}-t0-request"
+        op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
+        try:
+            producer.begin_transaction()
+            err, msg = yield from _delivered(producer, REQUESTS, request)
+            if err is not None:
+                raise err
+            offset = msg.offset()
+            run.extra["request"] = (REQUESTS, 0, offset, request)
+            if self.commit_first:
+                producer.commit_transaction()
+                run.history.complete(op, "ok", (Send(REQUESTS, 0, request, offset),), run.now_ms)
+        except (KafkaError, IllegalStateError) as exc:
+            run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
+            return
+        sent_ms = run.now_ms
+        reply = yield from self._await_reply(run, reader, consumer, sent_ms + self.reply_timeout_ms)
+        if reply is not None:
+            run.extra["reply"] = (reply, run.now_ms - sent_ms)
+        if self.commit_first:
+            return  # committed already; no reply is reported by the judge
+        txn_start = None
+        if reply is None:
+            txn_start = self._diagnose(run, offset)
+            # Nothing a requester does can help now: it waits on, as an application blocked on the
+            # reply would, until the coordinator's timeout has surely fired, then makes its next call.
+            give_up = sent_ms + self.transaction_timeout_ms + self.give_up_after_timeout_ms
+            yield from self._await_reply(run, reader, consumer, give_up)
+        self._commit(run, op, producer, Send(REQUESTS, 0, request, offset), txn_start)
+
+    def _commit(self, run: Run, op: Any, producer: Any, request: Send, txn_start: int | None) -> None:
+        """Commit the request's transaction and complete its op: ``fail`` once the coordinator aborted it."""
+        kind, error = "info", None
+        try:
+            producer.commit_transaction()
+            kind = "ok"
+        except (KafkaError, IllegalStateError) as exc:
+            error = type(exc).__name__
+            run.extra["requester_error"] = f"{error}: {exc}"
+        abort = None
+        if txn_start is not None:
+            abort = timeout_abort(run.cluster, self.transactional_id, txn_start_ms=txn_start)
+            run.extra["timeout_abort"] = abort
+        if kind != "ok" and abort is not None:
+            kind = "fail"  # __transaction_state shows the abort: the request was never committed
+        done = request if kind == "ok" else request._replace(offset=None)
+        run.history.complete(op, kind, (done,), run.now_ms, error=error)
+
+    def _await_reply(self, run: Run, proc: int, consumer: Any, until_ms: int) -> Process:
+        """Poll ``replies`` until a reply arrives or ``until_ms``; return its value or None."""
+        while run.now_ms < until_ms:
+            msgs = _poll(run, proc, consumer)
+            if msgs:
+                return msgs[0].value()
+            yield Sleep(POLL_PAUSE_MS)
+        return None
+
+    def _diagnose(self, run: Run, offset: int) -> int | None:
+        """Ask the diagnosis why no reply came; keep its answer; return the transaction's start."""
+        try:
+            why = explain_stall(
+                run.cluster,
+                transactional_id=self.transactional_id,
+                request_topic=REQUESTS,
+                partition=0,
+                request_offset=offset,
+                responder_isolation="read_committed",
+            )
+            start = describe_transaction_row(run.cluster, self.transactional_id).start_time_ms
+        except (KafkaError, ValueError) as exc:
+            why, start = None, None
+            run.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"
+        if why is not None:
+            run.extra["deadlock"] = why
+        return start
+
+    def judge(self, run: Run) -> list[str]:
+        """Report the diagnosed deadlock with its outcome, or a request that got no reply."""
+        why = run.extra.get("deadlock")
+        if why is not None:
+            run.extra["deadlock_outcome"] = outcome = self._outcome(run)
+            return [f"request-reply-deadlock: {why.removeprefix('deadlock: ')} Outcome: {outcome}"]
+        if "reply" in run.extra:
+            return []
+        request = run.extra.get("request")
+        detail = run.extra.get("diagnosis_error", "and explain_stall found no deadlock")
+        return [f"request-reply-timeout: no reply to {request} within {self.reply_timeout_ms} ms, {detail}"]
+
+    def _outcome(self, run: Run) -> str:
+        """Return what happened to the deadlocked transaction and its request."""
+        abort = run.extra.get("timeout_abort")
+        parts = [abort.describe() if abort is not None else "no timeout abort was found in __transaction_state"]
+        error = run.extra.get("requester_error")
+        parts.append(
+            f"the requester's next call, commit_transaction(), raised {error}"
+            if error
+            else "the requester's commit_transaction() raised nothing"
+        )
+        _topic, _partition, offset, _value = run.extra["request"]
+        seen = [o for o, _v in run.extra.get("responder_seen", []) if o == offset]
+        where = f"the request at {REQUESTS}-0 offset {offset}"
+        if seen:
+            parts.append(f"the responder saw {where} {len(seen)} time(s)")
+        else:
+            fate = "aborted" if abort is not None else "not committed"
+            parts.append(f"{where} is {fate} and the responder never saw it")
+        return "; ".join(parts) + "."
+
+
+#: Both request-reply topics have one partition: the request's offset is the whole story.
+TOPICS = (TopicSpec(REQUESTS, 1), TopicSpec(REPLIES, 1))
+
+DEADLOCK = Spec(
+    "request-reply: deadlock inside a transaction",
+    "the requester waits for a reply inside the transaction that holds its request; a read_committed "
+    "responder never sees it until transaction.timeout.ms aborts it (positive control)",
+    RequestReply(),
+    broker_config=FAST_FAILOVER,
+    topics=TOPICS,
+    liveness_ms=8_000,
+    must_report=("request-reply-deadlock",),
+)
+
+COMMIT_FIRST = Spec(
+    "request-reply: request committed before the wait",
+    "the requester commits its request, then waits for the reply outside the transaction: the reply arrives",
+    RequestReply(commit_first=True),
+    broker_config=FAST_FAILOVER,
+    topics=TOPICS,
+    liveness_ms=8_000,
+)
+
+#: The deadlock (a positive control: it passes only when the deadlock is detected and explained)
+#: and the working contrast.
+DEADLOCK_SPECS: tuple[Spec, ...] = (DEADLOCK, COMMIT_FIRST)

@@ -1,0 +1,465 @@
+"""Mirroring a cluster into another (MirrorMaker 2, KIP-656): two clusters in one world.
+
+The scenario's cluster (``run.cluster``) is the *source*; the workload builds the *target* beside
+it (:meth:`Cluster.beside <engine.cluster.Cluster.beside>`, ``run.extra["target"]``): one clock,
+one seed, one trace. A transactional producer writes transactions of :data:`TXN_RECORDS` records
+over the two partitions of ``src`` (values ``txn-<n>-<i>/5``), aborting some on purpose. A mirror
+copies ``src`` partition ``p`` to the target's ``dst`` partition ``p``, value for value:
+
+* :class:`AtLeastOnceMirror` (a source connector): a read_committed consumer of ``src`` whose
+  offsets live in a group on the *source*, an idempotent producer on the target; each batch is
+  produced and flushed, then its offsets are committed. A crash between the flush and the commit
+  (``crash_p`` per batch) makes the next instance copy the batch again: duplicates on the target,
+  by design.
+* :class:`ExactlyOnceMirror` (KIP-656): a transactional producer on the target
+  (``transactional.id = mirror-<slot>``) writes each poll's records (``batch`` = 3, fewer than a
+  source transaction's 5) together with the source offsets, sent to a consumer group on the
+  *target* (``send_offsets_to_transaction``); it crashes (``crash_p``) before or after sending the
+  offsets, never after the commit. A new instance fences the old one
+  (``init_transactions``), reads the offsets back from that group (``committed()`` of a target
+  consumer) and seeks the source consumer (manual assignment) there: nothing lost, nothing twice.
+
+A read_committed reader of ``dst`` polls while the mirror runs. Because target transactions are
+cut by poll, not by source transaction, it sees *part* of a committed source transaction now and
+then: the mirror copies records exactly once but not the source's atomicity. The judge reads
+``dst`` at the end: ``mirror-lost`` (a committed source record missing), ``mirror-duplicate``
+(copied twice), ``mirror-aborted-copied`` (a record of an aborted source transaction), and
+``mirror-split-transaction`` (``run.extra["mirror_split_transactions"]``: the source transactions
+the reader saw only part of after some poll).
+
+Simplified here, compared with MirrorMaker 2: one mirror task, no Connect framework (no worker,
+no offsets/config/status topics); no remote-topic renaming (``src`` becomes ``dst``, partition
+for partition); no offset translation, no checkpoints topic and no consumer-group sync (the
+target's offsets are never translated for downstream consumers); no heartbeats topic; headers and
+keys are not copied (values are). The KIP-656 variant keeps its source offsets in a consumer group
+on the target (Kafka's design stores them in the Connect offsets topic of the target, written in
+the same transaction), and the at-least-once variant keeps them in a group on the source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from engine.check.history import Poll, Send
+from engine.client.message import TopicPartition
+from engine.cluster import Cluster
+from engine.errors import (
+    IllegalStateError,
+    KafkaError,
+    OutOfOrderSequenceException,
+    ProducerFencedException,
+    TimeoutException,
+)
+from engine.scenarios.fault_plans import client_crashes, rolling_crashes
+from engine.scenarios.harness import FAST_FAILOVER, FAST_INTERNALS, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
+from engine.scenarios.workloads import Workload, abort_after_error
+
+#: The source topic, the target topic, and their partition count (partition p is copied to p).
+SRC, DST, PARTITIONS = "src", "dst", 2
+#: Records per source transaction.
+TXN_RECORDS = 5
+#: The name of the target cluster (its region of the source's world).
+TARGET = "target"
+#: The group on the source (at-least-once) or on the target (KIP-656) that holds the mirror's offsets.
+OFFSETS_GROUP = "mirror"
+#: Idle polls (``run.stopping``) after which a mirror instance decides it has copied everything.
+IDLE_POLLS_TO_STOP = 20
+
+#: Source consumers give up on a fetch to a crashed broker soon (Kafka's 30 s would outlast the run).
+_CONSUMER = {"isolation.level": "read_committed", "request.timeout.ms": 2_000, "fetch.max.wait.ms": 100}
+_PRODUCER = {
+    "linger.ms": 0,
+    "request.timeout.ms": 1_500,
+    "retry.backoff.ms": 20,
+    "delivery.timeout.ms": 30_000,
+    "max.block.ms": 20_000,
+}
+
+
+def txn_value(n: int, i: int) -> str:
+    """Return record ``i`` of source transaction ``n``: ``txn-<n>-<i>/5``."""
+    return f"txn-{n}-{i}/{TXN_RECORDS}"
+
+
+def txn_of(value: Any) -> int | None:
+    """Return the source transaction number of a :func:`txn_value`, None for anything else."""
+    if not isinstance(value, str) or not value.startswith("txn-"):
+        return None
+    parts = value.split("-")
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def split_transactions(polls: list[tuple[str, ...]], committed: set[str]) -> list[int]:
+    """Return the committed source transactions a reader had seen only part of after some poll, sorted."""
+    members: dict[int, int] = {}
+    for v in committed:
+        n = txn_of(v)
+        if n is not None:
+            members[n] = members.get(n, 0) + 1
+    whole = {n for n, k in members.items() if k == TXN_RECORDS}
+    seen: dict[int, set[str]] = {}
+    split: set[int] = set()
+    for poll in polls:
+        touched = set()
+        for v in poll:
+            n = txn_of(v)
+            if n in whole:
+                seen.setdefault(n, set()).add(v)
+                touched.add(n)
+        split.update(n for n in touched if len(seen[n]) < TXN_RECORDS)
+    return sorted(split)
+
+
+def read_values(cluster: Cluster, topic: str, partitions: int, client_id: str) -> list[str]:
+    """Read a topic from the start with read_committed until it is quiet; return the values (no sentinels)."""
+    reader = cluster.consumer({"isolation.level": "read_committed", "client.id": client_id})
+    reader.assign([(topic, p) for p in range(partitions)])
+    values: list[str] = []
+    idle = 0
+    while idle < 2:
+        msgs = reader.consume(2_000, timeout=0.5)
+        idle = 0 if msgs else idle + 1
+        values.extend(m.value() for m in msgs if m.error() is None and not is_sentinel(m.value()))
+    reader.close()
+    return values
+
+
+def build_target(run: Run) -> Cluster:
+    """Build the target cluster beside the run's cluster (same broker config), with topic ``dst``."""
+    config = dict(FAST_INTERNALS)
+    config.update(dict(run.spec.broker_config))
+    target = Cluster.beside(run.cluster, TARGET, brokers=run.spec.brokers, config=config)
+    target.create_topic(DST, PARTITIONS, min(3, run.spec.brokers))
+    run.extra["target"] = target
+    return target
+
+
+def _poll_op(run: Run, proc: int, consumer: Any, n: int) -> list[Any]:
+    """Consume up to ``n`` source records and record the poll; raise what the consumer raises."""
+    op = run.history.invoke(proc, "poll", (), run.now_ms)
+    msgs = [m for m in consumer.consume(n, timeout=0.05) if m.error() is None and not is_sentinel(m.value())]
+    run.history.complete(op, "ok", [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs], run.now_ms)
+    return msgs
+
+
+def _next_offsets(msgs: list[Any]) -> list[TopicPartition]:
+    last: dict[int, int] = {}
+    for m in msgs:
+        last[m.partition()] = m.offset() + 1
+    return [TopicPartition(SRC, p, o) for p, o in sorted(last.items())]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mirror(Workload):
+    """The common part: the source producer, the mirror's restarts, the target reader and the judge.
+
+    ``transactions`` source transactions (``abort_p`` aborted on purpose), a mirror copying
+    ``batch`` records per poll and crashing with ``crash_p`` per batch (its next instance has new
+    clients and a new process number), and a read_committed reader of ``dst`` polling every
+    ``reader_pause_ms``.
+    """
+
+    transactions: int = 16
+    abort_p: float = 0.25
+    batch: int = 3
+    crash_p: float = 0.05
+    reader_pause_ms: int = 5
+    #: report the reader's partial source transactions as a finding (the KIP-656 positive control)
+    report_splits: bool = False
+    #: duplicates on the target are allowed (at-least-once by design): counted, not reported
+    duplicates_allowed: bool = False
+
+    def start(self, run: Run) -> None:
+        """Build the target cluster, then spawn the source producer, the mirror and the target reader."""
+        build_target(run)
+        run.extra["mirror_attempted"] = []
+        run.extra["mirror_reader_polls"] = []
+        run.extra["mirror_instances"] = 0
+        run.spawn(self._source_producer)
+        run.spawn(self._mirror)
+        run.spawn(self._target_reader)
+
+    # -- the source -------------------------------------------------------------------------------
+
+    def _source_producer(self, run: Run, proc: int) -> Process:
+        """Transactions of 5 records over both partitions of ``src``; a new instance after any failure."""
+        producer = None
+        for n in range(self.transactions):
+            if run.stopping:
+                return
+            if producer is None or not producer.is_up:
+                try:
+                    producer = run.cluster.producer(
+                        run.producer_config({**_PRODUCER, "transactional.id": "src-producer"})
+                    )
+                    producer.init_transactions()
+                except (KafkaError, IllegalStateError):
+                    producer = None
+                    yield Sleep(200)
+                    continue
+            yield Sleep(run.rng.randint(10, 120))
+            sends = [Send(SRC, (n + i) % PARTITIONS, txn_value(n, i)) for i in range(TXN_RECORDS)]
+            run.extra["mirror_attempted"].extend(s.value for s in sends)
+            abort = run.rng.random() < self.abort_p
+            op = run.history.invoke(proc, "txn", tuple(sends), run.now_ms)
+            reports: dict[str, Any] = {}
+            outcome, error = "ok", None
+            try:
+                producer.begin_transaction()
+                for s in sends:
+                    producer.produce(
+                        s.topic,
+                        value=s.value,
+                        partition=s.partition,
+                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
+                    )
+                    yield
+                if abort:
+                    producer.abort_transaction()
+                    outcome = "fail"
+                else:
+                    producer.commit_transaction()
+            except (ProducerFencedException, OutOfOrderSequenceException, TimeoutException) as exc:
+                outcome, error, producer = ("fail" if abort else "info"), type(exc).__name__, None
+            except (KafkaError, IllegalStateError) as exc:
+                error = type(exc).__name__
+                outcome = "fail" if abort_after_error(producer) else "info"
+                producer = producer if outcome == "fail" else None
+            done = []
+            for s in sends:
+                rep = reports.get(s.value)
+                off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
+                done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
+            run.history.complete(op, outcome, tuple(done), run.now_ms, error=error)
+
+    # -- the mirror ------------------------------------------------------------------------------
+
+    def _mirror(self, run: Run, proc: int) -> Process:
+        """Run mirror instances until one has copied everything; a crashed one is replaced."""
+        gen = 0
+        while True:
+            run.extra["mirror_instances"] += 1
+            try:
+                result = yield from self._instance(run, proc, gen)
+            except (KafkaError, IllegalStateError):
+                result = "restart"
+            if result == "done":
+                run.extra["mirror_done"] = True
+                return
+            gen += 1
+            proc = run.next_process  # a restarted mirror is a new process, as in Jepsen
+            run.next_process += 1
+            yield Sleep(50)
+
+    def _instance(self, run: Run, proc: int, gen: int) -> Process:
+        """One mirror instance (a generator): return ``"done"`` when all is copied, ``"restart"`` after a crash."""
+        msg = f"{type(self).__name__} must define _instance(), the mirror's copy loop"
+        raise NotImplementedError(msg)
+
+    def _crash(self, run: Run, *nodes: tuple[Cluster, Any]) -> None:
+        """Crash the instance's clients (each in its own cluster) where they are still up."""
+        for cluster, node in nodes:
+            if node.is_up:
+                cluster.crash(node.name)
+
+    # -- the target reader -------------------------------------------------------------------------
+
+    def _target_reader(self, run: Run, proc: int) -> Process:
+        """Poll ``dst`` read_committed while the mirror runs; keep each poll's values."""
+        target: Cluster = run.extra["target"]
+        consumer = target.consumer({"isolation.level": "read_committed", "client.id": "target-reader"})
+        consumer.assign([(DST, p) for p in range(PARTITIONS)])
+        polls: list[tuple[str, ...]] = run.extra["mirror_reader_polls"]
+        while True:
+            done = run.extra.get("mirror_done", False)
+            msgs = consumer.consume(500, timeout=0.01)
+            if msgs:
+                polls.append(tuple(m.value() for m in msgs if m.error() is None))
+            if done and not msgs:
+                return
+            yield Sleep(self.reader_pause_ms)
+
+    # -- the judge ---------------------------------------------------------------------------------
+
+    def judge(self, run: Run) -> list[str]:
+        """Compare ``dst`` with the committed ``src``: lost, duplicated, aborted-copied, split transactions."""
+        target: Cluster = run.extra["target"]
+        committed = set(read_values(run.cluster, SRC, PARTITIONS, "mirror-judge-source"))
+        copied = read_values(target, DST, PARTITIONS, "mirror-judge-target")
+        attempted = set(run.extra.get("mirror_attempted", ()))
+        counts: dict[str, int] = {}
+        for v in copied:
+            counts[v] = counts.get(v, 0) + 1
+        lost = sorted(committed - set(counts))
+        duplicated = sorted(v for v, k in counts.items() if k > 1)
+        aborted = sorted(v for v in counts if v in attempted and v not in committed)
+        split = split_transactions(run.extra.get("mirror_reader_polls", []), committed)
+        run.extra.update(
+            mirror_copied=len(copied),
+            mirror_duplicates=sum(k - 1 for k in counts.values()),
+            mirror_split_transactions=split,
+        )
+        findings = []
+        if lost:
+            findings.append(f"mirror-lost: {len(lost)} committed source records missing on the target, e.g. {lost[:3]}")
+        if duplicated and not self.duplicates_allowed:
+            findings.append(f"mirror-duplicate: {len(duplicated)} records copied more than once, e.g. {duplicated[:3]}")
+        if aborted:
+            findings.append(
+                f"mirror-aborted-copied: {len(aborted)} records of aborted transactions, e.g. {aborted[:3]}"
+            )
+        if split and self.report_splits and not findings:
+            # A positive control shows its point on an exact copy only: with copy findings it fails on them.
+            findings.append(
+                f"mirror-split-transaction: the target reader saw part of source transactions {split[:10]}"
+                f"{' ...' if len(split) > 10 else ''} ({len(split)} in all)"
+            )
+        return findings
+
+
+@dataclasses.dataclass(frozen=True)
+class AtLeastOnceMirror(Mirror):
+    """A source connector: read_committed source consumer (offsets in a source group), idempotent target producer.
+
+    Each batch is produced, flushed, then its offsets committed to group ``mirror`` on the source;
+    a crash in between (``crash_p``) copies the batch again: duplicates are allowed by design and
+    counted in ``run.extra["mirror_duplicates"]``; lost and aborted-copied records still fail.
+    """
+
+    batch: int = 4
+    crash_p: float = 0.1
+    duplicates_allowed: bool = True
+
+    def _instance(self, run: Run, proc: int, gen: int) -> Process:
+        target: Cluster = run.extra["target"]
+        producer = target.producer({**_PRODUCER, "client.id": f"mirror-producer-{gen}"})
+        consumer = run.cluster.consumer(
+            run.consumer_config({**_CONSUMER, "group.id": OFFSETS_GROUP, "client.id": f"mirror-consumer-{gen}"})
+        )
+        keys = [(SRC, p) for p in range(PARTITIONS)]
+        op = run.history.invoke(proc, "assign", (), run.now_ms, keys=keys)
+        consumer.assign(keys)
+        run.history.complete(op, "ok", (), run.now_ms)
+        idle = 0
+        while True:
+            msgs = _poll_op(run, proc, consumer, self.batch)
+            if not msgs:
+                idle += 1
+                if run.stopping and idle > IDLE_POLLS_TO_STOP:
+                    return "done"
+                yield Sleep(20)
+                continue
+            idle = 0
+            errors: list[Any] = []
+            for m in msgs:
+                producer.produce(
+                    DST,
+                    value=m.value(),
+                    partition=m.partition(),
+                    on_delivery=lambda e, _m, errors=errors: errors.append(e),
+                )
+            producer.flush(timeout=30)
+            if any(e is not None for e in errors) or len(errors) < len(msgs):
+                self._crash(run, (run.cluster, consumer), (target, producer))
+                return "restart"
+            if run.rng.random() < self.crash_p:
+                self._crash(run, (run.cluster, consumer), (target, producer))
+                return "restart"  # flushed, offsets not committed: the next instance copies the batch again
+            consumer.commit(offsets=_next_offsets(msgs))
+            yield
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactlyOnceMirror(Mirror):
+    """KIP-656: a transactional target producer writes each poll's records with the source offsets (target group).
+
+    On (re)start the instance calls ``init_transactions`` (fencing and aborting its predecessor),
+    reads the source offsets from group ``mirror`` on the target and seeks its source consumer
+    there. One target transaction per poll of ``batch`` records, so target transactions cut source
+    transactions: a positive control for ``mirror-split-transaction``.
+    """
+
+    crash_p: float = 0.1
+    report_splits: bool = True
+
+    def _instance(self, run: Run, proc: int, gen: int) -> Process:
+        target: Cluster = run.extra["target"]
+        producer = target.producer(
+            {
+                **_PRODUCER,
+                "transactional.id": "mirror-0",
+                "client.id": f"mirror-producer-{gen}",
+                "transaction.timeout.ms": 10_000,
+            }
+        )
+        offsets_reader = target.consumer({"group.id": OFFSETS_GROUP, "client.id": f"mirror-offsets-{gen}"})
+        consumer = run.cluster.consumer(run.consumer_config({**_CONSUMER, "client.id": f"mirror-consumer-{gen}"}))
+        clients = ((target, producer), (target, offsets_reader), (run.cluster, consumer))
+        try:
+            producer.init_transactions()  # fences the previous instance first: its offsets are then final
+            keys = [TopicPartition(SRC, p) for p in range(PARTITIONS)]
+            start = {tp.partition: max(tp.offset, 0) for tp in offsets_reader.committed(keys)}
+        except (KafkaError, IllegalStateError):
+            self._crash(run, *clients)
+            return "restart"
+        op = run.history.invoke(proc, "assign", (), run.now_ms, keys=[(SRC, p) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(SRC, p, start[p]) for p in range(PARTITIONS)])
+        run.history.complete(op, "ok", (), run.now_ms)
+        meta = offsets_reader.group_metadata()
+        idle = 0
+        while True:
+            msgs = _poll_op(run, proc, consumer, self.batch)
+            if not msgs:
+                idle += 1
+                if run.stopping and idle > IDLE_POLLS_TO_STOP:
+                    return "done"
+                yield Sleep(20)
+                continue
+            idle = 0
+            try:
+                producer.begin_transaction()
+                for m in msgs:
+                    producer.produce(DST, value=m.value(), partition=m.partition())
+                yield
+                crash = run.rng.random() < self.crash_p
+                if crash and run.rng.random() < 0.5:
+                    self._crash(run, *clients)  # mid-transaction: the next instance's init aborts it
+                    return "restart"
+                producer.send_offsets_to_transaction(_next_offsets(msgs), meta)
+                if crash:
+                    self._crash(run, *clients)  # the offsets are pending in the target group: aborted too
+                    return "restart"
+                producer.commit_transaction()
+            except (KafkaError, IllegalStateError):
+                self._crash(run, *clients)
+                return "restart"
+            yield
+
+
+MIRROR_SPECS = (
+    Spec(
+        "mirror: at-least-once (source connector)",
+        "a source-connector mirror (offsets committed on the source after the flush) copies transactional "
+        "records to a second cluster; a crash between flush and commit copies a batch twice: duplicates are "
+        "allowed by design (run.extra['mirror_duplicates']), lost or aborted records are not",
+        AtLeastOnceMirror(),
+        rolling_crashes,
+        broker_config=FAST_FAILOVER,
+        topics=(TopicSpec(SRC, PARTITIONS),),
+        liveness_ms=10_000,
+    ),
+    Spec(
+        "mirror: exactly-once copy (KIP-656)",
+        "a transactional mirror (source offsets in a group on the target, in the same transaction) copies "
+        "every committed record exactly once, but 3-record target transactions cut 5-record source ones: a "
+        "read_committed reader of the target sees part of a source transaction (a positive control; it "
+        "passes only when the copy is exact and the split is seen)",
+        ExactlyOnceMirror(),
+        client_crashes,
+        broker_config=FAST_FAILOVER,
+        topics=(TopicSpec(SRC, PARTITIONS),),
+        liveness_ms=10_000,
+        must_report=("mirror-split-transaction",),
+    ),
+)
