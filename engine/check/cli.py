@@ -10,6 +10,13 @@ table (or JSON with ``--json``) and returns the exit status:
 * 2 - the file is missing, unreadable, empty or malformed: one short line on stderr naming the
   line and the problem, no traceback.
 
+The database side (:mod:`engine.check.effects`) runs with it, or alone::
+
+    eos check HISTORY.jsonl --committed orders.sqlite:orders.order_id --effects shipping.sqlite:shipments.order_id
+
+reads the two columns from the SQLite files (read-only) and adds ``effect-lost``,
+``effect-duplicate`` and ``effect-phantom`` to the verdict: exit 1 if either side found one.
+
 An internal error (70) and a closed stdout (141) are handled once for every command, by
 :func:`engine.cli.main`; ``docs/history-format.md`` lists every status.
 
@@ -27,9 +34,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
-from engine.check.anomaly import MODES
+from engine.check.anomaly import MODES, Anomaly, Report
 from engine.check.checker import check_history
+from engine.check.effects import check_effects, read_column
+from engine.check.effects import summary as effect_summary
 from engine.check.history import HistoryFormatError
 from engine.check.jsonl import analyse_jsonl, gc_paused
 
@@ -38,7 +48,7 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``check`` subcommand's arguments to ``parser``."""
-    parser.add_argument("history", metavar="HISTORY.jsonl", help="client history, one JSON record per line")
+    parser.add_argument("history", metavar="HISTORY.jsonl", nargs="?", help="client history, one JSON record per line")
     parser.add_argument(
         "--mode",
         choices=MODES,
@@ -47,6 +57,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "at-least-once (also duplicate)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--committed",
+        metavar="FILE:TABLE.COLUMN",
+        help="the database side: the key of every committed business row (e.g. orders.sqlite:orders.order_id)",
+    )
+    parser.add_argument(
+        "--effects",
+        metavar="FILE:TABLE.COLUMN",
+        help="the business key each effect names, one row per effect (e.g. shipping.sqlite:shipments.order_id)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +76,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if (args.committed is None) != (args.effects is None):
+        print("eos check: --committed and --effects go together (the two ends of the pipeline)", file=sys.stderr)
+        return 2
+    if args.history is None and args.committed is None:
+        print("eos check: give a HISTORY.jsonl, or --committed and --effects, or both", file=sys.stderr)
+        return 2
+    effects = None
+    if args.committed is not None:
+        try:
+            effects = check_effects(read_column(args.committed), read_column(args.effects))
+        except ValueError as exc:
+            print(f"eos check: {exc}", file=sys.stderr)
+            return 2
+    if args.history is None:
+        return _print_effects(effects, args.json, None)
     path = args.history
     try:
         history = analyse_jsonl(path)
@@ -75,8 +110,34 @@ def _run(args: argparse.Namespace) -> int:
         print(f"eos check: {path}: cannot read ({exc.strerror or exc})", file=sys.stderr)
         return 2
     report = check_history(history, allowed=args.mode)
+    if effects is not None:
+        return _print_effects(effects, args.json, report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, sort_keys=True))
     else:
         print(report)
     return 0 if report.ok else 1
+
+
+#: The database findings printed one per line (the rest are counted).
+MAX_EFFECTS_SHOWN = 20
+
+
+def _print_effects(effects: list[Anomaly], as_json: bool, report: Report | None) -> int:
+    """Print the database check (after the history report, when there is one); return the exit status."""
+    ok = not effects and (report is None or report.ok)
+    if as_json:
+        out: dict[str, Any] = {"effects": [a.to_json() for a in effects], "effect_counts": effect_summary(effects)}
+        if report is not None:
+            out["history"] = report.to_json()
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0 if ok else 1
+    if report is not None:
+        print(report)
+    counts = ", ".join(f"{k} {n}" for k, n in effect_summary(effects).items())
+    print(f"database side: {counts}")
+    for a in effects[:MAX_EFFECTS_SHOWN]:
+        print(f"  {a.kind}: {a.message}")
+    if len(effects) > MAX_EFFECTS_SHOWN:
+        print(f"  ... and {len(effects) - MAX_EFFECTS_SHOWN} more")
+    return 0 if ok else 1

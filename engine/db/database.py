@@ -45,21 +45,24 @@ from engine.sim.node import Node, NodeStatus
 if TYPE_CHECKING:
     from engine.sim.world import World
 
-__all__ = ["Database", "DatabaseFolder", "Transaction"]
+__all__ = ["Database", "DatabaseFolder", "Transaction", "databases_of"]
 
 
 class DatabaseFolder:
     """The folder that holds one SQLite file per service of a run.
 
-    ``path=None`` (the default) makes a fresh temporary folder; :meth:`file` names the file of a
-    service. The folder's name never reaches the trace, so runs in different folders are equal.
+    ``path=None`` (the default) makes a fresh temporary folder, removed when this object is
+    garbage-collected (keep it, e.g. in a run's ``extra``, as long as the files are wanted);
+    :meth:`file` names the file of a service. The folder's name never reaches the trace, so runs
+    in different folders are equal.
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
         if path is not None and not isinstance(path, (str, Path)):
             msg = f"path must be a folder path (str or pathlib.Path) or None for a temporary folder, got {path!r}"
             raise TypeError(msg)
-        self.path = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="eos-db-"))
+        self._tmp = tempfile.TemporaryDirectory(prefix="eos-db-", ignore_cleanup_errors=True) if path is None else None
+        self.path = Path(path) if path is not None else Path(self._tmp.name)  # type: ignore[union-attr]
         self.path.mkdir(parents=True, exist_ok=True)
 
     def file(self, service: str) -> Path:
@@ -204,3 +207,29 @@ class Database(Node):
         cur = self._connection().execute(f"SELECT * FROM {table} ORDER BY {order_by}")
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
+
+
+def databases_of(extra: Any) -> dict[str, Path]:
+    """Return the database files a run kept in its ``extra``, by service name, sorted.
+
+    Finds :class:`DatabaseFolder` objects (every ``*.sqlite`` in them), :class:`Database` nodes,
+    and, one level down in dicts, both of those and string values under keys ending in ``_db``.
+    """
+    found: dict[str, Path] = {}
+
+    def visit(value: Any, key: str = "", depth: int = 0) -> None:
+        if isinstance(value, DatabaseFolder):
+            for f in sorted(value.path.glob("*.sqlite")):
+                found[f.stem] = f
+        elif isinstance(value, Database):
+            found[value.service] = value.path
+        elif isinstance(value, str) and key.endswith("_db") and value.endswith(".sqlite"):
+            found[Path(value).stem] = Path(value)
+        elif isinstance(value, dict) and depth == 0:
+            for k, v in value.items():
+                visit(v, str(k), depth + 1)
+
+    if isinstance(extra, dict):
+        for k, v in extra.items():
+            visit(v, str(k))
+    return dict(sorted(found.items()))

@@ -92,6 +92,7 @@ class OutboxPipeline(Workload):
             "recorded": set(),
         }
         run.extra["outbox"] = state
+        run.extra["outbox_folder"] = folder  # the files live as long as the run's result keeps it
         run.extra["outbox_service"] = service
         run.extra["outbox_sink_db"] = sink_db
         run.spawn(lambda r, proc: self._service(r, proc, service, state))

@@ -15,6 +15,7 @@ check          ``%eos_check``
 catalog        ``%eos_scenario`` (list, run, sweep, mutants)
 dashboard      ``%eos_dashboard`` (the live dashboard: play, step, faults, scrub back, fork)
 spark          ``%eos_spark`` (start, status, stop, views, check, stream, sweep)
+db             ``%eos_db`` (tables, sql, check): the service databases of the last scenario run
 =============  ===========================================================================
 """
 
@@ -26,6 +27,7 @@ from eos_magics.commands.clients import ClientMagics
 from eos_magics.commands.clock import ClockMagics
 from eos_magics.commands.cluster import ClusterMagics
 from eos_magics.commands.dashboard import DashboardMagics
+from eos_magics.commands.db import DbMagics
 from eos_magics.commands.faults import FaultMagics
 from eos_magics.commands.inspect import InspectMagics
 from eos_magics.commands.spark import SparkMagics
@@ -42,6 +44,7 @@ FAMILIES = (
     CatalogMagics,
     DashboardMagics,
     SparkMagics,
+    DbMagics,
 )
 
 __all__ = ["FAMILIES"]

@@ -53,6 +53,7 @@ LINE_MAGICS = {
     "eos_scenario",
     "eos_dashboard",
     "eos_spark",
+    "eos_db",
 }
 CELL_MAGICS = {"eos_txn"}
 
