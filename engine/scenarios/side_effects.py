@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
 import sqlite3
 from collections import Counter
 from typing import Any
@@ -40,6 +41,7 @@ from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.fault_plans import crashes_and_lost_acks
 from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
 from engine.scenarios.workloads import Workload, abort_after_error
+from engine.sim.faults import FaultPlan
 
 __all__ = ["EMAIL_SCHEMA", "MODES", "SIDE_EFFECT_SPECS", "EmailSender", "InvoiceLoop", "SenderCrashed", "send_email"]
 
@@ -97,7 +99,9 @@ class EmailSender:
     ``consumer_offsets``; a new sender seeks to the stored offsets (Kafka's are never read).
     """
 
-    def __init__(self, db: Database, consumer: Any, partitions: list[tuple[str, int]], history: tuple[Any, int]) -> None:
+    def __init__(
+        self, db: Database, consumer: Any, partitions: list[tuple[str, int]], history: tuple[Any, int]
+    ) -> None:
         self.db = db
         self.consumer = consumer
         self.history = history
@@ -121,7 +125,9 @@ class EmailSender:
         recorder, proc = self.history
         op = recorder.invoke(proc, "poll", (), self.db.world.now_ms)
         msgs = [m for m in self.consumer.consume(max_records, timeout=0.05) if m.error() is None]
-        recorder.complete(op, "ok", [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs], self.db.world.now_ms)
+        recorder.complete(
+            op, "ok", [Poll(m.topic(), m.partition(), m.offset(), m.value()) for m in msgs], self.db.world.now_ms
+        )
         if not msgs:
             return 0
         with self.db.transaction("send-emails") as txn:
@@ -149,7 +155,8 @@ class EmailSender:
             return
         send_email(txn, parsed[0], m.value(), now)
         txn.execute(
-            'INSERT INTO processed_messages (invoice_id, topic, partition, "offset", processed_ms) VALUES (?, ?, ?, ?, ?)',
+            'INSERT INTO processed_messages (invoice_id, topic, partition, "offset", processed_ms)'
+            " VALUES (?, ?, ?, ?, ?)",
             (invoice_id, m.topic(), m.partition(), m.offset(), now),
         )
         self.sent += 1
@@ -164,7 +171,7 @@ class InvoiceLoop(Workload):
     """Orders -> transactional invoicing loop -> ``invoices``; the invoice e-mail sent inside it or from its output."""
 
     mode: str = "from-output"
-    orders_per_partition: int = 30
+    orders_per_partition: int = 40
     partitions: int = 2
     txn_size: int = 5
     abort_p: float = 0.3
@@ -178,7 +185,7 @@ class InvoiceLoop(Workload):
 
     def start(self, run: Run) -> None:
         """Seed the orders, open the e-mail provider's database, spawn the loops (and the sender)."""
-        seeder = run.cluster.producer({"linger.ms": 0, "client.id": "orders-seeder"})
+        seeder = run.cluster.producer({"linger.ms": 5, "client.id": "orders-seeder", "request.timeout.ms": 1_500})
         inputs: list[tuple[str, int, int, str]] = []
 
         def seeded(err: KafkaError | None, msg: Any) -> None:
@@ -244,6 +251,7 @@ class InvoiceLoop(Workload):
                     consumer.close()
             if result == "done":
                 state["done"] += 1
+                state["loops_done_ms"] = run.now_ms
                 return
             gen += 1
             proc = run.next_process  # a restarted loop is a new process, as in Jepsen
@@ -339,7 +347,11 @@ class InvoiceLoop(Workload):
             consumer = run.cluster.consumer(
                 run.consumer_config(
                     # a short request timeout: a crashed broker's fetch is given up in 1.5 s, not Kafka's 30 s
-                    {"isolation.level": "read_committed", "client.id": f"email-sender-{gen}", "request.timeout.ms": 1_500}
+                    {
+                        "isolation.level": "read_committed",
+                        "client.id": f"email-sender-{gen}",
+                        "request.timeout.ms": 1_500,
+                    }
                 )
             )
             sender = EmailSender(db, consumer, [(INVOICES, p) for p in range(self.partitions)], (run.history, proc))
@@ -399,6 +411,7 @@ class InvoiceLoop(Workload):
             "aborts": state["aborts"],
             "crashes": state["crashes"],
             "sender_crashes": state["sender_crashes"],
+            "loops_done_ms": state.get("loops_done_ms"),
             "effects": summary(anomalies),
             "db": str(db.path),
         }
@@ -422,12 +435,22 @@ def _committed_invoices(run: Run, partitions: int) -> list[tuple[str, int, int, 
     return out
 
 
+#: About when the seeded orders are in (the cluster's start-up and the seeding take about 1.1 s).
+SEEDED_MS = 1_500
+
+
+def broker_faults(rng: random.Random, run: Run) -> FaultPlan:
+    """Rolling broker crashes and lost acks, shifted past the seeding so that they meet the loop and the sender."""
+    plan = crashes_and_lost_acks(rng, run)
+    return FaultPlan(tuple(dataclasses.replace(e, at_ms=e.at_ms + SEEDED_MS) for e in plan.entries))
+
+
 def _specs() -> tuple[Spec, ...]:
     common: dict[str, Any] = {
         "topics": (TopicSpec(ORDERS, 2), TopicSpec(INVOICES, 2)),
         "broker_config": FAST_FAILOVER,
         "safety_ms": 6_000,
-        "liveness_ms": 15_000,
+        "liveness_ms": 30_000,
         "allowed": "eos",
     }
     return (
@@ -435,7 +458,7 @@ def _specs() -> tuple[Spec, ...]:
             "side effects: e-mail inside the transaction",
             "a transactional loop sends each invoice e-mail, then produces the invoice; aborts and crashes retry "
             "the transaction: the invoices are exactly once, the e-mails repeat (positive control: effect-duplicate)",
-            InvoiceLoop("inside", abort_p=0.3, crash_p=0.05),
+            InvoiceLoop("inside", abort_p=0.3, crash_p=0.1),
             None,
             must_report=("effect-duplicate",),
             **common,
@@ -446,7 +469,7 @@ def _specs() -> tuple[Spec, ...]:
             "sends each e-mail once, with its dedup memory and offsets in one SQLite transaction; loop, sender "
             "and broker crashes",
             InvoiceLoop("from-output", abort_p=0.3, crash_p=0.05, sender_crash_p=0.1),
-            crashes_and_lost_acks,
+            broker_faults,
             **common,
         ),
     )

@@ -1,0 +1,69 @@
+"""A side effect inside a transactional loop repeats, although Kafka's output is exactly once.
+
+Goal: the contrast (the invoice e-mail sent inside the Kafka transaction) is caught as
+``effect-duplicate`` on every seed while its ``invoices`` topic stays exactly once, and the
+pattern that works (an idempotent sender reading the committed invoices) sends exactly one
+e-mail per committed invoice. Method: run both scenarios through ``run_spec`` and read the
+e-mail provider's SQLite file back with plain SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from engine.scenarios.harness import finding_kind, run_spec
+from engine.scenarios.side_effects import SIDE_EFFECT_SPECS, InvoiceLoop
+
+INSIDE, FROM_OUTPUT = SIDE_EFFECT_SPECS
+
+
+def _emails(path: str) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT order_id, invoice FROM sent_emails ORDER BY email_id").fetchall()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_email_inside_the_transaction_repeats_while_the_invoices_are_exactly_once(seed):
+    r = run_spec(INSIDE, seed)
+    assert r.status == "PASS", r.verdict()
+    assert {finding_kind(f) for f in r.evidence} == {"effect-duplicate"}
+    # Kafka's side held: every order has exactly one committed invoice, and the history checks are clean.
+    assert not [f for f in r.findings if finding_kind(f).startswith("copier-")], r.findings
+    assert r.report.ok, r.report.forbidden
+    summary = r.extra["side_effects"]
+    assert summary["invoices_committed"] == summary["orders"] == 80
+    assert summary["effects"]["effect-duplicate"] > 0 and summary["effects"]["effect-lost"] == 0
+    assert summary["aborts"] + summary["crashes"] > 0
+    per_order = Counter(o for o, _i in _emails(summary["db"]))
+    assert summary["emails_sent"] == sum(per_order.values()) > summary["invoices_committed"]
+    assert summary["duplicates"] == sum(n - 1 for n in per_order.values())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_email_from_the_committed_output_is_sent_once_per_invoice(seed):
+    r = run_spec(FROM_OUTPUT, seed)
+    assert r.status == "PASS", r.verdict()
+    summary = r.extra["side_effects"]
+    assert summary["emails_sent"] == summary["invoices_committed"] == summary["orders"] == 80
+    assert summary["duplicates"] == 0
+    emails = _emails(summary["db"])
+    assert len({o for o, _i in emails}) == len(emails)
+    assert all(i.startswith(f"invoice:{o}:") for o, i in emails)
+
+
+def test_a_seed_replays_exactly():
+    a, b = run_spec(FROM_OUTPUT, 7), run_spec(FROM_OUTPUT, 7)
+    assert a.fingerprint == b.fingerprint
+    drop_db = lambda s: {k: v for k, v in s.items() if k != "db"}  # noqa: E731 - the file lives in a fresh folder
+    assert drop_db(a.extra["side_effects"]) == drop_db(b.extra["side_effects"])
+    assert [o for o, _i in _emails(a.extra["side_effects"]["db"])] == [
+        o for o, _i in _emails(b.extra["side_effects"]["db"])
+    ]
+
+
+def test_an_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="unknown side-effect mode 'outside'"):
+        InvoiceLoop("outside")
