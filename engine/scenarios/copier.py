@@ -159,8 +159,7 @@ class Copier(Workload):
             if result == "done":
                 return
             gen += 1
-            proc = run.next_process  # a restarted copier is a new process, as in Jepsen
-            run.next_process += 1
+            proc = run.new_process()  # a restarted copier is a new process, as in Jepsen
 
     def _copy_loop(self, run: Run, proc: int, slot: int, producer: Any, consumer: Any) -> Process:
         idle = 0

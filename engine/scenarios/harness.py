@@ -184,6 +184,17 @@ class Run:
         self.wake_at[proc] = self.now_ms
         return proc
 
+    def new_process(self) -> int:
+        """Return a fresh process number: a restarted client instance is a new process, as in Jepsen."""
+        proc = self.next_process
+        self.next_process += 1
+        return proc
+
+    def restart_if_down(self, node: Any) -> None:
+        """Restart a crashed node, unless it is up already (the heal restarts every crashed node)."""
+        if not node.is_up:
+            self.world.restart(node.name)
+
     def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]

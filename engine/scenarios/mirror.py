@@ -248,8 +248,7 @@ class Mirror(Workload):
                 run.extra["mirror_done"] = True
                 return
             gen += 1
-            proc = run.next_process  # a restarted mirror is a new process, as in Jepsen
-            run.next_process += 1
+            proc = run.new_process()  # a restarted mirror is a new process, as in Jepsen
             yield Sleep(50)
 
     def _instance(self, run: Run, proc: int, gen: int) -> Process:

@@ -138,8 +138,7 @@ class OutboxPipeline(Workload):
                 producer = None
                 gen += 1
                 yield Sleep(rng.randint(50, 200))
-                if not service.db.is_up:  # the heal may have restarted it already
-                    run.world.restart(service.db.name)
+                run.restart_if_down(service.db)
             except (KafkaError, IllegalStateError):
                 producer = (
                     None  # a dual write whose publish failed: that order's event is lost, as the pattern loses it
@@ -182,11 +181,9 @@ class OutboxPipeline(Workload):
                 else:
                     yield Sleep(1)
             yield Sleep(rng.randint(50, 300))
-            if not db.is_up:  # the heal may have restarted it already
-                run.world.restart(db.name)
+            run.restart_if_down(db)
             gen += 1
-            proc = run.next_process  # a restarted relay is a new process, as in Jepsen
-            run.next_process += 1
+            proc = run.new_process()  # a restarted relay is a new process, as in Jepsen
 
     # -- the sink -------------------------------------------------------------------------------
 
@@ -219,11 +216,9 @@ class OutboxPipeline(Workload):
                     return
                 yield Sleep(1 if n else self.poll_ms)
             yield Sleep(rng.randint(50, 300))
-            if not db.is_up:
-                run.world.restart(db.name)
+            run.restart_if_down(db)
             gen += 1
-            proc = run.next_process
-            run.next_process += 1
+            proc = run.new_process()
 
     # -- the verdict ----------------------------------------------------------------------------
 

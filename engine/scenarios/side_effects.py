@@ -254,8 +254,7 @@ class InvoiceLoop(Workload):
                 state["loops_done_ms"] = run.now_ms
                 return
             gen += 1
-            proc = run.next_process  # a restarted loop is a new process, as in Jepsen
-            run.next_process += 1
+            proc = run.new_process()  # a restarted loop is a new process, as in Jepsen
 
     def _done(self, consumer: Any, slot: int) -> bool:
         (tp,) = consumer.committed([TopicPartition(ORDERS, slot)])
@@ -370,11 +369,9 @@ class InvoiceLoop(Workload):
                     return
                 yield Sleep(1 if n else self.poll_ms)
             yield Sleep(rng.randint(50, 300))
-            if not db.is_up:  # the heal may have restarted it already
-                run.world.restart(db.name)
+            run.restart_if_down(db)
             gen += 1
-            proc = run.next_process  # a restarted sender is a new process
-            run.next_process += 1
+            proc = run.new_process()  # a restarted sender is a new process
 
     # -- the verdict ------------------------------------------------------------------------------
 
