@@ -65,6 +65,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "effect-lost": ("D1", "a committed business row has no effect downstream"),
     "effect-duplicate": ("D2", "a business row has more than one effect downstream"),
     "effect-phantom": ("D3", "an effect names a business row that was never committed"),
+    "saga-incomplete": ("D4", "a saga ended neither all-done nor all-compensated"),
 }
 
 _EOS_ALLOWED = frozenset({"int-send-skip", "G0", "G1c-ww"})

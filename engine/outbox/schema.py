@@ -21,14 +21,8 @@ Sink database (``<sink>.sqlite``)
 
 from __future__ import annotations
 
-SERVICE = """
-CREATE TABLE IF NOT EXISTS orders (
-    order_id    TEXT PRIMARY KEY,
-    customer    TEXT NOT NULL,
-    amount      INTEGER NOT NULL,
-    status      TEXT NOT NULL,
-    created_ms  INTEGER NOT NULL
-);
+#: The outbox tables any service adds to its own: ``outbox``, ``outbox_changes`` and its trigger, ``relay_position``.
+OUTBOX = """
 CREATE TABLE IF NOT EXISTS outbox (
     id              TEXT PRIMARY KEY,
     aggregate_type  TEXT NOT NULL,
@@ -57,6 +51,20 @@ CREATE TABLE IF NOT EXISTS relay_position (
     seq    INTEGER NOT NULL
 );
 """
+
+#: The order service: its ``orders`` table and the outbox tables.
+SERVICE = (
+    """
+CREATE TABLE IF NOT EXISTS orders (
+    order_id    TEXT PRIMARY KEY,
+    customer    TEXT NOT NULL,
+    amount      INTEGER NOT NULL,
+    status      TEXT NOT NULL,
+    created_ms  INTEGER NOT NULL
+);
+"""
+    + OUTBOX
+)
 
 SINK = """
 CREATE TABLE IF NOT EXISTS processed_messages (

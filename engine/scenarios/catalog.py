@@ -33,6 +33,7 @@ from engine.scenarios.fault_plans import (
 from engine.scenarios.harness import FAST_FAILOVER, Spec, TopicSpec
 from engine.scenarios.mirror import MIRROR_SPECS
 from engine.scenarios.outbox import OUTBOX_SPECS
+from engine.scenarios.saga import SAGA_SPECS
 from engine.scenarios.side_effects import SIDE_EFFECT_SPECS
 from engine.scenarios.workloads import BAD_SEND_MAX_REQUEST_SIZE, IdempotentSends, Transactions
 from engine.scenarios.zombie_race import ZombieAbortRace
@@ -293,6 +294,7 @@ SPECS: tuple[Spec, ...] = (
     ),
     *OUTBOX_SPECS,
     *SIDE_EFFECT_SPECS,
+    *SAGA_SPECS,
     *MIRROR_SPECS,
     *DEADLOCK_SPECS,
 )
