@@ -150,7 +150,7 @@ class _Service:
         """Return another connection to the service's file (node ``db-<service>-<client>``), e.g. for its consumer."""
         return Database(self.world, self.db.service, self.db.folder, self._ddl, client=client)
 
-    def _emit(self, txn: Transaction, aggregate: str, key: str, event_type: str, payload: dict[str, Any]) -> None:
+    def _add_event(self, txn: Transaction, aggregate: str, key: str, event_type: str, payload: dict[str, Any]) -> None:
         self.outbox.add(txn, self.outbox.new_event(aggregate, key, event_type, {"event": event_type, **payload}))
 
 
@@ -199,7 +199,7 @@ class OrdersService(_Service):
             )
             if crash_at == "after-business-row":
                 self._crash("after writing the order row, before the outbox row")
-            self._emit(
+            self._add_event(
                 txn, "order", order_id, "OrderCreated", {"order_id": order_id, "customer": customer, "amount": amount}
             )
             if crash_at == "after-outbox-row":
@@ -228,7 +228,7 @@ class OrdersService(_Service):
             self._set(txn, order_id, status, "CANCELLED", "out-of-stock")
             if self.compensate:  # ask payments to undo the charge: the compensating transaction
                 body = {"order_id": order_id, "customer": customer, "amount": amount, "reason": "out-of-stock"}
-                self._emit(txn, "order", order_id, "OrderCancelled", body)
+                self._add_event(txn, "order", order_id, "OrderCancelled", body)
 
     def _set(self, txn: Transaction, order_id: str, old: str, new: str, reason: str | None) -> None:
         _check_transition(ORDER_PREVIOUS, "order", order_id, old, new)
@@ -277,14 +277,14 @@ class PaymentsService(_Service):
         body = {"order_id": order_id, "amount": amount}
         if status == "REJECTED":
             reason = "no account" if not rows else f"balance {balance} < amount {amount}"
-            self._emit(txn, "payment", order_id, "PaymentRejected", {**body, "reason": reason})
+            self._add_event(txn, "payment", order_id, "PaymentRejected", {**body, "reason": reason})
             return
         txn.execute("UPDATE accounts SET balance = balance - ? WHERE customer = ?", (amount, customer))
         txn.execute(
             "INSERT INTO ledger (order_id, customer, delta, kind, created_ms) VALUES (?, ?, ?, 'charge', ?)",
             (order_id, customer, -amount, now),
         )
-        self._emit(txn, "payment", order_id, "PaymentApproved", body)
+        self._add_event(txn, "payment", order_id, "PaymentApproved", body)
 
     def _refund(self, txn: Transaction, order_id: str) -> None:
         """C2, the compensating transaction: undo a committed charge."""

@@ -8,6 +8,7 @@ each with a workload; the harness uses :func:`swarm` when a run asks for swarm m
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import TYPE_CHECKING
 
@@ -72,6 +73,12 @@ def crashes_and_lost_acks(rng: random.Random, run: Run) -> FaultPlan:
     """Rolling broker crashes plus a few lost produce acks (retried, and deduplicated by the idempotent producer)."""
     entries = list(rolling_crashes(rng, run).entries) + list(lost_acks(rng, run).entries)
     return FaultPlan(tuple(sorted(entries, key=lambda e: e.at_ms)))
+
+
+def late_crashes_and_lost_acks(rng: random.Random, run: Run) -> FaultPlan:
+    """:func:`crashes_and_lost_acks` 1.5 s later: past a workload's seeding, so the faults meet its processes."""
+    plan = crashes_and_lost_acks(rng, run)
+    return FaultPlan(tuple(dataclasses.replace(e, at_ms=e.at_ms + 1_500) for e in plan.entries))
 
 
 def unclean_setup(rng: random.Random, run: Run) -> FaultPlan:

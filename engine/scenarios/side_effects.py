@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import random
 import sqlite3
 from collections import Counter
 from typing import Any
@@ -38,10 +37,9 @@ from engine.check.history import Poll, Send
 from engine.client.message import TopicPartition
 from engine.db.database import Database, DatabaseFolder
 from engine.errors import IllegalStateError, KafkaError
-from engine.scenarios.fault_plans import crashes_and_lost_acks
+from engine.scenarios.fault_plans import late_crashes_and_lost_acks
 from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
 from engine.scenarios.workloads import Workload, abort_after_error
-from engine.sim.faults import FaultPlan
 
 __all__ = ["EMAIL_SCHEMA", "MODES", "SIDE_EFFECT_SPECS", "EmailSender", "InvoiceLoop", "SenderCrashed", "send_email"]
 
@@ -432,16 +430,6 @@ def _committed_invoices(run: Run, partitions: int) -> list[tuple[str, int, int, 
     return out
 
 
-#: About when the seeded orders are in (the cluster's start-up and the seeding take about 1.1 s).
-SEEDED_MS = 1_500
-
-
-def broker_faults(rng: random.Random, run: Run) -> FaultPlan:
-    """Rolling broker crashes and lost acks, shifted past the seeding so that they meet the loop and the sender."""
-    plan = crashes_and_lost_acks(rng, run)
-    return FaultPlan(tuple(dataclasses.replace(e, at_ms=e.at_ms + SEEDED_MS) for e in plan.entries))
-
-
 def _specs() -> tuple[Spec, ...]:
     common: dict[str, Any] = {
         "topics": (TopicSpec(ORDERS, 2), TopicSpec(INVOICES, 2)),
@@ -466,7 +454,7 @@ def _specs() -> tuple[Spec, ...]:
             "sends each e-mail once, with its dedup memory and offsets in one SQLite transaction; loop, sender "
             "and broker crashes",
             InvoiceLoop("from-output", abort_p=0.3, crash_p=0.05, sender_crash_p=0.1),
-            broker_faults,
+            late_crashes_and_lost_acks,
             **common,
         ),
     )
