@@ -78,6 +78,10 @@ class _Relay:
         self.published = 0
         self.crashed = False
 
+    def _check_alive(self) -> None:
+        if self.crashed:
+            raise IllegalStateError(f"this {self.label} crashed; start a new one (a new producer) to go on")
+
     def _crash(self, where: str) -> None:
         self.crashed = True
         world = self.db.world
@@ -151,8 +155,7 @@ class PollingRelay(_Relay):
 
     def step(self, crash_at: str | None = None) -> int:
         """Publish one batch of unsent events; return how many were marked sent."""
-        if self.crashed:
-            raise IllegalStateError("this relay crashed; start a new one (a new producer) to go on")
+        self._check_alive()
         rows = self.db.query(
             "SELECT id, aggregate_type, aggregate_id, event_type, payload, created_ms FROM outbox"
             " WHERE sent_ms IS NULL ORDER BY created_ms, id LIMIT ?",
@@ -200,8 +203,7 @@ class LogTailer(_Relay):
 
     def step(self, crash_at: str | None = None) -> int:
         """Publish the next batch of the change log; return how many events the stored position moved past."""
-        if self.crashed:
-            raise IllegalStateError("this log tailer crashed; start a new one (a new producer) to go on")
+        self._check_alive()
         rows = self.db.query(
             "SELECT seq, id, aggregate_type, aggregate_id, event_type, payload, created_ms FROM outbox_changes"
             " WHERE seq > ? ORDER BY seq LIMIT ?",

@@ -17,7 +17,7 @@ from engine.check.copier import check_copier
 from engine.check.history import Poll, Send
 from engine.client.message import TopicPartition
 from engine.errors import IllegalStateError, KafkaError
-from engine.scenarios.harness import Process, Run, Sleep
+from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep
 from engine.scenarios.workloads import Workload, abort_after_error
 from engine.sim.node import NodeStatus
 
@@ -97,12 +97,7 @@ class Copier(Workload):
                 {
                     "transactional.id": f"copier-{slot}",
                     "client.id": f"copier-{slot}-producer-{gen}",
-                    "linger.ms": 0,
-                    "request.timeout.ms": 1_500,
-                    "retry.backoff.ms": 20,
-                    "transaction.timeout.ms": 10_000,
-                    "delivery.timeout.ms": 30_000,
-                    "max.block.ms": 20_000,
+                    **dict(TXN_PRODUCER_TIMING),
                 }
             )
         )

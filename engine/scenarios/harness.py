@@ -58,6 +58,17 @@ FAST_FAILOVER = (
     ("replica.lag.time.max.ms", 1_500),
 )
 
+#: The timing of a consume-transform-produce loop's transactional producer (the copier's and the
+#: invoicing loop's): short request timeouts so a crashed broker is given up in seconds, not minutes.
+TXN_PRODUCER_TIMING = (
+    ("linger.ms", 0),
+    ("request.timeout.ms", 1_500),
+    ("retry.backoff.ms", 20),
+    ("transaction.timeout.ms", 10_000),
+    ("delivery.timeout.ms", 30_000),
+    ("max.block.ms", 20_000),
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class TopicSpec:

@@ -38,7 +38,7 @@ from engine.client.message import TopicPartition
 from engine.db.database import Database, DatabaseFolder
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.fault_plans import late_crashes_and_lost_acks
-from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
+from engine.scenarios.harness import FAST_FAILOVER, TXN_PRODUCER_TIMING, Process, Run, Sleep, Spec, TopicSpec
 from engine.scenarios.workloads import Workload, abort_after_error
 
 __all__ = ["EMAIL_SCHEMA", "MODES", "SIDE_EFFECT_SPECS", "EmailSender", "InvoiceLoop", "SenderCrashed", "send_email"]
@@ -211,12 +211,7 @@ class InvoiceLoop(Workload):
                 {
                     "transactional.id": f"invoicer-{slot}",
                     "client.id": f"invoicer-{slot}-producer-{gen}",
-                    "linger.ms": 0,
-                    "request.timeout.ms": 1_500,
-                    "retry.backoff.ms": 20,
-                    "transaction.timeout.ms": 10_000,
-                    "delivery.timeout.ms": 30_000,
-                    "max.block.ms": 20_000,
+                    **dict(TXN_PRODUCER_TIMING),
                 }
             )
         )
