@@ -136,7 +136,7 @@ class AdminClient(RpcNode):
             if leader >= 0:
                 box.clear()
                 self.request(f"broker-{leader}", req, box.append, timeout_ms=min(REQUEST_TIMEOUT_MS, timeout_ms))
-                self.world.run_until(lambda: bool(box) or self.world.now_ms >= deadline)
+                self.world.run_until(lambda: bool(box), deadline_ms=deadline)
                 resp: WriteTxnMarkersResponse | None = box[0] if box else None
                 if resp is not None and resp.error is ErrorCode.NONE:
                     return req

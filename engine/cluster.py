@@ -371,13 +371,20 @@ class Cluster:
             ran += 1
         return ran
 
-    def run_until(self, predicate: Any, max_events: int = 10_000_000) -> int:
-        """Run until ``predicate()`` is true (raises SimulationStalled if it cannot be)."""
+    def run_until(self, predicate: Any, max_events: int = 10_000_000, *, max_ms: int | None = None) -> int:
+        """Run until ``predicate()`` is true, or for at most ``max_ms`` of simulated time.
+
+        Raises SimulationStalled if the predicate cannot become true (nothing left to run and no
+        ``max_ms``, or ``max_events`` spent).
+        """
         if not callable(predicate):
             msg = f"run_until() takes a function of no arguments that returns True when done, got {predicate!r}"
             raise TypeError(msg)
         args.check_int(max_events, "max_events", minimum=1)
-        return self.world.run_until(predicate, max_events)
+        if max_ms is None:
+            return self.world.run_until(predicate, max_events)
+        args.check_int(max_ms, "max_ms", minimum=0)
+        return self.world.run_until(predicate, max_events, deadline_ms=self.now_ms + max_ms)
 
     # -- faults -----------------------------------------------------------------------------
     #

@@ -599,8 +599,7 @@ class Session:
             predicate()
         except Exception as exc:  # the condition itself is broken: say so before time moves
             raise EosUsageError(f"until: the condition raised {type(exc).__name__}: {exc}") from None
-        deadline = c.now_ms + max_ms
-        c.run_until(lambda: bool(predicate()) or c.now_ms >= deadline)
+        c.run_until(lambda: bool(predicate()), max_ms=max_ms)
         if not predicate():
             raise EosUsageError(f"still false after {max_ms} simulated ms (now {c.now_ms} ms); raise --max-ms?")
         return c.now_ms

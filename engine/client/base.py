@@ -72,7 +72,7 @@ class ClientNode(RpcNode):
         target = self._pick_broker()
         self.request(target, MetadataRequest(), lambda resp: box.append(resp) if resp else None, timeout_ms=wait_ms)
         end = self.world.now_ms + wait_ms
-        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
+        self.world.run_until(lambda: bool(box) or not self.is_up, deadline_ms=end)
         if not box:
             raise TimeoutException(f"list_topics: no broker answered within {wait_ms} ms of simulated time")
         return _cluster_metadata(box[0], topic, target)

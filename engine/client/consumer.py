@@ -314,7 +314,7 @@ class Consumer(ClientNode):
                 self._wait_unbounded(action)
             elif wait_ms > 0:
                 end = self.world.now_ms + wait_ms
-                self.world.run_until(lambda: self._ready() or self.world.now_ms >= end or not self.is_up)
+                self.world.run_until(lambda: self._ready() or not self.is_up, deadline_ms=end)
         out = self.fetcher.take(num_messages, self.paused_tps)
         self.after_poll(out)
         return out

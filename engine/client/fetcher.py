@@ -344,7 +344,7 @@ class Fetcher:
         for ts, box in zip((EARLIEST, LATEST), boxes, strict=True):
             req = ListOffsetsRequest(key[0], key[1], ts, self.isolation.value)
             c.request(f"broker-{leader}", req, box.append, timeout_ms=max(1, end - c.world.now_ms))
-        c.world.run_until(lambda: bool(boxes[0] and boxes[1]) or c.world.now_ms >= end or not c.is_up)
+        c.world.run_until(lambda: bool(boxes[0] and boxes[1]) or not c.is_up, deadline_ms=end)
         return [b[0] for b in boxes if b and b[0] is not None]
 
     def _leader_for_call(self, key: Key, end: int, action: str) -> int:

@@ -84,7 +84,7 @@ class OffsetCommits:
         end = c.world.now_ms + self.config.request_timeout_ms
         box: list[ErrorCode] = []
         group.commit(offsets, box.append, retry_until_ms=end)
-        c.world.run_until(lambda: bool(box) or c.world.now_ms >= end or not c.is_up)
+        c.world.run_until(lambda: bool(box) or not c.is_up, deadline_ms=end)
         if not box:
             raise TimeoutException(
                 f"commit of {len(offsets)} offsets got no answer within {self.config.request_timeout_ms} ms",
@@ -101,7 +101,7 @@ class OffsetCommits:
         box: list[tuple[ErrorCode, dict[Key, int]]] = []
         group.fetch_committed(keys, lambda code, offs: box.append((code, offs)))
         end = c.world.now_ms + wait_ms
-        c.world.run_until(lambda: bool(box) or c.world.now_ms >= end or not c.is_up)
+        c.world.run_until(lambda: bool(box) or not c.is_up, deadline_ms=end)
         if not box:
             raise TimeoutException(
                 "committed() got no answer in time (an unstable offset or no coordinator)", group=group.group_id

@@ -242,10 +242,15 @@ class Producer(ClientNode):
             timeout, "flush", self.config.delivery_timeout_ms + self.config.request_timeout_ms
         )
         sched = self.world.scheduler
-        # world.run_until(lambda: outstanding == 0 or fatal or not up or now >= end), inlined.
+        # world.run_until(lambda: outstanding == 0 or fatal or not up, deadline_ms=end), inlined.
         step = sched.step
+        heap = sched._heap
         ran = 0
-        while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP and sched.now_ms < end:
+        while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP:
+            top = heap[0] if heap else None
+            if top is None or top[0] > end or (top[2] is not None and top[2].cancelled and _due_after(sched, end)):
+                sched._advance_to(end)  # nothing left to run before the deadline
+                break
             if ran >= max_events:
                 raise SimulationStalled(f"budget of {max_events} events spent", sched.now_ms, ran)
             if not step():
@@ -904,3 +909,9 @@ def _check_record(topic: Any, value: Any, key: Any, partition: Any, cb: Any, tim
         ):
             msg = "produce: headers must be a dict or a list of (str, bytes|str|None) pairs"
             raise TypeError(msg)
+
+
+def _due_after(sched: Any, end_ms: int) -> bool:
+    """Return True when no live event is due by ``end_ms`` (cancelled timers on top are dropped)."""
+    due = sched.next_due_ms()
+    return due is None or due > end_ms

@@ -471,7 +471,7 @@ class TransactionalProducer(Producer):
     def _flush_for_end(self, timeout: float | None) -> None:
         start = self.world.now_ms
         end = self._deadline(timeout)
-        self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None or self.world.now_ms >= end)
+        self.world.run_until(lambda: self._outstanding == 0 or self.fatal_error is not None, deadline_ms=end)
         if self._outstanding and self.fatal_error is None:
             msg = (
                 f"{self._outstanding} record(s) of the transaction were not delivered within "
@@ -493,7 +493,7 @@ class TransactionalProducer(Producer):
         if self.transaction_version >= 2:
             return self._txn_has_data or self._txn_offsets_sent or bool(self.added)
         start, end = self.world.now_ms, self._deadline(timeout)
-        self.world.run_until(lambda: not self._add_in_flight or self.world.now_ms >= end or not self.is_up)
+        self.world.run_until(lambda: not self._add_in_flight or not self.is_up, deadline_ms=end)
         self._raise_if_fatal()
         if self._add_in_flight:
             msg = (
@@ -622,7 +622,7 @@ class TransactionalProducer(Producer):
 
         self._raise_if_fatal()
         attempt()
-        self.world.run_until(lambda: bool(box) or self.world.now_ms >= end or not self.is_up)
+        self.world.run_until(lambda: bool(box) or not self.is_up, deadline_ms=end)
         self._raise_if_fatal()
         if not box:
             msg = (

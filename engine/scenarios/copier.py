@@ -16,9 +16,9 @@ from typing import Any
 from engine.check.copier import check_copier
 from engine.check.history import Poll, Send
 from engine.client.message import TopicPartition
-from engine.errors import IllegalStateError, KafkaError
+from engine.errors import IllegalStateError, KafkaError, TimeoutException
 from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep
-from engine.scenarios.workloads import Workload, abort_after_error
+from engine.scenarios.workloads import Workload, abort_after_error, read_to_end
 from engine.sim.node import NodeStatus
 
 
@@ -42,7 +42,8 @@ class Copier(Workload):
 
     Workload flags: ``offsets-outside-txn`` commits the consumer offsets after the transaction
     (M12), ``no-rewind`` keeps the position after an abort (M13). ``pause_slot`` pauses that
-    copier mid-transaction for ``pause_ms`` (a zombie through a rebalance, group mode).
+    copier mid-transaction for ``pause_ms`` (a zombie through a rebalance, group mode); the group
+    waits for it up to ``session_timeout_ms`` (its consumers' ``session.timeout.ms``).
     """
 
     records_per_partition: int = 120
@@ -55,6 +56,7 @@ class Copier(Workload):
     group_mode: bool = False
     pause_slot: int = -1
     pause_ms: int = 0
+    session_timeout_ms: int = 6_000
 
     def start(self, run: Run) -> None:
         """Seed the input, then spawn the copiers and a concurrent read_committed reader of the output."""
@@ -108,7 +110,7 @@ class Copier(Workload):
                     "isolation.level": "read_committed",
                     "group.id": "copiers",
                     "client.id": f"copier-{slot}-consumer-{gen}",
-                    "session.timeout.ms": 6_000,
+                    "session.timeout.ms": self.session_timeout_ms,
                     "heartbeat.interval.ms": 1_000,
                 }
             )
@@ -146,7 +148,14 @@ class Copier(Workload):
                 yield Sleep(200)
                 gen += 1
                 continue
-            self._restore(run, slot)
+            try:
+                self._restore(run, slot)
+            except KafkaError:  # the output could not be read to its end: this instance cannot start
+                run.world.crash(producer.name)
+                run.world.crash(consumer.name)
+                yield Sleep(200)
+                gen += 1
+                continue
             result = yield from self._copy_loop(run, proc, slot, producer, consumer)
             if consumer.is_up:
                 with contextlib.suppress(KafkaError, IllegalStateError):
@@ -167,9 +176,10 @@ class Copier(Workload):
             # The group generation the records were read in: what the offsets must be fenced by (KIP-447).
             meta = consumer.group_metadata() if msgs else None
             if not msgs:
+                # Idle is no sign of being done: a member waiting out a rebalance (another member
+                # paused, its session not yet expired) gets nothing either. Kafka's copier stops
+                # when no input remains; here, when the group's committed offsets cover the input.
                 idle += 1
-                if run.stopping and idle > 20:
-                    return "done"
                 if idle % 10 == 0:
                     try:
                         if self._done(run, consumer):
@@ -320,7 +330,10 @@ class Aggregator(Copier):
 
     def judge(self, run: Run) -> list[str]:
         """X3: the committed sums equal those recomputed from the committed input prefix."""
-        sums = _last_sums(run, self.output_partitions)
+        try:
+            sums = _last_sums(run, self.output_partitions)
+        except TimeoutException as exc:
+            return [f"aggregate-unread: the committed output could not be read to its end at quiescence: {exc}"]
         view = run.cluster.group_view("copiers")
         findings = []
         for p in range(self.input_partitions):
@@ -335,20 +348,21 @@ class Aggregator(Copier):
 
 
 def _last_sums(run: Run, output_partitions: int) -> dict[int, tuple[int, int]]:
-    """Read the committed aggregate outputs; return the last (sum, last offset) per input partition."""
+    """Read the committed aggregate outputs to their end; return the last (sum, last offset) per input partition.
+
+    Raises ``TimeoutException`` when the output cannot be read to its end offsets (a store restored
+    from part of its changelog would start from wrong sums, as Kafka Streams never does).
+    """
     reader = run.cluster.consumer({"isolation.level": "read_committed"})
-    reader.assign([("out", p) for p in range(output_partitions)])
     sums: dict[int, tuple[int, int]] = {}
-    idle = 0
-    while idle < 2:
-        msgs = reader.consume(2_000, timeout=0.2)
-        idle = 0 if msgs else idle + 1
-        for m in msgs:
+    try:
+        for m in read_to_end(reader, [("out", p) for p in range(output_partitions)]):
             v = m.value()
             if isinstance(v, str) and v.startswith("sum:"):
                 _tag, p, total, last, _attempt = v.split(":")
                 sums[int(p)] = (int(total), int(last))
-    reader.close()
+    finally:
+        reader.close()
     return sums
 
 

@@ -15,11 +15,12 @@ The copier workloads (Kafka's TransactionalMessageCopier and a Streams-style agg
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
 from engine.check.history import Poll, Send
-from engine.client.message import TopicPartition
+from engine.client.message import OFFSET_BEGINNING, TopicPartition
 from engine.errors import (
     IllegalStateError,
     InvalidProducerEpochException,
@@ -61,6 +62,37 @@ def completion_type(err: KafkaError | None) -> str:
     if err is None:
         return "ok"
     return "fail" if isinstance(err, DEFINITE) else "info"
+
+
+def read_to_end(consumer: Any, keys: list[tuple[str, int]], *, timeout_ms: int = 60_000) -> list[Any]:
+    """Read ``keys`` from the start to the end offsets they have now; return the records.
+
+    The end is each partition's "latest" as ListOffsets answers it (the LSO for a read_committed
+    consumer), asked first; then records are read until every position has reached it. This is
+    how Kafka Streams restores a store from its changelog: an empty poll proves nothing (a leader
+    may be moving, a fetch may be waiting on a crashed broker), only the position does. Raises
+    ``TimeoutException`` when the end is not reached within ``timeout_ms`` of simulated time.
+    """
+    world = consumer.world
+    deadline = world.now_ms + timeout_ms
+    consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in keys])
+    ends: dict[tuple[str, int], int] = {}
+    for key in keys:
+        while key not in ends:
+            left = deadline - world.now_ms
+            if left <= 0:
+                raise TimeoutException(f"read_to_end: no end offset for {key[0]}-{key[1]} in {timeout_ms} ms")
+            with contextlib.suppress(TimeoutException):
+                ends[key] = consumer.get_watermark_offsets(TopicPartition(*key), timeout=min(left, 5_000) / 1000)[1]
+    records: list[Any] = []
+    while True:
+        behind = [tp for tp in consumer.position(keys) if tp.offset < ends[(tp.topic, tp.partition)]]
+        if not behind:
+            return records
+        if world.now_ms >= deadline:
+            where = ", ".join(f"{tp.topic}-{tp.partition} at {tp.offset}" for tp in behind)
+            raise TimeoutException(f"read_to_end: not at the end after {timeout_ms} ms ({where})")
+        records.extend(m for m in consumer.consume(1_000, timeout=0.2) if m.error() is None)
 
 
 class Workload:

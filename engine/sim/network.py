@@ -168,6 +168,8 @@ class Network:
         self.held: dict[int, Message] = {}
         self._held_by_rule: dict[int, list[int]] = {}
         self.blocked: set[tuple[str, str]] = set()
+        #: nodes cut off from every other node, present or created later (``isolate``)
+        self.isolated: set[str] = set()
         self.clogged: set[tuple[str, str]] = set()
         self._clog_queue: dict[tuple[str, str], list[Message]] = {}
         self._fixed = options.latency_ms_min == options.latency_ms_max
@@ -204,7 +206,7 @@ class Network:
             self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__), *detail())
         else:
             self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__))
-        if self.blocked and (src, dst) in self.blocked:
+        if (self.blocked or self.isolated) and self._cut(src, dst):
             self._drop(m, "partitioned")
             return m
         if self._rules:
@@ -239,9 +241,9 @@ class Network:
         self._sched.call_at_fast(due, self._deliver, m)
 
     def _deliver(self, m: Message) -> None:
-        if self.blocked or self.clogged:
+        if self.blocked or self.isolated or self.clogged:
             key = (m.src, m.dst)
-            if key in self.blocked:
+            if self._cut(m.src, m.dst):
                 self._drop(m, "partitioned")
                 return
             if key in self.clogged:
@@ -382,13 +384,19 @@ class Network:
         self._trace.emit("network", "fault", events.PARTITION, ("a", a), ("b", b), ("one_way", one_way))
 
     def isolate(self, name: str) -> None:
-        """Cut a node off from every other node, both ways."""
+        """Cut a node off from every other node, both ways, nodes created later included."""
+        self.isolated.add(name)
         others = [n for n in self.world.nodes if n != name]
-        self.partition([name], others)
+        self._trace.emit("network", "fault", events.PARTITION, ("a", [name]), ("b", others), ("one_way", False))
+
+    def _cut(self, src: str, dst: str) -> bool:
+        """Return True when a partition or an isolation blocks messages from ``src`` to ``dst``."""
+        return (src, dst) in self.blocked or src in self.isolated or dst in self.isolated
 
     def heal_partitions(self) -> None:
-        """Remove every partition."""
+        """Remove every partition and isolation."""
         self.blocked.clear()
+        self.isolated.clear()
         self._trace.emit("network", "fault", events.HEAL)
 
     def clog(self, a: Iterable[str], b: Iterable[str]) -> None:

@@ -224,6 +224,14 @@ class Scheduler:
             self.now_ms = end_ms
         return ran
 
+    def _advance_to(self, at_ms: int) -> None:
+        """Move the clock forward to ``at_ms`` with no event run (never backwards)."""
+        if at_ms > self.now_ms:
+            watch = self.watch
+            if watch is not None:
+                watch.advance(self.now_ms, at_ms)
+            self.now_ms = at_ms
+
     def _run_for_watched(self, duration_ms: int, max_events: int) -> int:
         """:meth:`run_for` with the :attr:`watch` told of every time move and every event."""
         end_ms = self.now_ms + duration_ms
@@ -236,23 +244,32 @@ class Scheduler:
                 raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
             self.step()  # counts the event and tells the watch
             ran += 1
-        if end_ms > self.now_ms:
-            watch = self.watch
-            if watch is not None:
-                watch.advance(self.now_ms, end_ms)
-            self.now_ms = end_ms
+        self._advance_to(end_ms)
         return ran
 
-    def run_until(self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS) -> int:
+    def run_until(
+        self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS, deadline_ms: int | None = None
+    ) -> int:
         """Run events until ``predicate()`` is true; return the number of events run.
+
+        With ``deadline_ms`` the wait is bounded in simulated time as a blocking client call is:
+        when the next event is due after the deadline (or none is pending), time moves to the
+        deadline and the run stops there, instead of jumping to whatever comes next (a poll with a
+        50 ms timeout returns after 50 ms, not at the next heartbeat).
 
         Raises
         ------
         SimulationStalled
-            When the queue empties or ``max_events`` events ran and the predicate still fails.
+            When the queue empties (without a deadline) or ``max_events`` events ran and the
+            predicate still fails.
         """
         ran = 0
         while not predicate():
+            if deadline_ms is not None:
+                due = self.next_due_ms()
+                if due is None or due > deadline_ms:
+                    self._advance_to(deadline_ms)
+                    return ran
             if ran >= max_events:
                 raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
             if not self.step():

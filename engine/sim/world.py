@@ -180,9 +180,15 @@ class World:
             hook(self)
         return ran
 
-    def run_until(self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS) -> int:
-        """Run until ``predicate()``; raise ``SimulationStalled`` if it cannot happen."""
-        return self.scheduler.run_until(predicate, max_events)
+    def run_until(
+        self, predicate: Callable[[], bool], max_events: int = DEFAULT_MAX_EVENTS, deadline_ms: int | None = None
+    ) -> int:
+        """Run until ``predicate()``, or until simulated time reaches ``deadline_ms``.
+
+        Raises ``SimulationStalled`` if the predicate cannot become true (no deadline and nothing
+        pending, or the event budget spent).
+        """
+        return self.scheduler.run_until(predicate, max_events, deadline_ms)
 
     # -- nodes ------------------------------------------------------------------------------
 

@@ -178,6 +178,17 @@ def test_poll_with_timeout_none_or_minus_one_waits_until_a_record_arrives() -> N
     assert consumer.poll(timeout=0) is None  # 0: do not wait
 
 
+def test_poll_with_a_timeout_returns_when_the_timeout_ends_not_at_the_next_event_of_a_quiet_cluster() -> None:
+    c = _cluster()
+    consumer = c.consumer({"fetch.max.wait.ms": 500})
+    consumer.assign([("t", 0)])
+    consumer.consume(1, timeout=1.0)  # positioned; its next fetch waits on the leader for 500 ms
+    for timeout_s in (0.05, 0.2, 0.03):
+        start = c.now_ms
+        assert consumer.consume(10, timeout=timeout_s) == []
+        assert c.now_ms - start == round(timeout_s * 1000)
+
+
 # -- pause / resume -----------------------------------------------------------------------------
 
 

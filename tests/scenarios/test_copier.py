@@ -12,8 +12,13 @@ appears.
 
 from __future__ import annotations
 
+import dataclasses
+import types
+
+from engine.cluster import Cluster
 from engine.scenarios.catalog import BY_NAME
-from engine.scenarios.harness import run_spec
+from engine.scenarios.copier import _last_sums
+from engine.scenarios.harness import Run, run_spec
 from engine.scenarios.mutants import MUTANTS
 
 
@@ -63,3 +68,61 @@ def _duplicates(r: object) -> set[tuple]:
 
 def _run_extra(r: object) -> dict:
     return r.extra  # type: ignore[attr-defined]
+
+
+# -- regression stories from the 200-seed swarm sweep (seeds 93109, 93173, 93039), rebuilt by hand --------------
+
+
+def test_a_copier_waiting_out_a_rebalance_after_the_safety_phase_does_not_declare_itself_done() -> None:
+    """Swarm seeds 93109/93173: idle copiers quit after the safety phase while the group waited for a paused member.
+
+    A member gets nothing while its group waits for another member to rejoin, so "idle after the
+    safety phase" is no sign of being done. The copiers that quit on it left their partitions to
+    nobody, and the run ended with input uncopied (``copier-lost``). Rebuilt by hand: a member of
+    group ``copiers`` holds every input partition and is paused (its 20 s session keeps the group
+    waiting); a copier joins after the safety phase, waits out the rebalance, and must copy the
+    whole input once the paused member comes back.
+    """
+    spec = dataclasses.replace(
+        BY_NAME["copier: group mode rebalance"],
+        faults=None,
+        workload=dataclasses.replace(BY_NAME["copier: group mode rebalance"].workload, copiers=1, pause_slot=-1),
+    )
+    run = Run(spec, 1, None)
+    blocker = run.cluster.consumer({"group.id": "copiers", "session.timeout.ms": 20_000, "client.id": "blocker"})
+    blocker.subscribe(["in"])
+    while not blocker.assignment():
+        blocker.consume(1, timeout=0.1)
+    run.world.pause(blocker.name)
+    run.stopping = True  # the safety phase is over
+    spec.workload.start(run)
+    copier = 0  # the first process the workload spawns
+    run.drive(run.now_ms + 10_000)
+    assert copier in run.processes, "the copier declared itself done while its group was still rebalancing"
+    run.world.resume(blocker.name)
+    blocker.close()
+    run.drive(run.now_ms + 30_000)
+    assert copier not in run.processes, "the copier should finish once the input is copied"
+    view = run.cluster.group_view("copiers")
+    assert [view.committed_offset("in", p) for p in range(9)] == [60] * 9
+
+
+def test_an_aggregate_restores_from_its_whole_changelog_while_the_output_leader_is_down() -> None:
+    """Swarm seed 93039: a restarted aggregate read no output while a broker was down and began from sum 0.
+
+    Its restore stopped at the first two empty polls, so it restored ``{}`` instead of the
+    committed sum of in-1 (780 after offset 39) and then summed from 0 (``aggregate-mismatch``).
+    Kafka Streams reads a changelog to its end offset; so must the restore, here with the output
+    partition's leader crashed until the controller moves the leadership.
+    """
+    c = Cluster(seed=3, brokers=3)
+    c.create_topic("out", partitions=2, replication_factor=3)
+    p = c.producer({"transactional.id": "agg-1"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("out", value="sum:1:780:39:a", partition=1)
+    p.commit_transaction()
+    c.run_for(500)
+    c.crash(c.leader("out", 1))
+    run = types.SimpleNamespace(cluster=c)
+    assert _last_sums(run, 2) == {1: (780, 39)}  # type: ignore[arg-type]

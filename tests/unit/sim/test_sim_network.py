@@ -219,6 +219,21 @@ def test_a_message_in_flight_when_a_partition_starts_is_lost(sim) -> None:
     assert drops(world, "partitioned")
 
 
+def test_an_isolated_node_is_cut_off_from_nodes_created_after_the_isolation_too(sim) -> None:
+    world = World(1, network=NetworkOptions(1, 1))
+    b = sim.Recorder(world, "b")
+    world.network.isolate("b")
+    late = sim.Recorder(world, "late")  # a client started after the isolation
+    world.network.send("late", "b", "hello")
+    world.network.send("b", "late", "back")
+    world.run_for(10)
+    assert b.got == [] and late.got == []
+    world.network.heal_partitions()
+    world.network.send("late", "b", "after heal")
+    world.run_for(10)
+    assert b.bodies() == ["after heal"]
+
+
 def test_clog_queues_messages_and_unclog_delivers_them_in_order(sim) -> None:
     world = World(4, network=NetworkOptions(1, 9))
     a, b = sim.Recorder(world, "a"), sim.Recorder(world, "b")

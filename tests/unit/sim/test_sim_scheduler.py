@@ -109,6 +109,25 @@ def test_run_until_raises_simulation_stalled_when_the_queue_empties() -> None:
     assert info.value.events == 1
 
 
+def test_run_until_with_a_deadline_stops_the_clock_at_the_deadline_not_at_the_next_event() -> None:
+    s = Scheduler()
+    seen: list[int] = []
+    s.call_at(30, seen.append, 30)
+    s.call_at(500, seen.append, 500)  # a heartbeat far after the caller's timeout
+    assert s.run_until(lambda: False, deadline_ms=50) == 1
+    assert (s.now_ms, seen) == (50, [30])
+    assert s.run_until(lambda: False, deadline_ms=40) == 0  # a deadline in the past moves nothing
+    assert s.now_ms == 50
+    assert s.run_until(lambda: bool(seen[1:]), deadline_ms=10_000) == 1
+    assert s.now_ms == 500
+
+
+def test_run_until_with_a_deadline_and_nothing_pending_just_lets_time_pass() -> None:
+    s = Scheduler()
+    assert s.run_until(lambda: False, deadline_ms=70) == 0
+    assert s.now_ms == 70
+
+
 def test_run_until_raises_simulation_stalled_when_the_budget_is_spent() -> None:
     s = Scheduler()
 
