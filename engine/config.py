@@ -143,6 +143,8 @@ class ProducerConfig:
     delivery_timeout_ms: int = 120_000
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1_000
     metadata_max_age_ms: int = 300_000
     max_request_size: int = 1_048_576
     transactional_id: str | None = None
@@ -217,6 +219,8 @@ class ConsumerConfig:
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
     retry_backoff_max_ms: int = 1_000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1_000
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000

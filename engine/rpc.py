@@ -1,10 +1,25 @@
 """Request/response over the simulated network, for brokers, the controller and clients.
 
 A node sends a request with :meth:`RpcNode.request` and a callback; the callback receives the
-response body, or ``None`` when no response came within ``timeout_ms`` (a lost request, a lost
-ack, a crashed or partitioned peer: the caller cannot tell which, exactly as in Kafka).
-Incoming requests are dispatched by body type to ``self.handlers``. Pending requests are
-volatile: a crash forgets them, and their timers belong to the old incarnation.
+response body, or ``None`` when no response will come. :attr:`RpcNode.no_answer` then says why,
+as Kafka's ``NetworkClient`` does: ``REQUEST_TIMED_OUT`` when nothing came within
+``timeout_ms`` (a lost request or ack, a partitioned or paused peer, a lost machine: the caller
+cannot tell which), ``NETWORK_EXCEPTION`` when the connection closed under it (the peer's
+process died, or refused the connection). Both are retriable. Incoming requests are dispatched
+by body type to ``self.handlers``. Pending requests are volatile: a crash forgets them, and
+their timers belong to the old incarnation.
+
+Connections and reconnect backoff
+---------------------------------
+A node has a connection to every peer it has sent a request to since either end last crashed.
+When the peer's process dies, the network tells the node (:meth:`on_peer_disconnect`): every
+request in flight to that peer fails with ``NETWORK_EXCEPTION``, and the peer enters reconnect
+backoff, as Kafka's ``ClusterConnectionStates`` does: ``reconnect.backoff.ms`` after the first
+failure, doubled per failure in a row up to ``reconnect.backoff.max.ms`` (Kafka adds 20 %
+jitter; the engine does not). A refused connection counts as a failure too. While a peer is in
+backoff, a new request to it waits in the node until the backoff ends (its timeout runs
+meanwhile), as Kafka's clients do not send to a node that is not ``ready``. The first answer
+from the peer ends the backoff.
 """
 
 from __future__ import annotations
@@ -12,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import ErrorCode
 from engine.sim.node import Node
 
 if TYPE_CHECKING:
@@ -21,22 +37,66 @@ if TYPE_CHECKING:
 
 ResponseCallback = Callable[[Any], None]
 
+#: Kafka's defaults for ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms`` (clients and brokers).
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1_000
+
 
 class RpcNode(Node):
     """A node that sends requests and answers them."""
 
-    def __init__(self, world: World, name: str) -> None:
+    def __init__(
+        self,
+        world: World,
+        name: str,
+        reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS,
+        reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS,
+    ) -> None:
         super().__init__(world, name)
-        self._pending: dict[int, tuple[ResponseCallback, Timer | None]] = {}
+        self._pending: dict[int, tuple[ResponseCallback, Timer | None, str]] = {}
         self.handlers: dict[type, Callable[[Message], None]] = {}
         self._net = world.network
+        #: why the last callback got ``None``: REQUEST_TIMED_OUT or NETWORK_EXCEPTION
+        self.no_answer = ErrorCode.REQUEST_TIMED_OUT
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.reconnect_backoff_max_ms = max(reconnect_backoff_ms, reconnect_backoff_max_ms)
+        #: peers this node has a connection to (it sent them a request since either end crashed)
+        self._connections: set[str] = set()
+        #: peer -> failed connection attempts in a row, and when the next attempt may be made
+        self._reconnect_failures: dict[str, int] = {}
+        self._reconnect_at: dict[str, int] = {}
 
     def request(self, dst: str, body: Any, callback: ResponseCallback, timeout_ms: int | None = None) -> int:
         """Send ``body`` to ``dst``; ``callback(response_or_None)`` runs once. Return the message id."""
+        if self._reconnect_at:
+            wait = self._reconnect_at.get(dst, 0) - self._sched.now_ms
+            if wait > 0:
+                return self._request_after_backoff(wait, dst, body, callback, timeout_ms)
         m = self._net.send(self.name, dst, body, "request")
         timer = self.set_timer(timeout_ms, self._timed_out, m.msg_id) if timeout_ms is not None else None
-        self._pending[m.msg_id] = (callback, timer)
+        self._pending[m.msg_id] = (callback, timer, dst)
+        self._connections.add(dst)
         return m.msg_id
+
+    def _request_after_backoff(
+        self, wait_ms: int, dst: str, body: Any, callback: ResponseCallback, timeout_ms: int | None
+    ) -> int:
+        """Hold a request until ``dst``'s reconnect backoff ends; its id and timeout start now."""
+        msg_id = self._net.reserve_id()
+        timer = self.set_timer(timeout_ms, self._timed_out, msg_id) if timeout_ms is not None else None
+        self._pending[msg_id] = (callback, timer, dst)
+        self.call_after(wait_ms, self._send_held, msg_id, dst, body)
+        return msg_id
+
+    def _send_held(self, msg_id: int, dst: str, body: Any) -> None:
+        if msg_id not in self._pending:
+            return  # timed out or cancelled while it waited
+        wait = self._reconnect_at.get(dst, 0) - self._sched.now_ms
+        if wait > 0:  # failed again meanwhile: the backoff grew
+            self.call_after(wait, self._send_held, msg_id, dst, body)
+            return
+        self._net.send(self.name, dst, body, "request", msg_id=msg_id)
+        self._connections.add(dst)
 
     def respond(self, request: Message, body: Any) -> None:
         """Answer a request."""
@@ -55,10 +115,13 @@ class RpcNode(Node):
     def handle(self, message: Message) -> None:
         """Dispatch a response to its callback or a request to its handler."""
         if message.kind == "response":
+            if self._reconnect_failures:
+                self._reconnect_failures.pop(message.src, None)
+                self._reconnect_at.pop(message.src, None)
             entry = self._pending.pop(message.correlation_id, None)
             if entry is None:
                 return  # a late answer to a request we gave up on
-            callback, timer = entry
+            callback, timer, _dst = entry
             if timer is not None:
                 timer.cancel()
             callback(message.body)
@@ -70,17 +133,47 @@ class RpcNode(Node):
     def _timed_out(self, msg_id: int) -> None:
         entry = self._pending.pop(msg_id, None)
         if entry is not None:
+            self.no_answer = ErrorCode.REQUEST_TIMED_OUT
             entry[0](None)
+
+    def _fail_request(self, msg_id: int) -> None:
+        """Fail one pending request with NETWORK_EXCEPTION (its connection closed)."""
+        entry = self._pending.pop(msg_id, None)
+        if entry is None:
+            return
+        callback, timer, _dst = entry
+        if timer is not None:
+            timer.cancel()
+        self.no_answer = ErrorCode.NETWORK_EXCEPTION
+        callback(None)
+
+    def _connection_failed(self, peer: str) -> None:
+        """Count a failed or closed connection to ``peer`` and start its reconnect backoff."""
+        self._connections.discard(peer)
+        failures = self._reconnect_failures.get(peer, 0) + 1
+        self._reconnect_failures[peer] = failures
+        backoff = min(self.reconnect_backoff_ms << min(failures - 1, 20), self.reconnect_backoff_max_ms)
+        self._reconnect_at[peer] = self._sched.now_ms + backoff
+
+    def connected_to(self, peer: str) -> bool:
+        """Return True when this node has a connection open to ``peer``."""
+        return peer in self._connections
+
+    def on_peer_disconnect(self, peer: str) -> None:
+        """The peer's process died and closed the connection: fail what is in flight to it, back off."""
+        self._connection_failed(peer)
+        for msg_id in [i for i, entry in self._pending.items() if entry[2] == peer]:
+            self._fail_request(msg_id)
 
     def on_connection_refused(self, message: Message) -> None:
         """The peer's process is dead: fail the request now instead of waiting for its timeout."""
-        entry = self._pending.pop(message.msg_id, None)
-        if entry is not None:
-            callback, timer = entry
-            if timer is not None:
-                timer.cancel()
-            callback(None)
+        if message.msg_id in self._pending:
+            self._connection_failed(message.dst)
+            self._fail_request(message.msg_id)
 
     def on_crash(self) -> None:
-        """Forget every pending request."""
+        """Forget every pending request and connection."""
         self._pending.clear()
+        self._connections.clear()
+        self._reconnect_failures.clear()
+        self._reconnect_at.clear()

@@ -23,7 +23,7 @@ from engine.args import call_wait_ms
 from engine.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
 from engine.errors import TimeoutException, UnknownTopicOrPartitionException
 from engine.protocol import MetadataRequest, MetadataResponse, PartitionState
-from engine.rpc import RpcNode
+from engine.rpc import RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, RpcNode
 
 if TYPE_CHECKING:
     from engine.sim.world import World
@@ -36,9 +36,16 @@ class ClientNode(RpcNode):
     """A client node with a metadata cache."""
 
     def __init__(
-        self, world: World, name: str, bootstrap: list[str], retry_backoff_ms: int, retry_backoff_max_ms: int = 1_000
+        self,
+        world: World,
+        name: str,
+        bootstrap: list[str],
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int = 1_000,
+        reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS,
+        reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS,
     ) -> None:
-        super().__init__(world, name)
+        super().__init__(world, name, reconnect_backoff_ms, reconnect_backoff_max_ms)
         self.bootstrap = sorted(bootstrap)
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = max(retry_backoff_ms, retry_backoff_max_ms)
@@ -124,6 +131,11 @@ class ClientNode(RpcNode):
             candidates = [f"broker-{b}" for b in self.live_brokers]
         else:
             candidates = self.bootstrap
+        if self._reconnect_at:
+            # Kafka's leastLoadedNode skips nodes in reconnect backoff while another will do.
+            now = self._sched.now_ms
+            ready = [b for b in candidates if self._reconnect_at.get(b, 0) <= now]
+            candidates = ready or candidates
         target = candidates[self._bootstrap_index % len(candidates)]
         self._bootstrap_index += 1
         return target

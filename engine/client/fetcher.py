@@ -399,7 +399,7 @@ class Fetcher:
             return
         self.fetching.discard(key)
         if resp is None or resp.error is not ErrorCode.NONE:
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            code = c.no_answer if resp is None else resp.error
             if code is ErrorCode.OFFSET_OUT_OF_RANGE:
                 self.positions.pop(key, None)
             else:

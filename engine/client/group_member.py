@@ -225,7 +225,7 @@ class GroupMember:
     def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
         if epoch != self._epoch or self.state is not MemberState.JOINING:
             return
-        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        code = self.consumer.no_answer if resp is None else resp.error
         if resp is not None and code is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
             self._send_join(epoch)
@@ -292,7 +292,7 @@ class GroupMember:
     def _on_sync(self, epoch: int, resp: SyncGroupResponse | None) -> None:
         if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
-        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        code = self.consumer.no_answer if resp is None else resp.error
         if resp is None or code is not ErrorCode.NONE:
             self.state = MemberState.JOINING  # so _join_failed's bookkeeping applies
             self._join_failed(epoch, code)
@@ -354,7 +354,7 @@ class GroupMember:
         if token != self._hb_token:
             return
         self.consumer.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, token)
-        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+        code = self.consumer.no_answer if resp is None else resp.error
         if gen != self.generation_id or code is ErrorCode.NONE:
             return
         if code in COORDINATOR_ERRORS:
@@ -413,7 +413,7 @@ class GroupMember:
             self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetCommitResponse | None) -> None:
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            code = self.consumer.no_answer if resp is None else resp.error
             retry = code in COORDINATOR_ERRORS or code in RETRY_ERRORS
             if retry and self.consumer.world.now_ms < retry_until_ms:
                 if code in COORDINATOR_ERRORS:
@@ -439,7 +439,7 @@ class GroupMember:
             self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetFetchResponse | None) -> None:
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            code = self.consumer.no_answer if resp is None else resp.error
             if resp is not None and code is ErrorCode.NONE:
                 if txn_offsets.any_unstable(resp.partitions):
                     self.consumer.world.trace.mark(self.consumer.name, txn_offsets.UNSTABLE_OFFSET_RETRIED)

@@ -84,6 +84,13 @@ _METADATA_ERRORS = frozenset(
 )
 
 
+#: What the application reads when a produce request got no answer (``RpcNode.no_answer``).
+_NO_ANSWER = {
+    ErrorCode.REQUEST_TIMED_OUT: "no response within request.timeout.ms",
+    ErrorCode.NETWORK_EXCEPTION: "the connection to the leader closed before it answered (its process died)",
+}
+
+
 #: Answers after which an attempt may still have been appended (KAFKA-13574): its outcome is unknown.
 _MAYBE_WRITTEN = frozenset(
     {
@@ -104,7 +111,15 @@ class Producer(ClientNode):
             ProducerConfig, config, what="producer", extra_keys=IGNORED_CLIENT_KEYS
         )
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
-        super().__init__(world, name, bootstrap, self.config.retry_backoff_ms, self.config.retry_backoff_max_ms)
+        super().__init__(
+            world,
+            name,
+            bootstrap,
+            self.config.retry_backoff_ms,
+            self.config.retry_backoff_max_ms,
+            self.config.reconnect_backoff_ms,
+            self.config.reconnect_backoff_max_ms,
+        )
         self._rng = world.rng.stream(f"{name}:partitioner")
         #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
         self.observer: ProducerObserver | None = None
@@ -660,8 +675,8 @@ class Producer(ClientNode):
             self._complete(q, b, resp.base_offset, None)
             self._wake()
             return
-        code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
-        message = "no response within request.timeout.ms" if resp is None else resp.error_message
+        code = self.no_answer if resp is None else resp.error
+        message = _NO_ANSWER[code] if resp is None else resp.error_message
         b.last_error = (code, message)
         if code in _MAYBE_WRITTEN:
             b.maybe_written = True

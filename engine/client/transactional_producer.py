@@ -541,7 +541,7 @@ class TransactionalProducer(Producer):
                 self._wake()
                 self._send_add_partitions()
                 return
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            code = self.no_answer if resp is None else resp.error
             if code in _FENCED:
                 self._fatal(code, resp.error_message if resp else None)
                 return
@@ -610,7 +610,7 @@ class TransactionalProducer(Producer):
             self.request(f"broker-{coordinator}", make(), answered, timeout_ms=self.config.request_timeout_ms)
 
         def answered(resp: Any) -> None:
-            code = ErrorCode.REQUEST_TIMED_OUT if resp is None else resp.error
+            code = self.no_answer if resp is None else resp.error
             if code in _REFIND or resp is None:
                 self.coordinators.pop((key_type, key), None)
                 self.set_timer(self.config.retry_backoff_ms, attempt)

@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def measure(max_seeds: int) -> list[tuple[str, str, str, str, int | None, str]]:
     """Return rows (mutant, name, scenario, check, seeds needed or None, what was reported)."""
     from engine.scenarios.catalog import SPECS
-    from engine.scenarios.harness import run_spec
+    from engine.scenarios.harness import is_caught, run_spec
     from engine.scenarios.mutants import MUTANTS
 
     rows = []
@@ -36,7 +36,7 @@ def measure(max_seeds: int) -> list[tuple[str, str, str, str, int | None, str]]:
             for seed in range(1, max_seeds + 1):
                 r = run_spec(spec, seed, mutant=mutant)
                 kinds = r.kinds
-                if check in kinds:
+                if is_caught(check, kinds):
                     needed, seen = seed, ",".join(kinds)
                     break
             rows.append((mid, mutant.name, spec.name, check, needed, seen or "not caught"))

@@ -120,8 +120,8 @@ def _kind_counts(kinds: Any) -> str:
 def _verdict_lines(result: Any) -> list[str]:
     """Return the verdict line, then the findings one per line (at most MAX_FINDINGS_SHOWN)."""
     if result.skipped or not result.findings:
-        return [result.verdict()]  # e.g. "PASS demo seed=7: no anomalies", or "SKIP ...: why"
-    head = "PASS" if result.ok else "FAIL"
+        return [result.verdict()]  # e.g. "PASS demo seed=7: no anomalies", "CAUGHT ...", or "SKIP ...: why"
+    head = result.status
     n = len(result.findings)
     kinds = _kind_counts(f.split(":", 1)[0] for f in result.findings)
     lines = [f"{head} {result.name} seed={result.seed}: {n} finding{'s' if n != 1 else ''} ({kinds})"]

@@ -7,8 +7,9 @@ and prints the smallest failing plan. ``NAME`` may be ``all``.
 
 A sweep never dies on one run: a run that raises (an internal error of the engine) is a ``FAIL``
 whose kind is ``error:<ExceptionName>``, and its traceback is printed under the table, once per
-distinct stack. A positive control whose fault kind swarm did not draw is ``SKIP``, counted
-apart from passes and failures.
+distinct stack. A positive control that showed its anomaly is ``CAUGHT``; one that could not
+show it on a seed (swarm did not draw its fault kind, or its workload says why) is ``SKIP`` with
+the reason; both are counted apart from passes and failures.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Row:
 
     name: str
     seed: int
-    #: PASS, FAIL or SKIP
+    #: PASS, CAUGHT, FAIL or SKIP
     status: str
     kinds: str
     verdict: str
@@ -145,21 +146,26 @@ def _print_table(rows: list[Row]) -> None:
         print(f"{r.name[:46]:<46} {r.seed:>6} {r.status:<7} {r.kinds[:34]:<34} {ops:>6} {ms:>8} {r.fingerprint}")
     by_scenario: dict[str, dict[str, int]] = {}
     for r in rows:
-        counts = by_scenario.setdefault(r.name, {"PASS": 0, "FAIL": 0, "SKIP": 0})
+        counts = by_scenario.setdefault(r.name, dict.fromkeys(STATUSES, 0))
         counts[r.status] += 1
     print()
-    print(f"{'scenario':<46} {'pass':>5} {'fail':>5} {'skip':>5}")
+    print(f"{'scenario':<46} {'pass':>5} {'caught':>6} {'fail':>5} {'skip':>5}")
     for name, c in by_scenario.items():
-        print(f"{name[:46]:<46} {c['PASS']:>5} {c['FAIL']:>5} {c['SKIP']:>5}")
+        print(f"{name[:46]:<46} {c['PASS']:>5} {c['CAUGHT']:>6} {c['FAIL']:>5} {c['SKIP']:>5}")
+
+
+#: A row's statuses, in the order the tables count them.
+STATUSES = ("PASS", "CAUGHT", "FAIL", "SKIP")
 
 
 def _summary(rows: list[Row], mode: str) -> str:
-    """Return the one summary line: passed, failed (how many raised), skipped."""
-    count = {s: sum(1 for r in rows if r.status == s) for s in ("PASS", "FAIL", "SKIP")}
+    """Return the one summary line: passed, caught (positive controls), failed (how many raised), skipped."""
+    count = {s: sum(1 for r in rows if r.status == s) for s in STATUSES}
     errors = sum(1 for r in rows if r.traceback)
     raised = f" ({errors} raised an exception)" if errors else ""
-    skipped = f", {count['SKIP']} skipped (positive control's fault kind not drawn)" if count["SKIP"] else ""
-    return f"{len(rows)} runs{mode}: {count['PASS']} passed, {count['FAIL']} failed{raised}{skipped}"
+    caught = f", {count['CAUGHT']} caught (positive controls)" if count["CAUGHT"] else ""
+    skipped = f", {count['SKIP']} skipped (a positive control that could not show its anomaly)" if count["SKIP"] else ""
+    return f"{len(rows)} runs{mode}: {count['PASS']} passed{caught}, {count['FAIL']} failed{raised}{skipped}"
 
 
 def _print_failures(failures: list[Row]) -> None:

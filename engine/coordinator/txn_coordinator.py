@@ -12,8 +12,8 @@ Requests (KIP-98, KIP-890)
 --------------------------
 ``InitProducerId``   new id: a producer id with epoch 0. Known id: epoch + 1 (a new producer id
                      when the epoch is exhausted); an open transaction is first aborted with a
-                     bumped epoch (zombie fencing) and the client is told to retry
-                     (CONCURRENT_TRANSACTIONS).
+                     bumped epoch (zombie fencing; under version 2 the abort's one bump is the
+                     fence, KAFKA-19367) and the client is told to retry (CONCURRENT_TRANSACTIONS).
 ``AddPartitionsToTxn``  from the client (transaction version 1) or from a partition leader
                      verifying a transactional produce (version 2): moves the id to ONGOING.
 ``AddOffsetsToTxn``  adds the group's ``__consumer_offsets`` partition.
@@ -21,6 +21,10 @@ Requests (KIP-98, KIP-890)
                      go to every partition, then COMPLETE_* is written. Version 2 bumps the epoch
                      on every end, so a delayed EndTxn from an earlier transaction is fenced
                      instead of ending the next one (KAFKA-17754).
+
+Follows Kafka's coordinator as of apache/kafka trunk ``d79bd502`` (2026-08-23, Kafka 4.2), with
+KAFKA-19367 (#19910, #19976), KAFKA-20090 (#21469, #21506), KAFKA-18660 (#18730) and KAFKA-20785
+(#23204, read from its description).
 
 Simplified: no transactional-id expiration (DEAD), no ``PREPARE_EPOCH_FENCE`` round trip (an
 epoch fence goes straight to PREPARE_ABORT with the bumped epoch).
@@ -220,7 +224,7 @@ class TransactionCoordinator(BrokerExtension):
         if md.state is S.ONGOING:
             # Zombie fencing: abort the open transaction with a bumped epoch, then let the new
             # producer retry (CONCURRENT_TRANSACTIONS); the retry bumps the epoch once more, so
-            # the aborting epoch is never handed out.
+            # the aborting epoch is never handed out to the new instance.
             broker.world.trace.mark(broker.name, "coordinator: open transaction aborted to fence a new producer")
             self._fence_and_abort(md, respond_init=m)
             return
@@ -298,6 +302,15 @@ class TransactionCoordinator(BrokerExtension):
         if not txn_id:
             reply(ErrorCode.INVALID_REQUEST, _EMPTY_ID)
             return
+        if self.state_manager.owner_error(txn_id) is ErrorCode.NONE:
+            # KAFKA-18660: a transition in flight is answered before the producer id is judged. After
+            # a version-2 commit that moved the id to a new producer id, the next transaction's first
+            # produce carries that id while the markers (Kafka's pending COMPLETE_*) are still being
+            # written: it must retry (CONCURRENT_TRANSACTIONS), not fail (INVALID_PRODUCER_ID_MAPPING).
+            known = self.txns[self.partition_of(txn_id)].get(txn_id)
+            if known is not None and (known.pending_state is not None or known.state.is_prepare):
+                reply(ErrorCode.CONCURRENT_TRANSACTIONS, None)
+                return
         md, code, text = self._check_producer(txn_id, pid, epoch)
         if code is not ErrorCode.NONE:
             reply(code, text)
@@ -367,9 +380,17 @@ class TransactionCoordinator(BrokerExtension):
         self._begin_end(md, decision, lambda resp: broker.respond(m, resp))
 
     def _fence_and_abort(self, md: TransactionMetadata, *, respond_init: Message | None, bump: bool = True) -> None:
-        """Abort the open transaction with a bumped epoch; answer a waiting InitProducerId once written."""
+        """Abort the open transaction with a bumped epoch; answer a waiting InitProducerId once written.
+
+        Under version 2 a fence at the last epoch a client may hold moves the id to a new producer id
+        when the abort completes (KAFKA-20090), as an EndTxn at that epoch would.
+        """
         broker = self.broker
-        value = md.prepare_fence_and_abort(self.version, broker.world.now_ms, bump=bump)
+        next_pid = NO_PRODUCER_ID
+        if bump and self.version >= 2 and md.is_producer_epoch_exhausted:
+            broker.world.trace.mark(broker.name, "coordinator: epoch exhausted at a fence, new id")
+            next_pid = broker.allocate_producer_id()
+        value = md.prepare_fence_and_abort(self.version, broker.world.now_ms, bump=bump, next_producer_id=next_pid)
         if respond_init is None:
             self._begin_end(md, value, None)
             return

@@ -135,29 +135,38 @@ class TransactionMetadata:
         merged = tuple(sorted(set(self.partitions if ongoing else ()) | set(partitions)))
         return self._stage(S.ONGOING, now_ms, partitions=merged, txn_start_ms=self.txn_start_ms if ongoing else now_ms)
 
-    def prepare_fence_and_abort(self, transaction_version: int, now_ms: int, *, bump: bool = True) -> TxnLogValue:
+    def prepare_fence_and_abort(
+        self,
+        transaction_version: int,
+        now_ms: int,
+        *,
+        bump: bool = True,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> TxnLogValue:
         """Abort the open transaction with a bumped epoch (InitProducerId of a new instance, or a timeout).
 
         Kafka writes nothing for PREPARE_EPOCH_FENCE: it bumps the epoch in memory and goes on to
-        PREPARE_ABORT, which under transaction version 2 bumps once more (the markers carry
-        epoch + 2); ``last_producer_epoch`` is -1 (version 1) or the fencing epoch (version 2), so
-        the fenced instance's epoch is never taken for a retry. ``bump=False`` is mutant M14.
-        Only an ONGOING transaction can be fenced (the states PREPARE_EPOCH_FENCE is entered from).
+        PREPARE_ABORT. Version 1: the markers carry epoch + 1 and ``last_producer_epoch`` is -1.
+        Version 2 (Kafka 4.1+, KAFKA-19367): the abort's own bump *is* the fence, so the markers
+        carry epoch + 1, once, and ``last_producer_epoch`` is the fenced epoch: the stalled
+        producer's later EndTxn(ABORT) is taken for a retry of this abort and answered with the
+        new epoch, so it can carry on. At ``Short.MAX_VALUE - 1`` version 2 also moves the id to
+        ``next_producer_id`` on completion (KAFKA-20090). An epoch already at ``Short.MAX_VALUE``
+        stays there (Kafka logs an error since KAFKA-20090 instead of throwing). ``bump=False``
+        is mutant M14. Only an ONGOING transaction can be fenced (the states PREPARE_EPOCH_FENCE
+        is entered from).
         """
         if self.state not in VALID_PREVIOUS_STATES[S.PREPARE_EPOCH_FENCE]:
             msg = f"{self.transactional_id}: cannot fence the epoch of a transaction that is {self.state.name}"
             raise IllegalStateError(msg)
-        if self.producer_epoch >= MAX_PRODUCER_EPOCH:
-            msg = f"{self.transactional_id}: cannot fence producer epoch {self.producer_epoch}, it would overflow"
-            raise IllegalStateError(msg)
         if not bump:
             return self._stage(S.PREPARE_ABORT, now_ms)
-        fence = self.producer_epoch + 1
-        if transaction_version >= 2:
-            epoch, last = (fence if fence == MAX_PRODUCER_EPOCH else fence + 1), fence
-        else:
-            epoch, last = fence, NO_PRODUCER_EPOCH
-        return self._stage(S.PREPARE_ABORT, now_ms, producer_epoch=epoch, last_producer_epoch=last)
+        epoch = min(self.producer_epoch + 1, MAX_PRODUCER_EPOCH)
+        last = self.producer_epoch if transaction_version >= 2 else NO_PRODUCER_EPOCH
+        next_pid = next_producer_id if transaction_version >= 2 else NO_PRODUCER_ID
+        return self._stage(
+            S.PREPARE_ABORT, now_ms, producer_epoch=epoch, last_producer_epoch=last, next_producer_id=next_pid
+        )
 
     def prepare_abort_or_commit(
         self,

@@ -141,7 +141,9 @@ SPECS: tuple[Spec, ...] = (
         delayed_end_txn,
         broker_config=FAST_FAILOVER,
         safety_ms=18_000,
-        catches=(("M7", "lost-write"),),
+        # KAFKA-17754 shows as a lost write (a late ABORT ends the next, committed transaction) or
+        # an aborted read (a late COMMIT commits part of the next one, which the client aborts).
+        catches=(("M7", "lost-write|G1a"),),
     ),
     Spec(
         "transactions: late produce after abort",
@@ -211,7 +213,15 @@ SPECS: tuple[Spec, ...] = (
         IdempotentSends(sends_per_process=250),
         power_loss,
         broker_config=(*FAST_FAILOVER, ("log.flush.interval.ms", 600_000)),
-        must_report=("lost-write", "unseen", "inconsistent-offsets", "nonmonotonic-send", "L12-lost-ack"),
+        must_report=(
+            "lost-write",
+            "unseen",
+            "inconsistent-offsets",
+            "nonmonotonic-send",
+            "L12-lost-ack",
+            "L7-hw-regression",
+            "L7-lso-regression",
+        ),
     ),
     Spec(
         "client: indefinite errors",

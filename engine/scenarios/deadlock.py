@@ -216,11 +216,20 @@ class RequestReply(Workload):
         if why is not None:
             run.extra["deadlock_outcome"] = outcome = self._outcome(run)
             return [f"request-reply-deadlock: {why.removeprefix('deadlock: ')} Outcome: {outcome}"]
-        if "reply" in run.extra:
-            return []
+        if "reply" in run.extra or not self.commit_first:
+            return []  # the deadlock control without a diagnosis: cannot_show says why, or it missed
         request = run.extra.get("request")
         detail = run.extra.get("diagnosis_error", "and explain_stall found no deadlock")
         return [f"request-reply-timeout: no reply to {request} within {self.reply_timeout_ms} ms, {detail}"]
+
+    def cannot_show(self, run: Run) -> str:
+        """Why the deadlock could not be shown: the request never written, or no diagnosis possible then."""
+        if "request" not in run.extra:
+            return "the request was never written (the requester's transaction failed before it), so nothing waited"
+        error = run.extra.get("diagnosis_error")
+        if error:
+            return f"when the reply was late the cluster could not be asked why ({error})"
+        return ""
 
     def _outcome(self, run: Run) -> str:
         """Return what happened to the deadlocked transaction and its request."""

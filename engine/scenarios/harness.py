@@ -9,15 +9,25 @@ seed's ``faults`` stream and the run), the two phase lengths, and what is allowe
 
 Phases (house style R13): **safety** (faults on; the workload's processes run interleaved, one
 step at a time in an order drawn from the ``workload`` stream), then **heal** (every fault ends),
-then **liveness** (no faults; in-flight operations finish; the system must converge), then the
+then **liveness** (no faults; in-flight operations finish; the system must converge: ``liveness_ms``,
+then up to :data:`LIVENESS_GRACE_MS` more while a workload process other than a service is still
+working, since one request lost just before the heal may take a whole request timeout), then the
 **final reads**: a read_committed reader reads every partition from the start, and a sentinel
 record written after quiescence must be visible (a hanging transaction would hide it).
 
 The verdict joins the black-box report of the client history (``engine.check``), the
 scenario's own oracle (e.g. the copier's output == input) and, when available, the white-box
-invariants over the final engine state. It is ``PASS``, ``FAIL`` or ``SKIP``: a positive control
-(``must_report``) run under swarm whose fault kind swarm did not draw has nothing to show, so it
-is judged as an ordinary run and, when that is clean, skipped with the reason.
+invariants over the final engine state. It is one of:
+
+========  ======================================================================================
+PASS      an ordinary scenario with nothing forbidden
+CAUGHT    a positive control (``must_report``) that showed its own anomaly, and nothing else
+          forbidden, whatever faults swarm drew: showing the anomaly is the catch
+SKIP      a positive control that could not show its anomaly on this seed, with the reason: swarm
+          did not draw its fault kind, or the workload says why (:meth:`Workload.cannot_show`)
+FAIL      anything else: a forbidden anomaly or finding, or a control that missed its anomaly
+          with no reason
+========  ======================================================================================
 """
 
 from __future__ import annotations
@@ -58,6 +68,10 @@ FAST_FAILOVER = (
     ("replica.lag.time.max.ms", 1_500),
 )
 
+#: How long the liveness phase may go on past ``liveness_ms`` while the workload still works:
+#: Kafka's default ``request.timeout.ms``, the longest one lost request keeps a client waiting.
+LIVENESS_GRACE_MS = 30_000
+
 #: The timing of a consume-transform-produce loop's transactional producer (the copier's and the
 #: invoicing loop's): short request timeouts so a crashed broker is given up in seconds, not minutes.
 TXN_PRODUCER_TIMING = (
@@ -96,7 +110,8 @@ class Spec:
     allowed: str = "eos"
     #: a positive control (such as S20) must report at least one of these anomaly kinds
     must_report: tuple[str, ...] = ()
-    #: mutants this scenario is built to catch, with the check that should catch each
+    #: mutants this scenario is built to catch, with the check that should catch each (``a|b``: either
+    #: kind, for a defect that shows as one or the other depending on the run; see :func:`is_caught`)
     catches: tuple[tuple[str, str], ...] = ()
     latency_ms: tuple[int, int] = (1, 3)
 
@@ -157,6 +172,8 @@ class Run:
         self.history = HistoryRecorder()
         self.processes: dict[int, Process] = {}
         self.wake_at: dict[int, int] = {}
+        #: processes that serve for ever (a relay, a consumer loop): they do not keep liveness going
+        self.services: set[int] = set()
         self.next_process = 0
         self.stopping = False
         self.notes: list[str] = []
@@ -187,13 +204,24 @@ class Run:
             out.update(dict(self.mutant.consumer_config))
         return out
 
-    def spawn(self, make: Callable[[Run, int], Process]) -> int:
-        """Start a process (a generator); return its process number."""
+    def spawn(self, make: Callable[[Run, int], Process], *, service: bool = False) -> int:
+        """Start a process (a generator); return its process number.
+
+        ``service``: the process serves for ever (a relay, a consumer loop) and never returns, so
+        the liveness phase does not wait for it (see :data:`LIVENESS_GRACE_MS`).
+        """
         proc = self.next_process
         self.next_process += 1
         self.processes[proc] = make(self, proc)
         self.wake_at[proc] = self.now_ms
+        if service:
+            self.services.add(proc)
         return proc
+
+    @property
+    def working(self) -> bool:
+        """Return True while a process other than a service has not returned."""
+        return any(p not in self.services for p in self.processes)
 
     def new_process(self) -> int:
         """Return a fresh process number: a restarted client instance is a new process, as in Jepsen."""
@@ -212,14 +240,19 @@ class Run:
 
     # -- the driver ------------------------------------------------------------------------------
 
-    def drive(self, until_ms: int, *, max_steps: int = 200_000) -> None:
-        """Run the processes, one step at a time in a random order, until ``until_ms``."""
+    def drive(self, until_ms: int, *, max_steps: int = 200_000, while_working: bool = False) -> None:
+        """Run the processes, one step at a time in a random order, until ``until_ms``.
+
+        ``while_working``: stop as soon as only services are left (:attr:`working` is False).
+        """
         steps = 0
         sched = self.world.scheduler
         run_for = self.world.run_for
         processes, wake_at = self.processes, self.wake_at
         rng = self.rng
         while sched.now_ms < until_ms and processes and steps < max_steps:
+            if while_working and not self.working:
+                return
             steps += 1
             now = sched.now_ms
             ready = sorted([p for p, at in wake_at.items() if at <= now])
@@ -258,10 +291,10 @@ class RunResult:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: the run replaced its scenario's fault plan with a swarm plan
     swarm: bool = False
-    #: the anomaly kinds this run had to report: a positive control whose fault was injected
+    #: the anomaly kinds this run had to report: a positive control's ``must_report``
     expected: tuple[str, ...] = ()
-    #: why the run has no verdict of its own (``""`` when it has one): a clean positive control
-    #: under swarm whose fault kind swarm did not draw
+    #: why the run has no verdict of its own (``""`` when it has one): a positive control that could
+    #: not show its anomaly (swarm did not draw its fault kind, or its workload says why)
     skipped: str = ""
     #: the client history the run was judged on (exported by :mod:`engine.export`)
     history: History | None = None
@@ -272,32 +305,44 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        """Return True when nothing forbidden was found (a positive control: when its anomaly was)."""
-        if self.expected:
-            return not self.missing
-        return self.report.ok and not self.findings
+        """Return True when nothing forbidden was found (a positive control: and its anomaly was)."""
+        return self.report.ok and not self.findings and not self.missing
 
     @property
     def status(self) -> str:
-        """Return ``PASS``, ``FAIL`` or ``SKIP`` (a positive control that had nothing to show)."""
+        """Return ``PASS``, ``CAUGHT``, ``SKIP`` or ``FAIL`` (see the module docstring)."""
         if self.skipped:
             return "SKIP"
-        return "PASS" if self.ok else "FAIL"
+        if not self.ok:
+            return "FAIL"
+        return "CAUGHT" if self.expected else "PASS"
 
     @property
     def kinds(self) -> list[str]:
-        """Return every forbidden anomaly kind and finding kind of the run, sorted."""
-        return sorted({a.kind for a in self.report.forbidden} | {finding_kind(f) for f in self.findings})
+        """Return every forbidden anomaly kind and finding kind of the run (a catch: what it caught), sorted."""
+        return sorted(
+            {a.kind for a in self.report.forbidden} | {finding_kind(f) for f in self.findings} | set(self.caught)
+        )
 
     @property
     def replay(self) -> str:
         """Return the one command that replays this run."""
         return replay_command(self.spec.name, self.seed, mutant=self.mutant, swarm=self.swarm)
 
+    @property
+    def caught(self) -> tuple[str, ...]:
+        """Return the expected anomaly kinds a positive control showed (empty for any other run)."""
+        if not self.expected or self.missing:
+            return ()
+        shown = {finding_kind(f) for f in self.evidence} | {a.kind for a in self.report.anomalies}
+        return tuple(sorted(shown & set(self.expected)))
+
     def verdict(self) -> str:
         """Return a one-line verdict."""
         if self.skipped:
             return f"SKIP {self.spec.name} seed={self.seed}: {self.skipped}"
+        if self.status == "CAUGHT":
+            return f"CAUGHT {self.spec.name} seed={self.seed}: caught {', '.join(self.caught)}"
         kinds = sorted({a.kind for a in self.report.forbidden})
         what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
         return f"{self.status} {self.spec.name} seed={self.seed}: {what}"
@@ -306,6 +351,12 @@ class RunResult:
 def replay_command(name: str, seed: int, *, mutant: str | None = None, swarm: bool = False) -> str:
     """Return the one ``eos run`` command that replays a run (it needs no result: a run that raised has none)."""
     return f"eos run '{name}' --seed {seed}" + (f" --mutant {mutant}" if mutant else "") + (" --swarm" if swarm else "")
+
+
+def is_caught(check: str, kinds: Iterable[str]) -> bool:
+    """Return True when ``kinds`` hold the check a mutant must be caught by (``a|b``: either one)."""
+    found = set(kinds)
+    return any(k in found for k in check.split("|"))
 
 
 def finding_kind(finding: str) -> str:
@@ -387,21 +438,22 @@ def run_spec(
     failing plan); ``swarm`` replaces it with a swarm plan (a random subset of fault kinds);
     ``observers`` watch the run from its first event (they change nothing in it).
 
-    A positive control under swarm is judged as one only if swarm drew its fault kinds; if not,
-    it is judged as an ordinary run, and when that is clean its status is ``SKIP``, with the
-    kinds that were not drawn.
+    A positive control is CAUGHT when its anomaly shows, drawn or not. When it does not show, the
+    run is SKIP if it could not have shown (swarm did not draw its fault kinds, or
+    :meth:`Workload.cannot_show` gives a reason) and nothing else is wrong; FAIL otherwise.
     """
     run = Run(spec, seed, mutant, observers)
     plan = _choose_plan(run, plan, swarm) or FaultPlan()
     run.cluster.schedule_faults(plan)
     _drive_phases(run)
     history = run.history.history()
-    undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm and spec.must_report else []
-    expected = () if undrawn else spec.must_report
+    expected = spec.must_report
     report, findings, missing, evidence = _judge(run, history, expected)
     skipped = ""
-    if undrawn and report.ok and not findings:
-        skipped = f"n/a: positive control's fault kind ({', '.join(undrawn)}) was not drawn by swarm"
+    if missing and report.ok and not findings:
+        skipped = _why_not_shown(run, spec, seed, mutant, plan, swarm)
+        if skipped:
+            missing = []
     return RunResult(
         spec,
         seed,
@@ -437,6 +489,15 @@ def fault_plan(spec: Spec, seed: int, *, mutant: Mutant | None = None, swarm: bo
     return _choose_plan(Run(spec, seed, mutant), None, swarm) or FaultPlan()
 
 
+def _why_not_shown(run: Run, spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan, swarm: bool) -> str:
+    """Return why a positive control could not show its anomaly on this run, or "" (then it missed it)."""
+    undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm else []
+    if undrawn:
+        return f"n/a: positive control's fault kind ({', '.join(undrawn)}) was not drawn by swarm"
+    reason = spec.workload.cannot_show(run)
+    return f"n/a: {reason}" if reason else ""
+
+
 def _undrawn_control_kinds(spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan) -> list[str]:
     """Return the fault kinds a positive control's own plan starts that ``plan`` does not."""
     if spec.faults is None:
@@ -456,6 +517,8 @@ def _drive_phases(run: Run) -> None:
         run.world.heal()
         run.world.set_phase("liveness")
         run.drive(run.now_ms + spec.liveness_ms)
+        if run.working:
+            run.drive(run.now_ms + LIVENESS_GRACE_MS, while_working=True)
         spec.workload.finish(run)
         final_reads(run)
     except SimulationStalled as exc:

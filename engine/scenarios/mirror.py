@@ -63,7 +63,7 @@ TXN_RECORDS = 5
 TARGET = "target"
 #: The group on the source (at-least-once) or on the target (KIP-656) that holds the mirror's offsets.
 OFFSETS_GROUP = "mirror"
-#: Idle polls (``run.stopping``) after which a mirror instance decides it has copied everything.
+#: Idle polls (``run.stopping``) after which a mirror instance asks whether it has copied everything.
 IDLE_POLLS_TO_STOP = 20
 
 #: Source consumers give up on a fetch to a crashed broker soon (Kafka's 30 s would outlast the run).
@@ -256,6 +256,25 @@ class Mirror(Workload):
         msg = f"{type(self).__name__} must define _instance(), the mirror's copy loop"
         raise NotImplementedError(msg)
 
+    def _copied_all(self, run: Run, consumer: Any, ends: Any) -> bool:
+        """Return True when the mirror's source positions reached each partition's high watermark.
+
+        A read_committed consumer stops at the LSO: behind an open source transaction it polls
+        nothing, which does not mean it is done. Done is when nothing undecided is left: every
+        position at the log's end (``ends``: a read_uncommitted consumer, whose "latest" is the HW).
+        """
+        try:
+            for tp in consumer.position([(SRC, p) for p in range(PARTITIONS)]):
+                if tp.offset < ends.get_watermark_offsets(TopicPartition(SRC, tp.partition), timeout=2)[1]:
+                    return False
+        except KafkaError:
+            return False
+        return True
+
+    def _end_reader(self, run: Run, gen: int) -> Any:
+        """Return a read_uncommitted source consumer that only asks for end offsets (see :meth:`_copied_all`)."""
+        return run.cluster.consumer({"client.id": f"mirror-ends-{gen}"})
+
     def _crash(self, run: Run, *nodes: tuple[Cluster, Any]) -> None:
         """Crash the instance's clients (each in its own cluster) where they are still up."""
         for cluster, node in nodes:
@@ -340,12 +359,13 @@ class AtLeastOnceMirror(Mirror):
         op = run.history.invoke(proc, "assign", (), run.now_ms, keys=keys)
         consumer.assign(keys)
         run.history.complete(op, "ok", (), run.now_ms)
+        ends = self._end_reader(run, gen)
         idle = 0
         while True:
             msgs = _poll_op(run, proc, consumer, self.batch)
             if not msgs:
                 idle += 1
-                if run.stopping and idle > IDLE_POLLS_TO_STOP:
+                if run.stopping and idle > IDLE_POLLS_TO_STOP and self._copied_all(run, consumer, ends):
                     return "done"
                 yield Sleep(20)
                 continue
@@ -406,12 +426,13 @@ class ExactlyOnceMirror(Mirror):
         consumer.assign([TopicPartition(SRC, p, start[p]) for p in range(PARTITIONS)])
         run.history.complete(op, "ok", (), run.now_ms)
         meta = offsets_reader.group_metadata()
+        ends = self._end_reader(run, gen)
         idle = 0
         while True:
             msgs = _poll_op(run, proc, consumer, self.batch)
             if not msgs:
                 idle += 1
-                if run.stopping and idle > IDLE_POLLS_TO_STOP:
+                if run.stopping and idle > IDLE_POLLS_TO_STOP and self._copied_all(run, consumer, ends):
                     return "done"
                 yield Sleep(20)
                 continue

@@ -28,21 +28,33 @@ class ScenarioResult:
     cluster: Any
     summary: dict[str, Any] = dataclasses.field(default_factory=dict)
     extra: Any = None
-    #: why the run has no verdict of its own (a positive control whose fault swarm did not draw)
+    #: why the run has no verdict of its own (a positive control that could not show its anomaly)
     skipped: str = ""
+    #: the anomaly kinds a positive control showed (its catch); empty for any other run
+    caught: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
         """Return the run's fingerprint."""
         return self.cluster.fingerprint()
 
+    @property
+    def status(self) -> str:
+        """Return PASS, CAUGHT (a positive control showed its anomaly), SKIP or FAIL."""
+        if self.skipped:
+            return "SKIP"
+        if not self.ok:
+            return "FAIL"
+        return "CAUGHT" if self.caught else "PASS"
+
     def verdict(self) -> str:
-        """Return a one-line verdict: PASS, FAIL, or SKIP with the reason."""
+        """Return a one-line verdict: PASS, CAUGHT, FAIL, or SKIP with the reason."""
         if self.skipped:
             return f"SKIP {self.name} seed={self.seed}: {self.skipped}"
-        head = "PASS" if self.ok else "FAIL"
+        if self.status == "CAUGHT":
+            return f"CAUGHT {self.name} seed={self.seed}: caught {', '.join(self.caught)}"
         detail = "; ".join(self.findings) if self.findings else "no anomalies"
-        return f"{head} {self.name} seed={self.seed}: {detail}"
+        return f"{self.status} {self.name} seed={self.seed}: {detail}"
 
 
 def scenario(name: str, description: str) -> Callable[[Callable[..., ScenarioResult]], Callable[..., ScenarioResult]]:
@@ -91,7 +103,9 @@ def _spec_runner(spec: Any) -> Callable[..., ScenarioResult]:
         }
         findings = [f"{a.kind}: {a.message}" for a in r.report.forbidden] + r.findings
         findings += [f"missing positive-control anomaly: {m}" for m in r.missing]
-        return ScenarioResult(spec.name, seed, r.ok, findings, r.cluster, summary, extra=r, skipped=r.skipped)
+        return ScenarioResult(
+            spec.name, seed, r.ok, findings, r.cluster, summary, extra=r, skipped=r.skipped, caught=r.caught
+        )
 
     run.spec = spec  # type: ignore[attr-defined]
     return run

@@ -77,9 +77,9 @@ class SagaWorkload(Workload):
         run.spawn(lambda r, proc: self._api(r, orders, state))
         for service in (orders, payments):
             recorded: set[str] = set()
-            run.spawn(lambda r, proc, s=service, rec=recorded: self._relay(r, proc, s, rec, state))
-        run.spawn(lambda r, proc: self._consumer(r, proc, orders, "payment-events", state))
-        run.spawn(lambda r, proc: self._consumer(r, proc, payments, "order-events", state))
+            run.spawn(lambda r, proc, s=service, rec=recorded: self._relay(r, proc, s, rec, state), service=True)
+        run.spawn(lambda r, proc: self._consumer(r, proc, orders, "payment-events", state), service=True)
+        run.spawn(lambda r, proc: self._consumer(r, proc, payments, "order-events", state), service=True)
 
     # -- the orders API -------------------------------------------------------------------------
 

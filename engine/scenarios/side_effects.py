@@ -437,10 +437,11 @@ def _specs() -> tuple[Spec, ...]:
         Spec(
             "side effects: e-mail inside the transaction",
             "a transactional loop sends each invoice e-mail, then produces the invoice; aborts and crashes retry "
-            "the transaction: the invoices are exactly once, the e-mails repeat (positive control: effect-duplicate)",
+            "the transaction: the invoices are exactly once, the e-mails repeat and name aborted invoices "
+            "(positive control: effect-duplicate, effect-phantom)",
             InvoiceLoop("inside", abort_p=0.3, crash_p=0.1),
             None,
-            must_report=("effect-duplicate",),
+            must_report=("effect-duplicate", "effect-phantom"),
             **common,
         ),
         Spec(

@@ -108,6 +108,14 @@ class Workload:
         """Return scenario-specific findings (``kind: detail``); none by default."""
         return []
 
+    def cannot_show(self, run: Run) -> str:
+        """For a positive control's workload: why this run could not show its anomaly ("" if it could).
+
+        Asked only when the anomaly did not show. A reason turns the run into SKIP with that
+        reason; without one the control missed its anomaly, which is a FAIL.
+        """
+        return ""
+
 
 def reader_process(run: Run, proc: int, *, isolation: str = "read_committed", pause_ms: int = 50) -> Process:
     """A process that polls every key and records each poll."""

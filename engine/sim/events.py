@@ -92,6 +92,9 @@ name                              kind     node        detail                   
                                                                                  down, connection reset, rule <id>
 ``refused``                       drop     sender      to, id                    a request's destination was down:
                                                                                  the sender learns it (TCP RST)
+``disconnect``                    drop     peer        from                      the process at the other end of a
+                                                                                 connection died: the OS closed it
+                                                                                 (in-flight requests fail)
 ================================  =======  ==========  ========================  ===================================
 
 Fault sites
@@ -319,6 +322,7 @@ MESSAGE_ONEWAY = "oneway"
 #: The message kinds, which name the network's send, deliver and drop events.
 MESSAGE_KINDS: tuple[str, ...] = (MESSAGE_REQUEST, MESSAGE_RESPONSE, MESSAGE_ONEWAY)
 REFUSED = "refused"
+DISCONNECT = "disconnect"
 
 # -- fault sites ---------------------------------------------------------------------------
 
@@ -458,6 +462,7 @@ KIND: dict[str, frozenset[str]] = {
     ),
     **dict.fromkeys(MESSAGE_KINDS, _MESSAGE),
     REFUSED: frozenset({"drop"}),
+    DISCONNECT: frozenset({"drop"}),
     **dict.fromkeys((SITE_ENABLE, SITE_PASS, SITE_FIRE), _SITE),
     MARK: frozenset({"mark"}),
     **dict.fromkeys(

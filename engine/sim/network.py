@@ -13,6 +13,12 @@ Invariants
   ``connection reset``: a restarted broker never handles a request sent to its previous life,
   and a restarted client never sees a response meant for its previous life. A *paused* node
   keeps its incarnation, so messages to a zombie are delivered when it resumes.
+- A *process* crash closes the dead process's connections, as the operating system does with
+  its sockets: every node with a connection open to it learns one hop later (a ``disconnect``
+  event at that node, whose in-flight requests then fail), and a request that reaches a dead
+  process is refused one hop later (``refused``, a TCP RST). A lost *machine*
+  (``Node.machine_lost``, the power-loss crash), a partition and a paused peer are silent: the
+  sender learns nothing and its request times out.
 - Every send, delivery and drop is a trace event.
 
 Faults as data
@@ -182,9 +188,16 @@ class Network:
 
     # -- sending ----------------------------------------------------------------------------
 
-    def send(self, src: str, dst: str, body: Any, kind: str = "oneway", correlation_id: int = 0) -> Message:
-        """Send ``body`` from ``src`` to ``dst``; return the message (its id names it in faults)."""
-        msg_id = self._next_msg_id = self._next_msg_id + 1
+    def send(
+        self, src: str, dst: str, body: Any, kind: str = "oneway", correlation_id: int = 0, msg_id: int = 0
+    ) -> Message:
+        """Send ``body`` from ``src`` to ``dst``; return the message (its id names it in faults).
+
+        ``msg_id``: an id taken earlier with :meth:`reserve_id` (a request that waited for its
+        connection's reconnect backoff keeps the id its sender already knows it by).
+        """
+        if not msg_id:
+            msg_id = self._next_msg_id = self._next_msg_id + 1
         nodes = self._nodes
         s, d = nodes.get(src), nodes.get(dst)
         m = _new_message(
@@ -224,6 +237,11 @@ class Network:
         self._schedule(m)
         return m
 
+    def reserve_id(self) -> int:
+        """Return a new message id for a message that will be sent later (see :meth:`send`)."""
+        self._next_msg_id += 1
+        return self._next_msg_id
+
     def _latency(self) -> int:
         o = self.options
         return o.latency_ms_min if self._fixed else self._rng.randint(o.latency_ms_min, o.latency_ms_max)
@@ -256,7 +274,8 @@ class Network:
             return
         if node.status is _DOWN:
             self._drop(m, "node down")
-            self._refuse(m)
+            if not node.machine_lost:
+                self._refuse(m)
             return
         if node.incarnation != m.dst_incarnation:
             self._drop(m, "connection reset")
@@ -276,7 +295,8 @@ class Network:
     def _refuse(self, m: Message) -> None:
         """A request to a dead process is refused: its sender learns it one hop later (TCP RST).
 
-        A partitioned or paused peer gives no such signal; the sender can only time out.
+        A partitioned or paused peer, or a lost machine, gives no such signal; the sender can
+        only time out.
         """
         if m.kind == "request":
             self._sched.call_at_fast(self._sched.now_ms + self._latency(), self._refused, m)
@@ -289,6 +309,27 @@ class Network:
         if hook is not None:
             self._trace.emit(m.src, "drop", events.REFUSED, ("to", m.dst), ("id", m.msg_id))
             hook(m)
+
+    def close_connections(self, name: str) -> None:
+        """The process of node ``name`` died: every node with a connection to it learns one hop later.
+
+        Each peer whose ``connected_to(name)`` is true gets ``on_peer_disconnect(name)`` after one
+        latency draw (the FIN or RST travelling back), traced as ``disconnect`` at the peer; a
+        paused peer learns when it resumes, a peer that crashed meanwhile never does.
+        """
+        for peer in list(self._nodes.values()):
+            if peer.name == name or peer.status is _DOWN:
+                continue
+            connected = getattr(peer, "connected_to", None)
+            if connected is None or not connected(name):
+                continue
+            self._sched.call_at_fast(
+                self._sched.now_ms + self._latency(), peer._fire, peer.incarnation, self._disconnected, (peer, name)
+            )
+
+    def _disconnected(self, peer: Any, name: str) -> None:
+        self._trace.emit(peer.name, "drop", events.DISCONNECT, ("from", name))
+        peer.on_peer_disconnect(name)
 
     def _drop(self, m: Message, reason: str) -> None:
         self.dropped += 1

@@ -70,6 +70,10 @@ class Node:
         self.name = name
         self.status = NodeStatus.UP
         self.incarnation = 0
+        #: True while the node is down because its machine was lost (power): nothing answers for
+        #: it, so peers learn nothing until their timeouts. A process crash (False) is answered by
+        #: the operating system, which closes its connections.
+        self.machine_lost = False
         self.disk = Disk(name)
         self._deferred: list[tuple[Callable[..., Any], tuple[Any, ...], Timer | None]] = []
         self._sched = world.scheduler
@@ -162,6 +166,7 @@ class Node:
 
     def _restart(self) -> None:
         self._transition_to("restart", NodeStatus.UP)
+        self.machine_lost = False
         self.on_restart()
 
     def _pause(self) -> None:

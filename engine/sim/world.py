@@ -209,9 +209,17 @@ class World:
             raise KeyError(msg) from None
 
     def crash(self, name: str, *, lose_unflushed_tail: bool = False) -> None:
-        """Crash a node: volatile state is lost, durable state kept (minus the unflushed tail if asked)."""
+        """Crash a node: volatile state is lost, durable state kept (minus the unflushed tail if asked).
+
+        Two faults, as Kafka's clients tell them apart. A *process* crash (kill -9, OOM; the
+        default) keeps the page cache, and the operating system closes the process's sockets:
+        every peer with a connection to it learns at once (:meth:`Network.close_connections`).
+        A *machine* loss (``lose_unflushed_tail=True``: power, a pulled cable) loses the
+        unflushed tail and is silent: peers learn only from their timeouts, as with ``isolate``.
+        """
         node = self.node(name)
         node._crash()
+        node.machine_lost = lose_unflushed_tail
         lost = node.disk.lose_unflushed() if lose_unflushed_tail else {}
         self.trace.emit(
             name,
@@ -220,6 +228,8 @@ class World:
             ("lose_unflushed_tail", lose_unflushed_tail),
             ("lost", sorted(lost.items())),
         )
+        if not lose_unflushed_tail:
+            self.network.close_connections(name)
 
     def restart(self, name: str) -> None:
         """Restart a crashed node; it rebuilds volatile state from its disk."""

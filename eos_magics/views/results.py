@@ -219,6 +219,7 @@ def _as_scenario_result(result: Any) -> Any:
             summary,
             extra=result,
             skipped=result.skipped,
+            caught=result.caught,
         )
     msg = f"scenario_result() takes a ScenarioResult or a RunResult, got {type(result).__name__}"
     raise TypeError(msg)
@@ -238,15 +239,13 @@ class ScenarioView(View):
 
     @property
     def ok(self) -> bool:
-        """True for PASS (and SKIP)."""
+        """True for PASS and CAUGHT (and SKIP)."""
         return bool(self.data.ok)
 
     @property
     def status(self) -> str:
-        """``PASS``, ``FAIL`` or ``SKIP``."""
-        if self.data.skipped:
-            return "SKIP"
-        return "PASS" if self.data.ok else "FAIL"
+        """``PASS``, ``CAUGHT`` (a positive control showed its anomaly), ``FAIL`` or ``SKIP``."""
+        return str(self.data.status)
 
     @property
     def fingerprint(self) -> str:
@@ -300,8 +299,8 @@ def scenario_result(result: Any) -> ScenarioView:
     args = argparse.Namespace(name=r.name, seed=r.seed, mutant=mutant_id, swarm=swarm)
     lines = summary_lines(args, r, len(r.cluster.world.trace), mutant=mutant)
     replay = next((line[len("replay: ") :] for line in reversed(lines) if line.startswith("replay: ")), "")
-    status = "SKIP" if r.skipped else ("PASS" if r.ok else "FAIL")
-    tone = {"PASS": "ok", "FAIL": "fail", "SKIP": "warn"}[status]
+    status = r.status
+    tone = {"PASS": "ok", "CAUGHT": "ok", "FAIL": "fail", "SKIP": "warn"}[status]
     return ScenarioView(
         "\n".join(lines),
         result=r,
@@ -339,11 +338,12 @@ def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
         text += "\n" + failed_text
     table = [(r.name, r.seed, r.status, r.kinds, r.ops, r.sim_ms, r.fingerprint, r.replay) for r in rows]
     passed = sum(1 for r in rows if r.status == "PASS")
+    caught = sum(1 for r in rows if r.status == "CAUGHT")
     return TableView(
         text,
         SWEEP_COLUMNS,
         table,
-        title=f"sweep: {len(rows)} runs, {passed} passed, {len(failures)} failed",
+        title=f"sweep: {len(rows)} runs, {passed} passed, {caught} caught, {len(failures)} failed",
         badge=("FAIL", "fail") if failures else ("PASS", "ok"),
         text_label="eos sweep output",
         data=rows,

@@ -11,7 +11,15 @@ parameterises over the client's transaction version, the test runs with ``transa
 (Kafka's TV_0/TV_1) and 2 (TV_2).
 
 Reference: apache/kafka ``core/src/test/scala/unit/kafka/coordinator/transaction/
-TransactionCoordinatorTest.scala`` and ``TransactionCoordinator.scala`` at bb126f2d (Kafka 4.x).
+TransactionCoordinatorTest.scala`` and ``TransactionCoordinator.scala`` at trunk ``d79bd502``
+(2026-08-23, Kafka 4.2; read through the confluentinc/kafka mirror of trunk), which includes
+KAFKA-19367 (#19910, #19976), KAFKA-20090 (#21469, #21506) and KAFKA-18660 (#18730). KAFKA-20785
+(#23204) is paraphrased from its description (its test is not in that snapshot).
+
+The engine's PREPARE_* always has its markers in flight: it is Kafka's PREPARE_* with its pending
+COMPLETE_* set, which Kafka's real flow always has once the PREPARE_* is written. Kafka tests that
+build a PREPARE_* with nothing pending (``shouldRespondWithProducerFencedOnAddPartitionsWhenEpochsAreDifferent``)
+are paraphrased with the nearest state the engine reaches, said in each docstring.
 
 Not paraphrased, because the engine does not model what they test:
 
@@ -318,10 +326,43 @@ def test_should_respond_with_concurrent_transaction_on_add_partitions_when_state
 
 
 def test_should_respond_with_producer_fenced_on_add_partitions_when_epochs_are_different() -> None:
-    """TransactionCoordinatorTest.shouldRespondWithProducerFencedOnAddPartitionsWhenEpochsAreDifferent."""
+    """TransactionCoordinatorTest.shouldRespondWithProducerFencedOnAddPartitionsWhenEpochsAreDifferent.
+
+    Kafka builds PREPARE_COMMIT with no transition pending; the engine's PREPARE_* always writes
+    its markers (a pending COMPLETE_*, answered CONCURRENT_TRANSACTIONS first since KAFKA-18660),
+    so the stale epoch is checked here where no transition is in flight: after COMPLETE_COMMIT.
+    """
     h = _Harness()
-    pid, epoch, _rule = h.preparing(commit=True)
-    assert h.add(pid, epoch - 1) is ErrorCode.PRODUCER_FENCED  # the epoch is checked before the state
+    pid, epoch = h.completed(commit=True)
+    assert h.add(pid, epoch - 1) is ErrorCode.PRODUCER_FENCED
+    pid, epoch, _rule = h.preparing(commit=True, inits=0)
+    assert h.add(pid, epoch - 1) is ErrorCode.CONCURRENT_TRANSACTIONS  # the markers are in flight
+
+
+def test_should_return_concurrent_txn_on_add_partitions_if_end_txn_v2_epoch_overflow_and_not_complete() -> None:
+    """TransactionCoordinatorTest.shouldReturnConcurrentTxnOnAddPartitionsIfEndTxnV2EpochOverflowAndNotComplete.
+
+    KAFKA-18660: a version-2 commit at the last epoch moves the id to a new producer id; the next
+    transaction's first produce carries that id while the markers of the commit are still being
+    written, and is told to retry (it was INVALID_PRODUCER_ID_MAPPING before the fix).
+    """
+    h = _Harness(2)
+    pid, epoch = h.ongoing(epoch=EXHAUSTED)
+    rule = h.hold_markers()
+    resp = h.end(pid, epoch, commit=True)
+    assert resp.error is ErrorCode.NONE and resp.producer_id != pid and resp.producer_epoch == 0
+    new_pid = resp.producer_id
+    md = h.md()
+    assert (md.state, md.producer_id, md.producer_epoch, md.next_producer_id) == (
+        S.PREPARE_COMMIT,
+        pid,
+        MAX_PRODUCER_EPOCH,
+        new_pid,
+    )
+    assert h.add(new_pid, 0) is ErrorCode.CONCURRENT_TRANSACTIONS
+    h.release_markers(rule)
+    assert (h.md().state, h.md().producer_id) == (S.COMPLETE_COMMIT, new_pid)
+    assert h.add(new_pid, 0) is ErrorCode.NONE
 
 
 def _assert_add_partitions_starts_or_extends(h: _Harness, previous: TransactionState, pid: int, epoch: int) -> None:
@@ -479,10 +520,18 @@ def test_should_return_ok_on_end_txn_when_status_is_complete_abort_and_result_is
 def test_should_return_invalid_txn_request_on_end_txn_request_when_status_is_complete_abort_and_result_is_not_abort(
     version: int,
 ) -> None:
-    """TransactionCoordinatorTest.shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsCompleteAbortAndResultIsNotAbort."""
+    """TransactionCoordinatorTest.shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsCompleteAbortAndResultIsNotAbort.
+
+    Under TV2 a commit at the retry epoch is fenced since KAFKA-20785 (apache/kafka#23204), as
+    only a coordinator-side abort leaves that combination; at the current epoch it stays
+    INVALID_TXN_STATE. TV1 is unchanged.
+    """
     h = _Harness(version)
     pid, epoch = h.completed(commit=False, inits=2)
-    assert h.end(pid, _retry_epoch(version, epoch), commit=True).error is ErrorCode.INVALID_TXN_STATE
+    retry = h.end(pid, _retry_epoch(version, epoch), commit=True).error
+    assert retry is (ErrorCode.PRODUCER_FENCED if version >= 2 else ErrorCode.INVALID_TXN_STATE)
+    if version >= 2:
+        assert h.end(pid, epoch, commit=True).error is ErrorCode.INVALID_TXN_STATE
     assert h.md().state is S.COMPLETE_ABORT
 
 
@@ -770,11 +819,12 @@ def test_should_abort_transaction_on_handle_init_pid_when_existing_transaction_i
     pid, epoch = h.ongoing(inits=2)
     resp = h.init()
     assert (resp.error, resp.producer_id, resp.producer_epoch) == (ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1)
-    # The fence bumps the epoch (never handed out); under TV2 the abort bumps it once more.
-    aborting = epoch + 2 if version >= 2 else epoch + 1
+    # The fence bumps the epoch once (never handed out to the new instance); under TV2 that bump is
+    # the abort's own (KAFKA-19367: before Kafka 4.1 the abort bumped once more, epoch + 2).
+    aborting = epoch + 1
     prepare = h.written()[-1]
     assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, aborting)
-    assert prepare.last_producer_epoch == (epoch + 1 if version >= 2 else -1)
+    assert prepare.last_producer_epoch == (epoch if version >= 2 else -1)
     assert prepare.partitions == (TP,)
     h.settle()
     assert h.markers() == [("ABORT", pid, aborting)]
@@ -914,12 +964,150 @@ def test_should_abort_expired_transactions_in_ongoing_state_and_bump_epoch(versi
     pid, epoch = h.ongoing(inits=0)
     h.c.run_for(3_000)
     assert h.c.world.trace.marks[TIMED_OUT] == 1
-    aborting = epoch + 2 if version >= 2 else epoch + 1
+    aborting = epoch + 1  # once, also under TV2 (KAFKA-19367)
     prepare = next(v for v in h.written() if v.state is S.PREPARE_ABORT)
     assert (prepare.producer_id, prepare.producer_epoch, prepare.partitions) == (pid, aborting, (TP,))
     assert (h.md().state, h.md().producer_epoch) == (S.COMPLETE_ABORT, aborting)
     assert h.markers() == [("ABORT", pid, aborting)]
     assert h.end(pid, epoch, commit=True).error is ErrorCode.PRODUCER_FENCED
+
+
+def test_should_not_cause_epoch_overflow_when_init_pid_during_ongoing_txn_v2() -> None:
+    """TransactionCoordinatorTest.shouldNotCauseEpochOverflowWhenInitPidDuringOngoingTxnV2 (KAFKA-19367).
+
+    At the last epoch a client may hold, the fence bumps once to ``Short.MAX_VALUE``; before the
+    fix the TV2 abort bumped a second time past it. The id moves to a new producer id once the
+    abort completes (KAFKA-20090).
+    """
+    h = _Harness(2)
+    pid, _ = h.ongoing(epoch=EXHAUSTED)
+    assert h.init().error is ErrorCode.CONCURRENT_TRANSACTIONS
+    prepare = h.written()[-1]
+    assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, MAX_PRODUCER_EPOCH)
+    assert prepare.last_producer_epoch == EXHAUSTED  # the fenced epoch: bumped once, not twice
+    assert prepare.next_producer_id not in (-1, pid)
+    assert all(v.producer_epoch <= MAX_PRODUCER_EPOCH for v in h.written())
+
+
+def test_tv2_allows_epoch_re_bumping_after_failed_write() -> None:
+    """TransactionCoordinatorTest.testTV2AllowsEpochReBumpingAfterFailedWrite (KAFKA-19367, #19976).
+
+    The first InitProducerId's fence cannot be written (COORDINATOR_NOT_AVAILABLE): nothing was
+    bumped, so the second bumps once from the same epoch and aborts (CONCURRENT_TRANSACTIONS),
+    and the third gets the epoch after that.
+    """
+    h = _Harness(2)
+    pid, epoch = h.ongoing(inits=2)
+    coordinator = h.coordinator()
+    followers = [b for b in sorted(h.c.brokers) if b != coordinator]
+    for b in followers:
+        h.c.crash(b)
+    failed = h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000)
+    assert failed.error is ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert (h.md().state, h.md().producer_epoch) == (S.ONGOING, epoch)
+    for b in followers:
+        h.c.restart(b)
+    h.c.run_for(5_000)
+    assert h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000).error is (
+        ErrorCode.CONCURRENT_TRANSACTIONS
+    )
+    h.settle()
+    assert (h.md().state, h.md().producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
+    retry = h.init()
+    assert (retry.error, retry.producer_id, retry.producer_epoch) == (ErrorCode.NONE, pid, epoch + 2)
+
+
+def _time_out(h: _Harness, *, epoch: int | None = None) -> tuple[int, int]:
+    """Open a transaction with a 1 s timeout and let the coordinator abort it; return (pid, the client's epoch)."""
+    assert h.init(timeout_ms=1_000).error is ErrorCode.NONE
+    pid, e = h.ongoing(inits=0, epoch=epoch)
+    h.c.run_for(3_000)
+    assert h.c.world.trace.marks[TIMED_OUT] == 1
+    assert h.md().state is S.COMPLETE_ABORT
+    return pid, e
+
+
+def test_should_treat_a_late_client_abort_after_a_timeout_abort_as_a_retry_tv2() -> None:
+    """KAFKA-19367's client-visible effect (testRecoveryFromEpochOverflow's flow, below the boundary).
+
+    A TV2 producer whose transaction the coordinator aborted on timeout still holds the epoch it
+    began with; its abort_transaction() EndTxn(ABORT) carries that epoch, one below the abort's,
+    so it is a retry of the abort: NONE with the current producer id and epoch, and the producer
+    can carry on. With the double bump (before Kafka 4.1) it was PRODUCER_FENCED.
+    """
+    h = _Harness(2, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    pid, epoch = _time_out(h)
+    resp = h.end(pid, epoch, commit=False)
+    assert (resp.error, resp.producer_id, resp.producer_epoch) == (ErrorCode.NONE, pid, epoch + 1)
+    assert h.add(pid, epoch + 1) is ErrorCode.NONE  # the next transaction starts at the epoch it was given
+
+
+def test_should_fence_a_commit_that_raced_a_timeout_abort_tv2() -> None:
+    """KAFKA-20785 (apache/kafka#23204): a commit at the retry epoch meeting COMPLETE_ABORT is fenced.
+
+    Only the coordinator can have aborted the transaction the producer is committing, so the
+    producer is told it was fenced (PRODUCER_FENCED), not that it broke the protocol
+    (INVALID_TXN_STATE, which this answer was before the fix).
+    """
+    h = _Harness(2, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    pid, epoch = _time_out(h)
+    resp = h.end(pid, epoch, commit=True)
+    assert resp.error is ErrorCode.PRODUCER_FENCED
+    assert "aborted by the coordinator" in (resp.error_message or "")
+    assert h.end(pid, epoch + 1, commit=True).error is ErrorCode.INVALID_TXN_STATE  # the current epoch: as before
+
+
+def test_should_handle_timeout_at_epoch_overflow_boundary_correctly_and_late_client_abort_request_tv2() -> None:
+    """TransactionCoordinatorTest.shouldHandleTimeoutAtEpochOverflowBoundaryCorrectlyAndLateClientAbortRequestTV2.
+
+    KAFKA-20090: a timeout abort at ``Short.MAX_VALUE - 1`` bumps to ``Short.MAX_VALUE`` and moves
+    the id to a new producer id at epoch 0 when the abort completes; the producer's late
+    EndTxn(ABORT) at the old id and epoch is a retry, answered with the new id and epoch 0 (before
+    the fix it was given epoch 32767, and its next commit wrote 32768).
+    """
+    h = _Harness(2, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    pid, epoch = _time_out(h, epoch=EXHAUSTED)
+    prepare = next(v for v in h.written() if v.state is S.PREPARE_ABORT)
+    assert (prepare.producer_id, prepare.producer_epoch) == (pid, MAX_PRODUCER_EPOCH)
+    assert prepare.last_producer_epoch == epoch
+    new_pid = prepare.next_producer_id
+    assert new_pid not in (-1, pid)
+    md = h.md()
+    assert (md.producer_id, md.producer_epoch, md.prev_producer_id) == (new_pid, 0, pid)
+    resp = h.end(pid, epoch, commit=False)
+    assert (resp.error, resp.producer_id, resp.producer_epoch) == (ErrorCode.NONE, new_pid, 0)
+    assert h.add(new_pid, 0) is ErrorCode.NONE
+    assert h.end(new_pid, 0, commit=True).error is ErrorCode.NONE
+    h.settle()
+    assert all(v.producer_epoch <= MAX_PRODUCER_EPOCH for v in h.written())
+
+
+def test_should_handle_timeout_at_epoch_overflow_boundary_correctly_and_retry_init_producer_id_tv2() -> None:
+    """TransactionCoordinatorTest.shouldHandleTimeoutAtEpochOverflowBoundaryCorrectlyAndRetryInitProducerIdTV2.
+
+    After the rotation, the producer's InitProducerId with its old id and epoch (KIP-360) is a
+    retry: the new id at epoch 0, without a bump.
+    """
+    h = _Harness(2, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    pid, epoch = _time_out(h, epoch=EXHAUSTED)
+    new_pid = h.md().producer_id
+    resp = h.init(pid=pid, epoch=epoch)
+    assert (resp.error, resp.producer_id, resp.producer_epoch) == (ErrorCode.NONE, new_pid, 0)
+
+
+def test_should_rotate_producer_id_when_init_pid_fences_ongoing_txn_at_epoch_overflow_boundary_tv2() -> None:
+    """TransactionCoordinatorTest.shouldRotateProducerIdWhenInitPidFencesOngoingTxnAtEpochOverflowBoundaryTV2."""
+    h = _Harness(2)
+    pid, epoch = h.ongoing(epoch=EXHAUSTED)
+    assert h.init().error is ErrorCode.CONCURRENT_TRANSACTIONS
+    prepare = h.written()[-1]
+    assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, MAX_PRODUCER_EPOCH)
+    new_pid = prepare.next_producer_id
+    assert new_pid not in (-1, pid)
+    h.settle()
+    assert (h.md().state, h.md().producer_id, h.md().producer_epoch) == (S.COMPLETE_ABORT, new_pid, 0)
+    resp = h.end(pid, epoch, commit=False)
+    assert (resp.error, resp.producer_id, resp.producer_epoch) == (ErrorCode.NONE, new_pid, 0)
 
 
 def test_should_not_abort_expired_transactions_that_have_a_pending_state_transition() -> None:

@@ -309,12 +309,19 @@ def test_retry_init_transactions_after_timeout() -> None:
 
 @pytest.mark.parametrize("cause", ["new_instance", "transaction_timeout"])
 def test_invalid_producer_epoch_from_produce(cause: str) -> None:
-    """Kafka's testInvalidProducerEpochFromProduce: abortable; the abort's EndTxn goes first and is fenced here."""
+    """Kafka's testInvalidProducerEpochFromProduce: abortable; the abort's EndTxn goes first.
+
+    After a new instance fenced the producer, that EndTxn is refused as fenced. After the
+    coordinator's own timeout abort, a TV2 producer's EndTxn(ABORT) at its epoch is a retry of that
+    abort (KAFKA-19367, Kafka 4.1: the abort bumped the epoch once): it is answered with the new
+    epoch, and the producer carries on.
+    """
     c = _cluster(**{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     p = _producer(c, **{"transaction.timeout.ms": 2_000})
     p.begin_transaction()
     p.produce("t", value=b"first", partition=0)
     p.flush()
+    began_at = p.producer_epoch
     if cause == "new_instance":
         _producer(c)  # fences p: its open transaction is aborted with a bumped epoch
     else:
@@ -331,6 +338,17 @@ def test_invalid_producer_epoch_from_produce(cause: str) -> None:
     with pytest.raises(InvalidProducerEpochException):
         p.produce("t", value=b"more", partition=1)
     since = _mark(c)
+    if cause == "transaction_timeout":
+        p.abort_transaction()  # a retry of the coordinator's abort: NONE, with the epoch it bumped to
+        sent = _sent(c, p, since, "EndTxnRequest")
+        assert (sent[0]["result"], sent[0]["epoch"]) == ("ABORT", began_at)
+        assert [a["error"] for a in _answers(c, p, since, "EndTxnResponse")] == ["NONE"]
+        assert p.fatal_error is None
+        p.begin_transaction()
+        p.produce("t", value=b"after-timeout", partition=0)
+        p.commit_transaction()
+        assert _read_committed(c) == [b"after-timeout"]
+        return
     with pytest.raises(ProducerFencedException):
         p.abort_transaction()
     # The abort starts with EndTxn(ABORT) at the stale epoch; the coordinator refuses it as fenced,

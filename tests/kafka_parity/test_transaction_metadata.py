@@ -8,13 +8,13 @@ engine's transaction version 1; TV_2 is 2.
 
 Reference: apache/kafka ``transaction-coordinator/src/test/java/org/apache/kafka/coordinator/
 transaction/TransactionMetadataTest.java`` and ``TransactionMetadata.java`` / ``TransactionState.java``
-(4.x), and the Scala ``TransactionMetadataTest`` it replaced.
+at trunk ``d79bd502`` (2026-08-23, Kafka 4.2), and the Scala ``TransactionMetadataTest`` it replaced.
 
 Differences in shape, not in outcome: the engine has no separate ``prepareFenceProducerEpoch``
 (PREPARE_EPOCH_FENCE is never written): ``prepare_fence_and_abort`` stages the PREPARE_ABORT that
 Kafka's fence is followed by, so the fence tests check that value. ``testFenceProducerNotAllowedIfItWouldOverflow``
-follows Kafka 4.0 (the fence at ``Short.MAX_VALUE`` is refused); the newest Java version logs an
-error and keeps the epoch at ``Short.MAX_VALUE`` instead.
+follows Kafka 4.2 (KAFKA-20090, #21469: the fence at ``Short.MAX_VALUE`` keeps the epoch there
+instead of refusing).
 
 Not paraphrased: none; every test of the 4.x file has a counterpart here. (The client-side
 ``org.apache.kafka.clients.admin.TransactionState.parse`` half of ``testTransactionStateIdAndNameMapping``
@@ -262,12 +262,17 @@ def test_invalid_transition_from_complete_abort_to_fence() -> None:
 
 
 def test_fence_producer_not_allowed_if_it_would_overflow() -> None:
-    """TransactionMetadataTest.testFenceProducerNotAllowedIfItWouldOverflow (the Kafka 4.0 outcome)."""
+    """TransactionMetadataTest.testFenceProducerNotAllowedIfItWouldOverflow (Kafka 4.2, KAFKA-20090 #21469).
+
+    Kafka 4.0 threw here; since #21469 the fence at ``Short.MAX_VALUE`` logs an error and keeps
+    the epoch, so no value past a Java short is ever staged.
+    """
     md = _metadata(S.ONGOING, MAX_PRODUCER_EPOCH)
     assert md.is_producer_epoch_exhausted
-    with pytest.raises(IllegalStateError, match="overflow"):
-        md.prepare_fence_and_abort(1, NOW)
-    assert (md.producer_epoch, md.pending_state) == (MAX_PRODUCER_EPOCH, None)
+    for version in (1, 2):
+        value = md.prepare_fence_and_abort(version, NOW)
+        assert (value.state, value.producer_epoch) == (S.PREPARE_ABORT, MAX_PRODUCER_EPOCH)
+        md.abort_pending()
 
 
 # -- producer id rotation and TV2 epoch bumps on EndTxn ---------------------------------------------

@@ -32,7 +32,7 @@ def _polled_values(result: Any) -> set[str]:
 def test_deadlock_is_detected_and_explained_with_topic_offset_lso_id_and_timeout(seed: int) -> None:
     result = run_spec(DEADLOCK, seed)
     assert result.ok, result.verdict()
-    assert result.status == "PASS"
+    assert result.status == "CAUGHT"
     assert result.expected == ("request-reply-deadlock",)
     assert not result.missing
     why = result.extra["deadlock"]

@@ -73,12 +73,29 @@ def test_a_positive_control_whose_fault_swarm_did_not_draw_is_skipped_with_the_r
 
 def test_the_same_positive_control_without_swarm_is_still_judged_as_one():
     r = run_spec(BY_NAME[POWER_LOSS], 1)
-    assert r.status == "PASS"
+    assert r.status == "CAUGHT"
+    assert r.verdict().startswith(f"CAUGHT {POWER_LOSS} seed=1: caught ")
     assert not r.skipped
 
 
 def test_a_sweep_counts_skipped_positive_controls_apart(capsys):
     assert main(["sweep", POWER_LOSS, "--swarm", "--seeds", "2", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "2 runs: 0 passed, 0 failed, 2 skipped (positive control's fault kind not drawn)" in out
+    assert "2 runs: 0 passed, 0 failed, 2 skipped (a positive control that could not show its anomaly)" in out
     assert "FAILED" not in out
+
+
+def test_a_positive_control_that_shows_its_anomaly_undrawn_is_caught_not_failed():
+    """Swarm did not draw the saga contrast's fault kind, yet the missing compensation shows: a catch."""
+    saga = BY_NAME["saga contrast: no compensation"]
+    r = run_spec(saga, 95001, swarm=True)
+    assert r.status == "CAUGHT", r.verdict()
+    assert r.caught == ("saga-incomplete",)
+
+
+def test_a_positive_control_that_cannot_show_its_anomaly_says_why():
+    """The request-reply deadlock with its requester's coordinator down when the reply is late: SKIP, with the why."""
+    deadlock = BY_NAME["request-reply: deadlock inside a transaction"]
+    r = run_spec(deadlock, 95013, swarm=True)
+    assert r.status == "SKIP", r.verdict()
+    assert "could not be asked why" in r.skipped or "never written" in r.skipped
