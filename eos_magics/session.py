@@ -516,9 +516,15 @@ class Session:
             raise unknown_name("node", node, names, how="name a broker id (1, 2, …) or a node name")
         return node
 
-    def fault(self, action: str, *nodes: Any) -> None:
-        """``crash``, ``restart``, ``pause``, ``resume``, ``isolate`` a node; ``heal`` everything."""
+    def fault(self, action: str, *nodes: Any, power: bool = False) -> None:
+        """``crash``, ``restart``, ``pause``, ``resume``, ``isolate`` a node; ``heal`` everything.
+
+        ``power`` (crash only): the machine loses power, not just the process: the unflushed tail
+        is lost and nobody is told (peers time out), where a process crash closes its connections.
+        """
         c = self.cluster
+        if power and action != "crash":
+            raise EosUsageError("--power goes with crash: %eos_fault crash 2 --power")
         actions: dict[str, Callable[..., None]] = {
             "crash": c.crash,
             "restart": c.restart,
@@ -536,6 +542,9 @@ class Session:
             raise EosUsageError(f"unknown fault '{action}'{did_you_mean(action, [*actions, 'heal'])}")
         if len(nodes) != 1:
             raise EosUsageError(f"{action} takes one node: a broker id or a node name")
+        if power:
+            self.call_engine(c.crash, self.node(nodes[0]), lose_unflushed_tail=True)
+            return
         self.call_engine(fn, self.node(nodes[0]))
 
     def cut(self, a: Sequence[Any], b: Sequence[Any], *, one_way: bool = False) -> None:

@@ -193,10 +193,7 @@ class OutboxPipeline(Workload):
         gen = 0
         while True:
             consumer = run.cluster.consumer(
-                run.consumer_config(
-                    # a short request timeout: a crashed broker's fetch is given up in 1.5 s, not Kafka's 30 s
-                    {"isolation.level": "read_committed", "client.id": f"sink-{gen}", "request.timeout.ms": 1_500}
-                )
+                run.consumer_config({"isolation.level": "read_committed", "client.id": f"sink-{gen}"})
             )
             sink = sinks.IdempotentSink(db, consumer, parts, dedup=self.dedup, history=(run.history, proc))
             idle = 0

@@ -141,14 +141,7 @@ class SagaWorkload(Workload):
         gen = 0
         while True:
             consumer = run.cluster.consumer(
-                run.consumer_config(
-                    # a short request timeout: a crashed broker's fetch is given up in 1.5 s, not Kafka's 30 s
-                    {
-                        "isolation.level": "read_committed",
-                        "client.id": f"{name}-consumer-{gen}",
-                        "request.timeout.ms": 1_500,
-                    }
-                )
+                run.consumer_config({"isolation.level": "read_committed", "client.id": f"{name}-consumer-{gen}"})
             )
             reader = saga.SagaConsumer(db, consumer, parts, service.handle, history=(run.history, proc))
             while True:

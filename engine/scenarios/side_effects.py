@@ -222,7 +222,6 @@ class InvoiceLoop(Workload):
                     "isolation.level": "read_committed",
                     "group.id": "invoicers",
                     "client.id": f"invoicer-{slot}-consumer-{gen}",
-                    "request.timeout.ms": 1_500,
                 }
             )
         )
@@ -337,14 +336,7 @@ class InvoiceLoop(Workload):
         gen = 0
         while True:
             consumer = run.cluster.consumer(
-                run.consumer_config(
-                    # a short request timeout: a crashed broker's fetch is given up in 1.5 s, not Kafka's 30 s
-                    {
-                        "isolation.level": "read_committed",
-                        "client.id": f"email-sender-{gen}",
-                        "request.timeout.ms": 1_500,
-                    }
-                )
+                run.consumer_config({"isolation.level": "read_committed", "client.id": f"email-sender-{gen}"})
             )
             sender = EmailSender(db, consumer, [(INVOICES, p) for p in range(self.partitions)], (run.history, proc))
             idle = 0

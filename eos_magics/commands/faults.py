@@ -23,6 +23,11 @@ class FaultMagics(FamilyMagics):
     @argument("action", choices=[*NODE_FAULTS, "cut", "heal", *MESSAGE_FAULTS, "release", "rules"])
     @argument("nodes", nargs="*", help="a broker id (1, 2, …) or a node/client name; cut: A... --from B...")
     @argument("--from", dest="other", nargs="+", default=None, help="cut: the other side of the cut")
+    @argument(
+        "--power",
+        action="store_true",
+        help="crash: the machine loses power (unflushed writes lost; silent, like a cut) instead of the process",
+    )
     @argument("--one-way", action="store_true", help="cut: only messages from the first group are lost")
     @argument("--type", dest="body_type", default=None, help="drop/delay/hold: a message type, e.g. ProduceResponse")
     @argument("--kind", choices=["request", "response", "oneway"], default=None, help="message kind")
@@ -36,14 +41,22 @@ class FaultMagics(FamilyMagics):
         """Break things: nodes, the network, or single messages.
 
         %eos_fault crash 2                 a broker (or: restart, pause, resume, isolate)
+        %eos_fault crash 2 --power         the machine, not the process: unflushed writes are lost
         %eos_fault cut 1 --from 2 3        a network partition; %eos_fault heal ends every fault
         %eos_fault drop --type ProduceResponse   lose the next acknowledgement (the retry is deduplicated)
         %eos_fault hold --type EndTxnRequest     keep a message until %eos_fault release
+
+        Who notices, as on Kafka: ``crash`` kills the broker's *process*; its operating system
+        closes its connections, so every client with a request in flight sees the disconnect at
+        once (NetworkException, retriable), refreshes metadata and backs off
+        (reconnect.backoff.ms) until the controller moves leadership
+        (broker.session.timeout.ms). ``crash --power``, ``isolate``, ``cut`` and ``pause`` are
+        silent: nothing answers, and a client waits out its request.timeout.ms.
         """
         args = parse_argstring(self.eos_fault, line)
         s = self.session
         if args.action in NODE_FAULTS or args.action == "heal":
-            s.fault(args.action, *args.nodes)
+            s.fault(args.action, *args.nodes, power=args.power)
             return None
         if args.action == "cut":
             if not args.nodes or not args.other:
