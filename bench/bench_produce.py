@@ -31,11 +31,15 @@ a fast engine that loses records is not a result.
 Figures only; no timing is asserted. Targets: records/s ratio engine/model ≥ 1/3 (T2 at batch
 100, T3 at batch 1) and RSS growth ratio engine/model ≤ 2 (T5).
 
+With ``--baseline-tree DIR`` (a checkout of another commit, e.g. a ``git worktree``) every engine
+row also runs against that checkout's engine, in the same run, as ``base`` rows beside the model.
+
 Usage::
 
     python bench/bench_produce.py                    # 1M records (100k for batch = 1)
     python bench/bench_produce.py --records 200000   # scale down
     python bench/bench_produce.py --quick            # CI smoke run (20k records)
+    python bench/bench_produce.py --baseline-tree /tmp/base   # before/after, same run
     # one variant in this process, e.g. under a profiler:
     python -m cProfile -s cumtime bench/bench_produce.py --child engine --records 100000 --batch 100
 """
@@ -58,7 +62,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 from _common import BenchError, check, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
 
-sys.path.insert(0, str(ROOT))
+if "--engine-root" in sys.argv:  # a child timing another checkout's engine (--baseline-tree)
+    sys.path.insert(0, sys.argv[sys.argv.index("--engine-root") + 1])
+else:
+    sys.path.insert(0, str(ROOT))
 
 TOPIC = "bench"
 PARTITIONS = 8
@@ -350,11 +357,13 @@ def child(kind: str, records: int, batch: int, idempotent: bool, seed: int, coal
     return out
 
 
-def variants(records: int, batch1_records: int) -> list[tuple[str, int, int, bool]]:
-    """Return (kind, records, batch, idempotent) for every row, model right after its engine."""
+def variants(records: int, batch1_records: int, *, baseline: bool = False) -> list[tuple[str, int, int, bool]]:
+    """Return (kind, records, batch, idempotent) for every row, model right after its engine (and base)."""
     rows = []
     for batch, n, idem in ((100, records, True), (1, batch1_records, True), (100, records, False)):
         rows.append(("engine", n, batch, idem))
+        if baseline:
+            rows.append(("base", n, batch, idem))
         rows.append(("model", n, batch, idem))
     return rows
 
@@ -365,7 +374,7 @@ def run_child(kind: str, records: int, batch: int, idem: bool, args: argparse.Na
         sys.executable,
         str(Path(__file__).resolve()),
         "--child",
-        kind,
+        "engine" if kind == "base" else kind,
         "--records",
         str(records),
         "--batch",
@@ -378,6 +387,8 @@ def run_child(kind: str, records: int, batch: int, idem: bool, args: argparse.Na
         cmd.append("--no-idempotence")
     if args.model_coalesce:
         cmd.append("--model-coalesce")
+    if kind == "base":
+        cmd += ["--engine-root", str(args.baseline_tree.resolve())]
     return run_json_child(cmd, timeout=args.timeout, what=f"{kind} batch={batch} idempotence={idem}")
 
 
@@ -399,7 +410,7 @@ def print_table(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
         rate = r["records"] / r["seconds"]
         ratio = growth_ratio = ""
         other = results.get(("model", batch, idem))
-        if kind == "engine" and other is not None:
+        if kind in ("engine", "base") and other is not None:
             ratio = f"{rate / (other['records'] / other['seconds']):.3f}"
             if other["rss_growth"] > 0:
                 growth_ratio = f"{r['rss_growth'] / other['rss_growth']:.2f}"
@@ -451,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=100, help="with --child: records per batch")
     ap.add_argument("--no-idempotence", action="store_true", help="with --child: enable.idempotence=false")
     ap.add_argument("--json", action="store_true", help="with --child: print the figures as one JSON line")
+    ap.add_argument("--baseline-tree", type=Path, help="also run the engine rows on this checkout's engine")
+    ap.add_argument("--engine-root", help=argparse.SUPPRESS)  # set by run_child for a baseline child
     ap.add_argument(
         "--model-coalesce",
         action="store_true",
@@ -479,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: dict[tuple[str, int, bool], dict[str, Any]] = {}
     failures: list[str] = []
-    for kind, n, batch, idem in variants(args.records, args.batch1_records):
+    for kind, n, batch, idem in variants(args.records, args.batch1_records, baseline=args.baseline_tree is not None):
         try:
             results[(kind, batch, idem)] = run_child(kind, n, batch, idem, args)
         except (BenchError, subprocess.TimeoutExpired) as exc:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine.args import call_wait_ms
 from engine.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
 from engine.errors import TimeoutException, UnknownTopicOrPartitionException
 from engine.protocol import MetadataRequest, MetadataResponse, PartitionState
-from engine.rpc import RECONNECT_BACKOFF_MAX_MS, RECONNECT_BACKOFF_MS, RpcNode
+from engine.rpc import RpcNode
 
 if TYPE_CHECKING:
     from engine.sim.world import World
@@ -32,23 +32,23 @@ if TYPE_CHECKING:
 METADATA_TIMEOUT_MS = 1_000
 
 
+class ClientBackoffs(Protocol):
+    """The backoff settings every client's config has (``ProducerConfig``, ``ConsumerConfig``)."""
+
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+
+
 class ClientNode(RpcNode):
     """A client node with a metadata cache."""
 
-    def __init__(
-        self,
-        world: World,
-        name: str,
-        bootstrap: list[str],
-        retry_backoff_ms: int,
-        retry_backoff_max_ms: int = 1_000,
-        reconnect_backoff_ms: int = RECONNECT_BACKOFF_MS,
-        reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS,
-    ) -> None:
-        super().__init__(world, name, reconnect_backoff_ms, reconnect_backoff_max_ms)
+    def __init__(self, world: World, name: str, bootstrap: list[str], config: ClientBackoffs) -> None:
+        super().__init__(world, name, config.reconnect_backoff_ms, config.reconnect_backoff_max_ms)
         self.bootstrap = sorted(bootstrap)
-        self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = max(retry_backoff_ms, retry_backoff_max_ms)
+        self.retry_backoff_ms = config.retry_backoff_ms
+        self.retry_backoff_max_ms = max(config.retry_backoff_ms, config.retry_backoff_max_ms)
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.partition_counts: dict[str, int] = {}
         self.live_brokers: tuple[int, ...] = ()

@@ -103,15 +103,7 @@ class Consumer(ClientNode):
             ConsumerConfig, config, what="consumer", extra_keys=IGNORED_CLIENT_KEYS
         )
         name = self.config.client_id or f"consumer-{len([n for n in world.nodes if n.startswith('consumer-')]) + 1}"
-        super().__init__(
-            world,
-            name,
-            bootstrap,
-            self.config.retry_backoff_ms,
-            self.config.retry_backoff_max_ms,
-            self.config.reconnect_backoff_ms,
-            self.config.reconnect_backoff_max_ms,
-        )
+        super().__init__(world, name, bootstrap, self.config)
         #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
         self.observer: ConsumerObserver | None = None
         #: ``isolation.level`` parsed (the config keeps Kafka's spelling).

@@ -111,15 +111,7 @@ class Producer(ClientNode):
             ProducerConfig, config, what="producer", extra_keys=IGNORED_CLIENT_KEYS
         )
         name = self.config.client_id or f"producer-{len([n for n in world.nodes if n.startswith('producer-')]) + 1}"
-        super().__init__(
-            world,
-            name,
-            bootstrap,
-            self.config.retry_backoff_ms,
-            self.config.retry_backoff_max_ms,
-            self.config.reconnect_backoff_ms,
-            self.config.reconnect_backoff_max_ms,
-        )
+        super().__init__(world, name, bootstrap, self.config)
         self._rng = world.rng.stream(f"{name}:partitioner")
         #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
         self.observer: ProducerObserver | None = None

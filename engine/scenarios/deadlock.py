@@ -13,7 +13,9 @@ and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` 
 would after giving up: it raises the error the coordinator's timeout abort left
 (``ProducerFencedException``: the abort bumped the epoch). The judge reports
 ``request-reply-deadlock: <why> Outcome: <what happened>``. With ``commit_first=True`` the requester
-commits the request, then waits for the reply outside any transaction: the reply arrives.
+commits the request (a transaction that fails under faults is tried again by a new instance, as
+an application would), then waits for the reply outside any transaction for as long as the run
+lasts: the reply arrives, and ``request-reply-timeout`` says when it did not.
 
 The requester's transaction is recorded as a ``txn`` op (``fail`` once the coordinator aborted it),
 the responder's polls and replies as ``poll``/``send`` ops, so the black-box checker judges the
@@ -129,11 +131,57 @@ class RequestReply(Workload):
         try:
             producer.init_transactions()
             _assigned(run, reader, consumer, REPLIES)
-            yield from self._request(run, proc, reader, producer, consumer)
+            if self.commit_first:
+                yield from self._request_committed_first(run, proc, reader, producer, consumer)
+            else:
+                yield from self._request(run, proc, reader, producer, consumer)
         finally:
             run.extra["requester_done"] = True
 
+    def _request_committed_first(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
+        """Commit the request, trying again after a failed transaction; then wait for its reply, unbounded."""
+        attempt = 0
+        while "request" not in run.extra:
+            request = f"p{proc}-t{attempt}-request"
+            op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
+            try:
+                producer.begin_transaction()
+                err, msg = yield from _delivered(producer, REQUESTS, request)
+                if err is not None:
+                    raise err
+                producer.commit_transaction()
+            except (KafkaError, IllegalStateError) as exc:
+                run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
+                attempt += 1
+                run.extra["request_attempts"] = attempt
+                yield Sleep(200)
+                producer = run.cluster.producer(
+                    run.producer_config(
+                        {
+                            "transactional.id": self.transactional_id,
+                            "client.id": f"requester-{attempt}",
+                            "linger.ms": 0,
+                            "transaction.timeout.ms": self.transaction_timeout_ms,
+                        }
+                    )
+                )
+                try:
+                    producer.init_transactions()  # fences the failed instance and ends what it left open
+                except (KafkaError, IllegalStateError):
+                    continue
+                continue
+            run.history.complete(op, "ok", (Send(REQUESTS, 0, request, msg.offset()),), run.now_ms)
+            run.extra["request"] = (REQUESTS, 0, msg.offset(), request)
+        sent_ms = run.now_ms
+        while True:
+            msgs = _poll(run, reader, consumer)
+            if msgs:
+                run.extra["reply"] = (msgs[0].value(), run.now_ms - sent_ms)
+                return
+            yield Sleep(POLL_PAUSE_MS)
+
     def _request(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
+        """The deadlock: the request inside the transaction, the wait for its reply, the diagnosis, the commit."""
         request = f"p{proc}-t0-request"
         op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
         try:
@@ -143,9 +191,6 @@ class RequestReply(Workload):
                 raise err
             offset = msg.offset()
             run.extra["request"] = (REQUESTS, 0, offset, request)
-            if self.commit_first:
-                producer.commit_transaction()
-                run.history.complete(op, "ok", (Send(REQUESTS, 0, request, offset),), run.now_ms)
         except (KafkaError, IllegalStateError) as exc:
             run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
             return
@@ -153,8 +198,6 @@ class RequestReply(Workload):
         reply = yield from self._await_reply(run, reader, consumer, sent_ms + self.reply_timeout_ms)
         if reply is not None:
             run.extra["reply"] = (reply, run.now_ms - sent_ms)
-        if self.commit_first:
-            return  # committed already; no reply is reported by the judge
         txn_start = None
         if reply is None:
             txn_start = self._diagnose(run, offset)
@@ -219,8 +262,10 @@ class RequestReply(Workload):
         if "reply" in run.extra or not self.commit_first:
             return []  # the deadlock control without a diagnosis: cannot_show says why, or it missed
         request = run.extra.get("request")
-        detail = run.extra.get("diagnosis_error", "and explain_stall found no deadlock")
-        return [f"request-reply-timeout: no reply to {request} within {self.reply_timeout_ms} ms, {detail}"]
+        if request is None:
+            attempts = run.extra.get("request_attempts", 0)
+            return [f"request-reply-timeout: the request was never committed ({attempts} failed transaction(s))"]
+        return [f"request-reply-timeout: no reply to the committed request {request} by the end of the run"]
 
     def cannot_show(self, run: Run) -> str:
         """Why the deadlock could not be shown: the request never written, or no diagnosis possible then."""

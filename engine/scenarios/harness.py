@@ -73,7 +73,9 @@ FAST_FAILOVER = (
 LIVENESS_GRACE_MS = 30_000
 
 #: The timing of a consume-transform-produce loop's transactional producer (the copier's and the
-#: invoicing loop's): short request timeouts so a crashed broker is given up in seconds, not minutes.
+#: invoicing loop's): short request timeouts so a request lost to a silent fault (a dropped message,
+#: a partition, a paused broker) is retried in seconds, not after Kafka's 30 s; a crashed broker
+#: needs no such help, since its connections close at once.
 TXN_PRODUCER_TIMING = (
     ("linger.ms", 0),
     ("request.timeout.ms", 1_500),
@@ -490,12 +492,18 @@ def fault_plan(spec: Spec, seed: int, *, mutant: Mutant | None = None, swarm: bo
 
 
 def _why_not_shown(run: Run, spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan, swarm: bool) -> str:
-    """Return why a positive control could not show its anomaly on this run, or "" (then it missed it)."""
+    """Return why a positive control could not show its anomaly on this run, or "" (then it missed it).
+
+    The workload's own reason comes first (it knows what the anomaly needed); then a fault kind swarm
+    did not draw.
+    """
+    reason = spec.workload.cannot_show(run)
+    if reason:
+        return f"n/a: {reason}"
     undrawn = _undrawn_control_kinds(spec, seed, mutant, plan) if swarm else []
     if undrawn:
         return f"n/a: positive control's fault kind ({', '.join(undrawn)}) was not drawn by swarm"
-    reason = spec.workload.cannot_show(run)
-    return f"n/a: {reason}" if reason else ""
+    return ""
 
 
 def _undrawn_control_kinds(spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan) -> list[str]:

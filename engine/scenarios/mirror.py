@@ -176,6 +176,8 @@ class Mirror(Workload):
         build_target(run)
         run.extra["mirror_attempted"] = []
         run.extra["mirror_reader_polls"] = []
+        run.extra["mirror_reader_poll_times"] = []
+        run.extra["mirror_commits"] = []
         run.extra["mirror_instances"] = 0
         run.spawn(self._source_producer)
         run.spawn(self._mirror)
@@ -191,8 +193,12 @@ class Mirror(Workload):
                 return
             if producer is None or not producer.is_up:
                 try:
+                    # a short transaction timeout: an instance that crashed mid-transaction after the
+                    # safety phase is never replaced, and only the coordinator can end what it left open
                     producer = run.cluster.producer(
-                        run.producer_config({**_PRODUCER, "transactional.id": "src-producer"})
+                        run.producer_config(
+                            {**_PRODUCER, "transactional.id": "src-producer", "transaction.timeout.ms": 10_000}
+                        )
                     )
                     producer.init_transactions()
                 except (KafkaError, IllegalStateError):
@@ -290,8 +296,10 @@ class Mirror(Workload):
         consumer = target.consumer({"isolation.level": "read_committed", "client.id": "target-reader"})
         consumer.assign([(DST, p) for p in range(PARTITIONS)])
         polls: list[tuple[str, ...]] = run.extra["mirror_reader_polls"]
+        times: list[int] = run.extra["mirror_reader_poll_times"]
         while True:
             done = run.extra.get("mirror_done", False)
+            times.append(run.now_ms)
             msgs = consumer.consume(500, timeout=0.01)
             if msgs:
                 polls.append(tuple(m.value() for m in msgs if m.error() is None))
@@ -339,9 +347,25 @@ class Mirror(Workload):
         return findings
 
     def cannot_show(self, run: Run) -> str:
-        """The split needs a committed source transaction to cut: none, when every source transaction failed."""
-        if self.report_splits and not run.extra.get("mirror_committed_transactions"):
+        """Why no split could be seen: no committed source transaction, or no reader poll while one was half copied."""
+        if not self.report_splits:
+            return ""
+        committed = run.extra.get("mirror_committed_transactions", 0)
+        if not committed:
             return "no source transaction was committed (each failed under the faults), so none could be split"
+        # When did the target commit each part of a source transaction? A split is visible only to
+        # a poll between the commit of its first part and that of its last.
+        parts: dict[int, list[int]] = {}
+        for at_ms, values in run.extra.get("mirror_commits", ()):
+            for n in {txn_of(v) for v in values} - {None}:
+                parts.setdefault(n, []).append(at_ms)  # type: ignore[arg-type]
+        windows = [(min(ts), max(ts)) for ts in parts.values() if min(ts) < max(ts)]
+        polls = run.extra.get("mirror_reader_poll_times", ())
+        if not any(a <= t < b for t in polls for a, b in windows):
+            return (
+                f"the target reader polled at no moment when one of the {committed} committed source "
+                "transaction(s) was partly copied (other processes' calls held it back)"
+            )
         return ""
 
 
@@ -460,6 +484,7 @@ class ExactlyOnceMirror(Mirror):
                     self._crash(run, *clients)  # the offsets are pending in the target group: aborted too
                     return "restart"
                 producer.commit_transaction()
+                run.extra["mirror_commits"].append((run.now_ms, tuple(m.value() for m in msgs)))
             except (KafkaError, IllegalStateError):
                 self._crash(run, *clients)
                 return "restart"

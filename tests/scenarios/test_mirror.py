@@ -13,6 +13,7 @@ duplicates after a crash between flush and offset commit. A mirror run is a func
 from __future__ import annotations
 
 import dataclasses
+import types
 
 import pytest
 
@@ -129,3 +130,30 @@ def test_a_mirror_run_is_a_function_of_its_seed() -> None:
     assert a.extra["mirror_split_transactions"] == b.extra["mirror_split_transactions"]
     assert run_spec(EXACTLY_ONCE, 5).fingerprint != a.fingerprint
     assert any(e.node.startswith("target/") for e in a.cluster.world.trace.events)
+
+
+def test_a_mirror_behind_an_open_source_transaction_has_not_copied_everything() -> None:
+    """Swarm sweep: the at-least-once mirror declared itself done while a source transaction was still open.
+
+    A read_committed source consumer polls nothing behind an open transaction (the LSO holds it
+    back), which once read as "copied everything" and ended the mirror before the COMMIT marker
+    came (``mirror-lost``). Done is when the positions reach the source's high watermark.
+    """
+    c = Cluster(seed=2, brokers=3, config=CONFIG)
+    c.create_topic("src", partitions=2, replication_factor=3)
+    run = types.SimpleNamespace(cluster=c)
+    workload = AT_LEAST_ONCE.workload
+    p = c.producer({"transactional.id": "src-producer"})
+    p.init_transactions()
+    p.begin_transaction()
+    for i in range(TXN_RECORDS):
+        p.produce("src", value=txn_value(0, i), partition=i % 2)
+    p.flush()
+    mirror = c.consumer({"isolation.level": "read_committed"})
+    mirror.assign([TopicPartition("src", 0, 0), TopicPartition("src", 1, 0)])
+    ends = c.consumer()
+    assert _drain(mirror) == []  # behind the open transaction: nothing to poll
+    assert not workload._copied_all(run, mirror, ends)
+    p.commit_transaction()
+    assert sorted(_drain(mirror)) == sorted(txn_value(0, i) for i in range(TXN_RECORDS))
+    assert workload._copied_all(run, mirror, ends)
