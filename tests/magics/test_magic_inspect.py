@@ -224,12 +224,12 @@ def test_scenario_run_demo(ip: Shell) -> None:
 
 
 def test_scenario_run_with_a_mutant_fails(ip: Shell) -> None:
-    result = run(ip, "%eos_scenario run isolation: lso off by one --seed 7 --mutant M10")
+    result = run(ip, "%eos_scenario run isolation: lso off by one --seed 2 --mutant M10")
     assert result.status == "FAIL"
     assert not result.ok
     assert "G1a" in result.text
     assert "--mutant M10" in result.replay
-    clean = run(ip, "%eos_scenario run isolation: lso off by one --seed 7")
+    clean = run(ip, "%eos_scenario run isolation: lso off by one --seed 2")
     assert clean.status == "PASS"
 
 

@@ -163,10 +163,10 @@ def test_isolate_cut_and_heal(ip: Shell) -> None:
     c = basic(ip)
     net = c.world.network
     run(ip, "%eos_fault isolate 3")
-    assert ("broker-3", "broker-1") in net.blocked
-    assert ("broker-1", "broker-3") in net.blocked
+    assert net.isolated == {"broker-3"}
+    assert net._cut("broker-3", "broker-1") and net._cut("broker-1", "broker-3")
     run(ip, "%eos_fault heal")
-    assert net.blocked == set()
+    assert net.blocked == set() and net.isolated == set()
     run(ip, "%eos_fault cut 1 --from 2 3 --one-way")
     assert net.blocked == {("broker-1", "broker-2"), ("broker-1", "broker-3")}
     run(ip, "%eos_fault heal")
@@ -280,3 +280,16 @@ def test_time_until_that_never_holds_names_max_ms(ip: Shell) -> None:
     assert "\n" not in str(caught.value)
     assert c.now_ms - start >= 250
     assert run(ip, "%eos_time run 10") == c.now_ms  # still running
+
+
+def test_crash_power_loses_the_machine_silently_and_goes_with_crash_only(ip: Shell) -> None:
+    c = basic(ip)
+    run(ip, "%eos_fault crash 2 --power")
+    broker = c.world.node("broker-2")
+    assert broker.status.value == "down" and broker.machine_lost
+    crash = [e for e in c.world.trace.events if e.name == "crash" and e.node == "broker-2"][-1]
+    assert crash.get("lose_unflushed_tail") is True
+    with pytest.raises(EosUsageError, match="--power goes with crash"):
+        run(ip, "%eos_fault pause 1 --power")
+    run(ip, "%eos_fault restart 2")
+    assert broker.is_up and not broker.machine_lost

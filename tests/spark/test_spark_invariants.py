@@ -38,7 +38,7 @@ Samples = list[TimelineSample]
 CLEAN = [
     ("crash-s1", "replication: leader crash with acks=all", 1),
     ("failover-s1", "coordinator: failover", 1),
-    ("zombie-s1", "transactions: zombie fencing", 1),
+    ("zombie-s3", "transactions: zombie fencing", 3),
     ("soak-s1", "swarm: soak", 1),
     ("soak-s2", "swarm: soak", 2),
 ]
@@ -197,15 +197,15 @@ CORRUPTIONS = [
     ("c-overlap", "crash-s1", overlapping_batch, {"L1-offset-order"}),
     ("c-seq-gap", "crash-s1", sequence_gap, {"L2-sequence-gap"}),
     ("c-epoch", "crash-s1", lower_epoch, {"L3-epoch-regression"}),
-    ("c-after-marker", "zombie-s1", data_after_marker, {"L3-epoch-regression", "L4-data-after-marker"}),
-    ("c-no-marker", "zombie-s1", missing_marker, {"L5-hanging-txn", "L6-atomicity"}),
-    ("c-retyped", "zombie-s1", retyped_marker, {"L6-atomicity", "L9-aborted-index"}),
-    ("c-dup-marker", "zombie-s1", duplicate_marker, {"L4-duplicate-marker"}),
-    ("c-index", "zombie-s1", dropped_index_entry, {"L9-aborted-index"}),
-    ("c-transition", "zombie-s1", illegal_transition, {"L10-illegal-transition"}),
-    ("c-incomplete", "zombie-s1", incomplete_decision, {"L6-incomplete"}),
-    ("c-fetch", "zombie-s1", late_fetch, {"L8-read-beyond-lso"}),
-    ("c-hw-down", "zombie-s1", hw_down, {"L7-hw-regression", "L7-lso-regression"}),
+    ("c-after-marker", "zombie-s3", data_after_marker, {"L3-epoch-regression", "L4-data-after-marker"}),
+    ("c-no-marker", "zombie-s3", missing_marker, {"L5-hanging-txn", "L6-atomicity"}),
+    ("c-retyped", "zombie-s3", retyped_marker, {"L6-atomicity", "L9-aborted-index"}),
+    ("c-dup-marker", "zombie-s3", duplicate_marker, {"L4-duplicate-marker"}),
+    ("c-index", "zombie-s3", dropped_index_entry, {"L9-aborted-index"}),
+    ("c-transition", "zombie-s3", illegal_transition, {"L10-illegal-transition"}),
+    ("c-incomplete", "zombie-s3", incomplete_decision, {"L6-incomplete"}),
+    ("c-fetch", "zombie-s3", late_fetch, {"L8-read-beyond-lso"}),
+    ("c-hw-down", "zombie-s3", hw_down, {"L7-hw-regression", "L7-lso-regression"}),
 ]
 
 

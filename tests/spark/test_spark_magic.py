@@ -56,11 +56,11 @@ def test_views_and_check_judge_the_session_as_the_python_checker_does(ip, spark)
 
 
 def test_check_fails_a_mutant_run_with_both_kinds_of_anomaly(ip) -> None:
-    run(ip, '%eos_spark views --scenario "transactions: zombie fencing" --seed 1 --mutant M6 --prefix m6_')
+    run(ip, '%eos_spark views --scenario "transactions: zombie fencing" --seed 3 --mutant M6 --prefix m6_')
     (verdict,) = list(run(ip, "%eos_spark check --prefix m6_"))
     assert not verdict.ok
     assert {"G1a", "L3-epoch-regression"} <= set(verdict.kinds)
-    assert repr(run(ip, "%eos_spark check --prefix m6_")).startswith("FAIL transactions-zombie-fencing-s1-M6")
+    assert repr(run(ip, "%eos_spark check --prefix m6_")).startswith("FAIL transactions-zombie-fencing-s3-M6")
 
 
 def test_stream_reads_the_current_cluster_through_its_feed_which_stops_with_it(ip) -> None:
