@@ -110,17 +110,21 @@ class RequestReply(Workload):
                 run.history.complete(op, kind, (Send(REPLIES, 0, reply, offset),), run.now_ms, error=error)
             yield Sleep(POLL_PAUSE_MS)
 
-    def _requester(self, run: Run, proc: int) -> Process:
-        producer = run.cluster.producer(
+    def _producer(self, run: Run, client_id: str) -> Any:
+        """Return a requester instance: the transactional producer (``init_transactions`` not called yet)."""
+        return run.cluster.producer(
             run.producer_config(
                 {
                     "transactional.id": self.transactional_id,
-                    "client.id": "requester",
+                    "client.id": client_id,
                     "linger.ms": 0,
                     "transaction.timeout.ms": self.transaction_timeout_ms,
                 }
             )
         )
+
+    def _requester(self, run: Run, proc: int) -> Process:
+        producer = self._producer(run, "requester")
         consumer = run.cluster.consumer(
             run.consumer_config({"isolation.level": "read_committed", "client.id": "requester-replies"})
         )
@@ -155,16 +159,7 @@ class RequestReply(Workload):
                 attempt += 1
                 run.extra["request_attempts"] = attempt
                 yield Sleep(200)
-                producer = run.cluster.producer(
-                    run.producer_config(
-                        {
-                            "transactional.id": self.transactional_id,
-                            "client.id": f"requester-{attempt}",
-                            "linger.ms": 0,
-                            "transaction.timeout.ms": self.transaction_timeout_ms,
-                        }
-                    )
-                )
+                producer = self._producer(run, f"requester-{attempt}")
                 try:
                     producer.init_transactions()  # fences the failed instance and ends what it left open
                 except (KafkaError, IllegalStateError):
