@@ -27,6 +27,7 @@ catalog imports it).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -53,6 +54,15 @@ def _delivered(producer: Any, topic: str, value: str) -> Process:
             return (KafkaError("the producer crashed before the delivery report"), None)
         yield Sleep(1)
     return box[0]
+
+
+def _begin_with(producer: Any, request: str) -> Process:
+    """Begin a transaction and write ``request`` in it; return its offset, or raise the delivery error."""
+    producer.begin_transaction()
+    err, msg = yield from _delivered(producer, REQUESTS, request)
+    if err is not None:
+        raise err
+    return msg.offset()
 
 
 def _assigned(run: Run, proc: int, consumer: Any, topic: str) -> None:
@@ -149,10 +159,7 @@ class RequestReply(Workload):
             request = f"p{proc}-t{attempt}-request"
             op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
             try:
-                producer.begin_transaction()
-                err, msg = yield from _delivered(producer, REQUESTS, request)
-                if err is not None:
-                    raise err
+                offset = yield from _begin_with(producer, request)
                 producer.commit_transaction()
             except (KafkaError, IllegalStateError) as exc:
                 run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
@@ -160,31 +167,21 @@ class RequestReply(Workload):
                 run.extra["request_attempts"] = attempt
                 yield Sleep(200)
                 producer = self._producer(run, f"requester-{attempt}")
-                try:
+                with contextlib.suppress(KafkaError, IllegalStateError):
                     producer.init_transactions()  # fences the failed instance and ends what it left open
-                except (KafkaError, IllegalStateError):
-                    continue
                 continue
-            run.history.complete(op, "ok", (Send(REQUESTS, 0, request, msg.offset()),), run.now_ms)
-            run.extra["request"] = (REQUESTS, 0, msg.offset(), request)
+            run.history.complete(op, "ok", (Send(REQUESTS, 0, request, offset),), run.now_ms)
+            run.extra["request"] = (REQUESTS, 0, offset, request)
         sent_ms = run.now_ms
-        while True:
-            msgs = _poll(run, reader, consumer)
-            if msgs:
-                run.extra["reply"] = (msgs[0].value(), run.now_ms - sent_ms)
-                return
-            yield Sleep(POLL_PAUSE_MS)
+        reply = yield from self._await_reply(run, reader, consumer, None)
+        run.extra["reply"] = (reply, run.now_ms - sent_ms)
 
     def _request(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
         """The deadlock: the request inside the transaction, the wait for its reply, the diagnosis, the commit."""
         request = f"p{proc}-t0-request"
         op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
         try:
-            producer.begin_transaction()
-            err, msg = yield from _delivered(producer, REQUESTS, request)
-            if err is not None:
-                raise err
-            offset = msg.offset()
+            offset = yield from _begin_with(producer, request)
             run.extra["request"] = (REQUESTS, 0, offset, request)
         except (KafkaError, IllegalStateError) as exc:
             run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
@@ -220,9 +217,9 @@ class RequestReply(Workload):
         done = request if kind == "ok" else request._replace(offset=None)
         run.history.complete(op, kind, (done,), run.now_ms, error=error)
 
-    def _await_reply(self, run: Run, proc: int, consumer: Any, until_ms: int) -> Process:
-        """Poll ``replies`` until a reply arrives or ``until_ms``; return its value or None."""
-        while run.now_ms < until_ms:
+    def _await_reply(self, run: Run, proc: int, consumer: Any, until_ms: int | None) -> Process:
+        """Poll ``replies`` until a reply or ``until_ms`` (None: as long as the run lasts); return it or None."""
+        while until_ms is None or run.now_ms < until_ms:
             msgs = _poll(run, proc, consumer)
             if msgs:
                 return msgs[0].value()

@@ -42,6 +42,7 @@ from engine.check.checker import check_history
 from engine.check.history import HistoryRecorder, Poll, Send
 from engine.cluster import Cluster
 from engine.scenarios.fault_plans import swarm as swarm_plan
+from engine.scenarios.registry import settled_verdict, verdict_status
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.scheduler import SimulationStalled
@@ -313,11 +314,7 @@ class RunResult:
     @property
     def status(self) -> str:
         """Return ``PASS``, ``CAUGHT``, ``SKIP`` or ``FAIL`` (see the module docstring)."""
-        if self.skipped:
-            return "SKIP"
-        if not self.ok:
-            return "FAIL"
-        return "CAUGHT" if self.expected else "PASS"
+        return verdict_status(skipped=self.skipped, ok=self.ok, caught=self.caught)
 
     @property
     def kinds(self) -> list[str]:
@@ -341,10 +338,9 @@ class RunResult:
 
     def verdict(self) -> str:
         """Return a one-line verdict."""
-        if self.skipped:
-            return f"SKIP {self.spec.name} seed={self.seed}: {self.skipped}"
-        if self.status == "CAUGHT":
-            return f"CAUGHT {self.spec.name} seed={self.seed}: caught {', '.join(self.caught)}"
+        settled = settled_verdict(self.spec.name, self.seed, skipped=self.skipped, caught=self.caught, ok=self.ok)
+        if settled is not None:
+            return settled
         kinds = sorted({a.kind for a in self.report.forbidden})
         what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
         return f"{self.status} {self.spec.name} seed={self.seed}: {what}"

@@ -14,6 +14,27 @@ from collections.abc import Callable
 from typing import Any
 
 SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {}
+
+
+def verdict_status(*, skipped: str, ok: bool, caught: tuple[str, ...]) -> str:
+    """Return PASS, CAUGHT (a positive control showed its anomaly), SKIP (with a reason) or FAIL."""
+    if skipped:
+        return "SKIP"
+    if not ok:
+        return "FAIL"
+    return "CAUGHT" if caught else "PASS"
+
+
+def settled_verdict(name: str, seed: int, *, skipped: str, caught: tuple[str, ...], ok: bool) -> str | None:
+    """Return the verdict line of a SKIP or a CAUGHT run (they read the same for every result type), else None."""
+    status = verdict_status(skipped=skipped, ok=ok, caught=caught)
+    if status == "SKIP":
+        return f"SKIP {name} seed={seed}: {skipped}"
+    if status == "CAUGHT":
+        return f"CAUGHT {name} seed={seed}: caught {', '.join(caught)}"
+    return None
+
+
 DESCRIPTIONS: dict[str, str] = {}
 
 
@@ -41,18 +62,13 @@ class ScenarioResult:
     @property
     def status(self) -> str:
         """Return PASS, CAUGHT (a positive control showed its anomaly), SKIP or FAIL."""
-        if self.skipped:
-            return "SKIP"
-        if not self.ok:
-            return "FAIL"
-        return "CAUGHT" if self.caught else "PASS"
+        return verdict_status(skipped=self.skipped, ok=self.ok, caught=self.caught)
 
     def verdict(self) -> str:
         """Return a one-line verdict: PASS, CAUGHT, FAIL, or SKIP with the reason."""
-        if self.skipped:
-            return f"SKIP {self.name} seed={self.seed}: {self.skipped}"
-        if self.status == "CAUGHT":
-            return f"CAUGHT {self.name} seed={self.seed}: caught {', '.join(self.caught)}"
+        settled = settled_verdict(self.name, self.seed, skipped=self.skipped, caught=self.caught, ok=self.ok)
+        if settled is not None:
+            return settled
         detail = "; ".join(self.findings) if self.findings else "no anomalies"
         return f"{self.status} {self.name} seed={self.seed}: {detail}"
 

@@ -832,36 +832,57 @@ def test_should_abort_transaction_on_handle_init_pid_when_existing_transaction_i
     assert (retry.error, retry.producer_id, retry.producer_epoch) == (ErrorCode.NONE, pid, aborting + 1)
 
 
-def test_should_not_repeatedly_bump_epoch_due_to_init_pid_during_ongoing_txn_if_append_to_log_fails() -> None:
-    """TransactionCoordinatorTest.shouldNotRepeatedlyBumpEpochDueToInitPidDuringOngoingTxnIfAppendToLogFails."""
-    h = _Harness(1)
-    pid, epoch = h.ongoing()
+def _init_twice_with_the_first_fence_unwritten(h: _Harness) -> tuple[InitProducerIdResponse, InitProducerIdResponse]:
+    """InitProducerId while the coordinator's followers are down (its fence cannot be written), then again.
+
+    Between the two, the metadata must be as before the first (ONGOING, the same epoch, nothing
+    pending): a fence that was not written bumped nothing.
+    """
     coordinator = h.coordinator()
+    before = h.md()
+    state, epoch = before.state, before.producer_epoch
     followers = [b for b in sorted(h.c.brokers) if b != coordinator]
     for b in followers:
         h.c.crash(b)
     failed = h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000)
-    assert failed.error is ErrorCode.COORDINATOR_NOT_AVAILABLE  # the PREPARE_ABORT write never replicated
     md = h.tc().describe()[TXN]
-    assert (md.state, md.producer_epoch, md.pending_state) == (S.ONGOING, epoch, None)
+    assert (md.state, md.producer_epoch, md.pending_state) == (state, epoch, None)
     for b in followers:
         h.c.restart(b)
     h.c.run_for(5_000)
-    resp = h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000)
-    assert resp.error is ErrorCode.CONCURRENT_TRANSACTIONS
+    return failed, h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000)
+
+
+def test_should_not_repeatedly_bump_epoch_due_to_init_pid_during_ongoing_txn_if_append_to_log_fails() -> None:
+    """TransactionCoordinatorTest.shouldNotRepeatedlyBumpEpochDueToInitPidDuringOngoingTxnIfAppendToLogFails."""
+    h = _Harness(1)
+    pid, epoch = h.ongoing()
+    failed, retried = _init_twice_with_the_first_fence_unwritten(h)
+    assert failed.error is ErrorCode.COORDINATOR_NOT_AVAILABLE  # the PREPARE_ABORT write never replicated
+    assert retried.error is ErrorCode.CONCURRENT_TRANSACTIONS
     h.settle()
     md = h.md()
     assert (md.state, md.producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)  # bumped once for both attempts
     assert h.markers() == [("ABORT", pid, epoch + 1)]
 
 
-def test_should_use_last_epoch_to_fence_when_epochs_are_exhausted() -> None:
-    """TransactionCoordinatorTest.shouldUseLastEpochToFenceWhenEpochsAreExhausted."""
-    h = _Harness(1)
-    pid, _ = h.ongoing(epoch=EXHAUSTED)
+def _fence_at_the_last_epoch(h: _Harness) -> tuple[int, int, TxnLogValue]:
+    """Open a transaction at ``Short.MAX_VALUE - 1`` and fence it with a new instance's InitProducerId.
+
+    Return (producer id, the fenced epoch, the PREPARE_ABORT written): its epoch is ``Short.MAX_VALUE``
+    under either transaction version.
+    """
+    pid, epoch = h.ongoing(epoch=EXHAUSTED)
     assert h.init().error is ErrorCode.CONCURRENT_TRANSACTIONS
     prepare = h.written()[-1]
     assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, MAX_PRODUCER_EPOCH)
+    return pid, epoch, prepare
+
+
+def test_should_use_last_epoch_to_fence_when_epochs_are_exhausted() -> None:
+    """TransactionCoordinatorTest.shouldUseLastEpochToFenceWhenEpochsAreExhausted."""
+    h = _Harness(1)
+    pid, _, prepare = _fence_at_the_last_epoch(h)
     assert prepare.last_producer_epoch == -1
     h.settle()
     assert h.md().producer_epoch == MAX_PRODUCER_EPOCH
@@ -980,10 +1001,7 @@ def test_should_not_cause_epoch_overflow_when_init_pid_during_ongoing_txn_v2() -
     abort completes (KAFKA-20090).
     """
     h = _Harness(2)
-    pid, _ = h.ongoing(epoch=EXHAUSTED)
-    assert h.init().error is ErrorCode.CONCURRENT_TRANSACTIONS
-    prepare = h.written()[-1]
-    assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, MAX_PRODUCER_EPOCH)
+    pid, _, prepare = _fence_at_the_last_epoch(h)
     assert prepare.last_producer_epoch == EXHAUSTED  # the fenced epoch: bumped once, not twice
     assert prepare.next_producer_id not in (-1, pid)
     assert all(v.producer_epoch <= MAX_PRODUCER_EPOCH for v in h.written())
@@ -998,19 +1016,9 @@ def test_tv2_allows_epoch_re_bumping_after_failed_write() -> None:
     """
     h = _Harness(2)
     pid, epoch = h.ongoing(inits=2)
-    coordinator = h.coordinator()
-    followers = [b for b in sorted(h.c.brokers) if b != coordinator]
-    for b in followers:
-        h.c.crash(b)
-    failed = h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000)
+    failed, retried = _init_twice_with_the_first_fence_unwritten(h)
     assert failed.error is ErrorCode.COORDINATOR_NOT_AVAILABLE
-    assert (h.md().state, h.md().producer_epoch) == (S.ONGOING, epoch)
-    for b in followers:
-        h.c.restart(b)
-    h.c.run_for(5_000)
-    assert h.ask(coordinator, InitProducerIdRequest(TXN, TIMEOUT_MS), timeout_ms=20_000).error is (
-        ErrorCode.CONCURRENT_TRANSACTIONS
-    )
+    assert retried.error is ErrorCode.CONCURRENT_TRANSACTIONS
     h.settle()
     assert (h.md().state, h.md().producer_epoch) == (S.COMPLETE_ABORT, epoch + 1)
     retry = h.init()
@@ -1098,10 +1106,7 @@ def test_should_handle_timeout_at_epoch_overflow_boundary_correctly_and_retry_in
 def test_should_rotate_producer_id_when_init_pid_fences_ongoing_txn_at_epoch_overflow_boundary_tv2() -> None:
     """TransactionCoordinatorTest.shouldRotateProducerIdWhenInitPidFencesOngoingTxnAtEpochOverflowBoundaryTV2."""
     h = _Harness(2)
-    pid, epoch = h.ongoing(epoch=EXHAUSTED)
-    assert h.init().error is ErrorCode.CONCURRENT_TRANSACTIONS
-    prepare = h.written()[-1]
-    assert (prepare.state, prepare.producer_id, prepare.producer_epoch) == (S.PREPARE_ABORT, pid, MAX_PRODUCER_EPOCH)
+    pid, epoch, prepare = _fence_at_the_last_epoch(h)
     new_pid = prepare.next_producer_id
     assert new_pid not in (-1, pid)
     h.settle()
