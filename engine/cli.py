@@ -48,6 +48,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("engine.commands.sweep", "run a scenario over many seeds and print a table of verdicts"),
     "mutants": ("engine.commands.mutants", "list the weakened configurations, or measure which check catches each"),
     "export": ("engine.commands.export", "run a scenario (or read a history file) and write its tables as Parquet"),
+    "serve": ("engine.commands.serve", "serve a simulated cluster to real Kafka clients on 127.0.0.1"),
+    "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
 }
 
 

@@ -229,7 +229,7 @@ class Cluster:
         """Return the broker node names clients bootstrap from."""
         return [broker_name(b) for b in self.brokers]
 
-    def create_topic(
+    def add_topic(
         self,
         name: str,
         partitions: int = 1,
@@ -238,7 +238,8 @@ class Cluster:
         *,
         assignments: list[tuple[int, ...]] | None = None,
     ) -> None:
-        """Create a topic; replicas are spread round-robin, as Kafka's default placement does.
+        """Create a topic now, without running the world; replicas are spread round-robin, as Kafka's
+        default placement does. The controller elects the leaders in the next events.
 
         Checked first, as Kafka's controller checks a CreateTopics request, and nothing changes when
         a check fails: the name (``TypeError``; ``InvalidTopicException`` for Kafka's ``Topic.validate``
@@ -271,6 +272,18 @@ class Cluster:
         self.topic_configs[name] = topic_config
         self.topics[name] = len(assignments)
         self.controller.create_partitions(name, assignments)
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int | None = None,
+        config: dict[str, Any] | None = None,
+        *,
+        assignments: list[tuple[int, ...]] | None = None,
+    ) -> None:
+        """Create a topic (see :meth:`add_topic` for the checks), and give its leaders 10 ms to be elected."""
+        self.add_topic(name, partitions, replication_factor, config, assignments=assignments)
         self.world.run_for(10)
 
     def _replication_factor(self, replication_factor: int | None) -> int:

@@ -124,6 +124,7 @@ __all__ = [
     "GroupMaxSizeReachedException",
     "GroupNotEmptyException",
     "IllegalGenerationException",
+    "IllegalSaslStateException",
     "IllegalStateError",
     "InconsistentGroupProtocolException",
     "InvalidCommitOffsetSizeException",
@@ -167,6 +168,7 @@ __all__ = [
     "RecordTooLargeException",
     "ReplicaNotAvailableException",
     "RetriableException",
+    "SaslAuthenticationException",
     "StaleBrokerEpochException",
     "StaleMemberEpochException",
     "TimeoutException",
@@ -184,7 +186,9 @@ __all__ = [
     "UnknownTopicOrPartitionException",
     "UnreleasedInstanceIdException",
     "UnstableOffsetCommitException",
+    "UnsupportedCompressionTypeException",
     "UnsupportedForMessageFormatException",
+    "UnsupportedSaslMechanismException",
     "UnsupportedVersionException",
     "classify",
     "exception_for",
@@ -333,6 +337,16 @@ class ErrorCode(enum.IntEnum):
         "InvalidTimestampException",
         "The message timestamp is outside the accepted range.",
     )
+    UNSUPPORTED_SASL_MECHANISM = (
+        33,
+        "UnsupportedSaslMechanismException",
+        "The broker does not support the requested SASL mechanism.",
+    )
+    ILLEGAL_SASL_STATE = (
+        34,
+        "IllegalSaslStateException",
+        "The request is not valid given the current SASL state.",
+    )
     UNSUPPORTED_VERSION = (
         35,
         "UnsupportedVersionException",
@@ -413,6 +427,11 @@ class ErrorCode(enum.IntEnum):
         "KafkaStorageException",
         "The broker hit a disk error on the log directory holding the partition.",
     )
+    SASL_AUTHENTICATION_FAILED = (
+        58,
+        "SaslAuthenticationException",
+        "SASL authentication failed.",
+    )
     UNKNOWN_PRODUCER_ID = (
         59,
         "UnknownProducerIdException",
@@ -424,6 +443,11 @@ class ErrorCode(enum.IntEnum):
         74,
         "FencedLeaderEpochException",
         "The leader epoch in the request is older than the broker's.",
+    )
+    UNSUPPORTED_COMPRESSION_TYPE = (
+        76,
+        "UnsupportedCompressionTypeException",
+        "The requesting client does not support the compression type of the given partition.",
     )
     UNKNOWN_LEADER_EPOCH = (
         75,
@@ -868,6 +892,18 @@ class InvalidTimestampException(KafkaError):
     code = ErrorCode.INVALID_TIMESTAMP
 
 
+class UnsupportedSaslMechanismException(KafkaError):
+    """``UNSUPPORTED_SASL_MECHANISM`` (33)."""
+
+    code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslStateException(KafkaError):
+    """``ILLEGAL_SASL_STATE`` (34)."""
+
+    code = ErrorCode.ILLEGAL_SASL_STATE
+
+
 class UnsupportedVersionException(KafkaError):
     """``UNSUPPORTED_VERSION`` (35)."""
 
@@ -988,6 +1024,12 @@ class KafkaStorageException(InvalidMetadataException):
     code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class SaslAuthenticationException(KafkaError):
+    """``SASL_AUTHENTICATION_FAILED`` (58)."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
 class UnknownProducerIdException(OutOfOrderSequenceException):
     """``UNKNOWN_PRODUCER_ID`` (59)."""
 
@@ -1046,6 +1088,12 @@ class FencedInstanceIdException(KafkaError):
     """``FENCED_INSTANCE_ID`` (82)."""
 
     code = ErrorCode.FENCED_INSTANCE_ID
+
+
+class UnsupportedCompressionTypeException(KafkaError):
+    """``UNSUPPORTED_COMPRESSION_TYPE`` (76)."""
+
+    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
 
 
 class InvalidRecordException(KafkaError):

@@ -187,6 +187,27 @@ class ListOffsetsResponse:
     offset: int = -1
 
 
+@_frozen
+class OffsetForLeaderEpochRequest:
+    """Where a leader epoch ends on the partition's leader (a consumer's or follower's truncation check)."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    current_leader_epoch: int = -1
+
+
+@_frozen
+class OffsetForLeaderEpochResponse:
+    """The largest epoch at most the one asked for, and its end offset; (-1, -1) when none."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    leader_epoch: int = -1
+    end_offset: int = -1
+
+
 # -- metadata and control ------------------------------------------------------------------
 
 

@@ -61,6 +61,8 @@ from engine.protocol import (
     ListOffsetsResponse,
     MetadataRequest,
     MetadataResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
     PartitionState,
     ProduceRequest,
     ProduceResponse,
@@ -122,6 +124,7 @@ class Broker(RpcNode):
             LeaderAndIsrRequest: self._on_leader_and_isr,
             InitProducerIdRequest: self._on_init_producer_id,
             FindCoordinatorRequest: self._on_find_coordinator,
+            OffsetForLeaderEpochRequest: self._on_offset_for_leader_epoch,
         }
         for ext in self.extensions:
             ext.install(self)
@@ -362,6 +365,21 @@ class Broker(RpcNode):
         else:
             offset = r.high_watermark
         self.respond(m, ListOffsetsResponse(req.topic, req.partition, ErrorCode.NONE, offset))
+
+    def _on_offset_for_leader_epoch(self, m: Message) -> None:
+        """Answer from the leader's epoch cache; a stale or future ``current_leader_epoch`` is refused."""
+        req: OffsetForLeaderEpochRequest = m.body
+        r, code = self.leader_replica(req.topic, req.partition)
+        if r is None:
+            self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, code))
+            return
+        current = r.state.leader_epoch if r.state else -1
+        if req.current_leader_epoch >= 0 and req.current_leader_epoch != current:
+            code = ErrorCode.FENCED_LEADER_EPOCH if req.current_leader_epoch < current else ErrorCode.UNKNOWN_LEADER_EPOCH
+            self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, code))
+            return
+        epoch, end = r.log.end_offset_for_epoch(req.leader_epoch)
+        self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, ErrorCode.NONE, epoch, end))
 
     def _on_metadata(self, m: Message) -> None:
         req: MetadataRequest = m.body

@@ -95,6 +95,10 @@ name                              kind     node        detail                   
 ``disconnect``                    drop     peer        from                      the process at the other end of a
                                                                                  connection died: the OS closed it
                                                                                  (in-flight requests fail)
+``wire.close``                    drop     wire-N      reason                    a served connection to a real
+                                                                                 client was closed by the server
+``wire.fault``                    fault    wire-N      action, api, nth          a wire fault counted in requests
+                                                                                 fired (engine.wire.service)
 ================================  =======  ==========  ========================  ===================================
 
 Fault sites
@@ -324,6 +328,13 @@ MESSAGE_KINDS: tuple[str, ...] = (MESSAGE_REQUEST, MESSAGE_RESPONSE, MESSAGE_ONE
 REFUSED = "refused"
 DISCONNECT = "disconnect"
 
+# -- served clusters (engine.wire) ---------------------------------------------------------
+
+#: A real client's connection closed by the server (a crash, a protocol error, a refused login).
+WIRE_CLOSE = "wire.close"
+#: A wire fault counted in requests fired (``drop-response``, ``close-after``, ``close-before``).
+WIRE_FAULT = "wire.fault"
+
 # -- fault sites ---------------------------------------------------------------------------
 
 SITE_ENABLE = "site.enable"
@@ -463,6 +474,8 @@ KIND: dict[str, frozenset[str]] = {
     **dict.fromkeys(MESSAGE_KINDS, _MESSAGE),
     REFUSED: frozenset({"drop"}),
     DISCONNECT: frozenset({"drop"}),
+    WIRE_CLOSE: frozenset({"drop"}),
+    WIRE_FAULT: frozenset({"fault"}),
     **dict.fromkeys((SITE_ENABLE, SITE_PASS, SITE_FIRE), _SITE),
     MARK: frozenset({"mark"}),
     **dict.fromkeys(

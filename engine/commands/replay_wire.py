@@ -1,0 +1,26 @@
+"""``eos replay-wire JOURNAL``: rebuild a served cluster from its journal and check every response byte."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the replay arguments."""
+    p.add_argument("journal", help="a journal written by 'eos serve --journal FILE'")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay; exit 0 when every output is byte-identical, 1 at the first difference."""
+    from engine.cli import UsageError
+    from engine.wire.journal import replay
+
+    try:
+        report = replay(args.journal)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"eos replay-wire: {exc}") from None
+    if report.identical:
+        print(f"identical: {report.inputs} inputs replayed, {report.outputs} outputs byte-identical")
+        return 0
+    print(f"DIFFERENT: {report.difference}")
+    return 1

@@ -1,0 +1,111 @@
+"""``eos serve``: serve a simulated cluster to real Kafka clients on 127.0.0.1.
+
+    eos serve --brokers 3 --port 0 --ready-file ready.json --topic orders:3 --seed 7
+
+Prints (and writes to ``--ready-file``, once connections are accepted) the client config to paste
+into ``confluent_kafka.Producer({...})``: the bootstrap servers and the SASL/PLAIN settings with this
+server's random password. Serves until interrupted (Ctrl-C) or ``--duration`` seconds have passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+from typing import Any
+
+from engine.errors import ConfigError, KafkaError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the serve arguments."""
+    p.add_argument("--brokers", type=int, default=3, help="number of simulated brokers (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="the run's seed (default 0)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; name another to expose it)")
+    p.add_argument("--port", type=int, default=0, help="first broker's port; broker i gets port+i-1 (0: free ports)")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="broker setting (repeatable)")
+    p.add_argument(
+        "--topic", action="append", default=[], metavar="NAME[:PARTITIONS[:RF]]", help="create a topic (repeatable)"
+    )
+    p.add_argument("--ready-file", help="write the client config as JSON here once connections are accepted")
+    p.add_argument("--journal", help="record every wire input and output here, for 'eos replay-wire'")
+    p.add_argument("--rate", type=float, default=1.0, help="simulated seconds per real second (default 1.0)")
+    p.add_argument("--no-auth", action="store_true", help="accept clients without SASL/PLAIN (default: required)")
+    p.add_argument("--duration", type=float, default=None, help="stop after this many real seconds")
+
+
+def parse_topic(text: str) -> tuple[str, int, int | None]:
+    """Read ``NAME[:PARTITIONS[:RF]]``."""
+    from engine.cli import UsageError
+
+    parts = text.split(":")
+    try:
+        partitions = int(parts[1]) if len(parts) > 1 else 1
+        rf = int(parts[2]) if len(parts) > 2 else None
+    except ValueError:
+        raise UsageError(f"eos serve: --topic {text!r}: use NAME[:PARTITIONS[:RF]], e.g. orders:3:3") from None
+    if len(parts) > 3 or not parts[0]:
+        raise UsageError(f"eos serve: --topic {text!r}: use NAME[:PARTITIONS[:RF]], e.g. orders:3:3")
+    return parts[0], partitions, rf
+
+
+def parse_config(items: list[str]) -> dict[str, Any]:
+    """Read ``KEY=VALUE`` items."""
+    from engine.cli import UsageError
+
+    config: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"eos serve: --config {item!r}: use KEY=VALUE, e.g. min.insync.replicas=2")
+        config[key] = value
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted."""
+    from engine.cli import UsageError
+    from engine.serve.server import ServedCluster
+    from engine.wire.journal import ServeSpec
+
+    if args.brokers < 1:
+        raise UsageError("eos serve: --brokers must be at least 1")
+    if not args.rate > 0:
+        raise UsageError("eos serve: --rate must be > 0 (1.0 = real time)")
+    spec = ServeSpec(args.seed, args.brokers, parse_config(args.config), tuple(parse_topic(t) for t in args.topic))
+    try:
+        cluster = spec.build()
+    except (ConfigError, KafkaError, ValueError, TypeError) as exc:
+        raise UsageError(f"eos serve: {exc}") from None
+    server = ServedCluster(
+        cluster,
+        host=args.host,
+        port=args.port,
+        auth=not args.no_auth,
+        rate=args.rate,
+        spec=spec,
+        journal_path=args.journal,
+    )
+
+    async def main() -> None:
+        task = asyncio.create_task(server.run(args.ready_file))
+        while not server._ready.is_set():
+            await asyncio.sleep(0.01)
+        print(f"eos serve: {args.brokers} brokers on {server.bootstrap} (seed {args.seed}); client config:")
+        print(json.dumps(server.client_config(), indent=2))
+        sys.stdout.flush()
+        if args.duration is not None:
+            await asyncio.sleep(args.duration)
+            server.stop()
+        await task
+
+    try:
+        asyncio.run(main())
+    except OSError as exc:
+        raise UsageError(f"eos serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            server.stop()
+    return 0

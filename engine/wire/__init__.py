@@ -1,0 +1,17 @@
+"""Kafka's wire protocol for a simulated cluster: real clients talk to the engine's brokers.
+
+==============================  ==================================================================
+module                          what it holds
+==============================  ==================================================================
+:mod:`engine.wire.frames`       request/response frames, the served API versions (kio's codec)
+:mod:`engine.wire.shape`        one description of an answer shaped into any version's dataclass
+:mod:`engine.wire.records`      record batch v2 bytes <-> the engine's RecordBatch (CRC32C, gzip)
+:mod:`engine.wire.consumer_protocol`  the consumer group protocol's subscription and assignment bytes
+:mod:`engine.wire.gateway`      one client connection: a node of the world that asks the broker
+:mod:`engine.wire.handlers_*`   per API: wire request -> engine requests -> one wire response
+:mod:`engine.wire.service`      connections, the handler table, wire faults counted in requests
+:mod:`engine.wire.journal`      the journal of timed inputs and outputs, and its byte-exact replay
+==============================  ==================================================================
+
+All of it is deterministic: no sockets, no wall clock (those are :mod:`engine.serve`'s).
+"""

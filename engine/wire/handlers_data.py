@@ -1,0 +1,343 @@
+"""The data path over the wire: Metadata, Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, CreateTopics.
+
+Each handler turns one wire request into the engine's requests to the connection's broker (the
+engine asks per partition where Kafka batches partitions: one wire Produce of three partitions is
+three engine ProduceRequests), waits for all their answers and replies once.
+
+Fetch waits as Kafka's ``DelayedFetch`` does, in two steps: every partition is read at once
+(``max_wait_ms`` 0); if nothing was readable and the client allows a wait, every partition is asked
+again with the client's ``max_wait``, parked in the broker's purgatory, and the reply goes out with
+the first answer that carries data (the other partitions keep their first, empty answers) or once
+all have answered. Fetch sessions (KIP-227) are not kept: the answer's session id is 0, which tells
+the client to send full requests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import ErrorCode
+from engine.protocol import (
+    FetchRequest,
+    ListOffsetsRequest,
+    MetadataRequest,
+    OffsetForLeaderEpochRequest,
+    ProduceRequest,
+)
+from engine.wire import records
+from engine.wire.shape import millis
+
+if TYPE_CHECKING:
+    from engine.wire.frames import Request
+    from engine.wire.gateway import WireConnection
+
+Reply = Any
+
+CLUSTER_ID = "eos-magics-simulated"
+_ISOLATION = ("read_uncommitted", "read_committed")
+
+
+# -- Metadata ---------------------------------------------------------------------------------
+
+
+def metadata(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Answer Metadata from the broker's own metadata cache, with each broker's served address."""
+    body = request.body
+    names: tuple[str, ...] | None
+    if body.topics is None or (request.api_version == 0 and not body.topics):
+        names = None
+    else:
+        names = tuple(t.name for t in body.topics if t.name is not None)
+
+    def answered(resp: Any) -> None:
+        if resp is None:
+            conn.hang_up(f"{conn.broker} did not answer Metadata")
+            return
+        reply(describe_metadata(conn, resp, names))
+
+    conn.ask(MetadataRequest(names), answered)
+
+
+def describe_metadata(conn: WireConnection, resp: Any, names: tuple[str, ...] | None) -> dict[str, Any]:
+    """Return a wire Metadata answer for the engine's MetadataResponse."""
+    service = conn.service
+    brokers = [
+        {"node_id": b, "host": host, "port": port, "rack": None}
+        for b in resp.brokers
+        if (addr := service.addresses.get(b)) is not None
+        for host, port in (addr,)
+    ]
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for st in resp.partitions:
+        error = ErrorCode.NONE if st.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+        by_topic.setdefault(st.topic, []).append(
+            {
+                "error_code": error,
+                "partition_index": st.partition,
+                "leader_id": st.leader,
+                "leader_epoch": st.leader_epoch,
+                "replica_nodes": st.replicas,
+                "isr_nodes": st.isr,
+                "offline_replicas": tuple(r for r in st.replicas if r not in resp.brokers),
+            }
+        )
+    topics = [
+        {"error_code": ErrorCode.NONE, "name": name, "is_internal": name.startswith("__"), "partitions": parts}
+        for name, parts in sorted(by_topic.items())
+    ]
+    topics.extend(
+        {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []}
+        for name in names or ()
+        if name not in by_topic
+    )
+    controller = min(resp.brokers) if resp.brokers else -1
+    return {
+        "throttle_time": 0,
+        "brokers": brokers,
+        "cluster_id": CLUSTER_ID,
+        "controller_id": controller,
+        "topics": topics,
+    }
+
+
+# -- Produce ----------------------------------------------------------------------------------
+
+
+def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Append each partition's batches through the broker's produce path; acks=0 gets no answer."""
+    body = request.body
+    timeout_ms = millis(body.timeout)
+    sends: list[Any] = []
+    slots: list[tuple[str, int, int]] = []  # (topic, partition, number of engine requests)
+    refused: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
+    for topic in body.topic_data:
+        for part in topic.partition_data:
+            try:
+                batches = records.decode_batches(bytes(part.records or b""))
+            except records.UnsupportedCompressionError as exc:
+                refused[(topic.name, part.index)] = (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc))
+                slots.append((topic.name, part.index, 0))
+                continue
+            except records.CorruptRecordError as exc:
+                refused[(topic.name, part.index)] = (ErrorCode.CORRUPT_MESSAGE, str(exc))
+                slots.append((topic.name, part.index, 0))
+                continue
+            if not batches:
+                refused[(topic.name, part.index)] = (ErrorCode.CORRUPT_MESSAGE, "no record batch in the request")
+                slots.append((topic.name, part.index, 0))
+                continue
+            sends.extend(
+                ProduceRequest(topic.name, part.index, batch, body.acks, timeout_ms, body.transactional_id)
+                for batch in batches
+            )
+            slots.append((topic.name, part.index, len(batches)))
+
+    def answered(answers: list[Any]) -> None:
+        if body.acks == 0:
+            reply(None)
+            return
+        topics: dict[str, list[dict[str, Any]]] = {}
+        i = 0
+        for name, index, n in slots:
+            mine, i = answers[i : i + n], i + n
+            topics.setdefault(name, []).append(_produce_partition(index, mine, refused.get((name, index))))
+        reply(
+            {
+                "responses": [{"name": n, "partition_responses": p} for n, p in topics.items()],
+                "throttle_time": 0,
+            }
+        )
+
+    conn.gather(sends, answered)
+
+
+def _produce_partition(index: int, answers: list[Any], refused: tuple[ErrorCode, str] | None) -> dict[str, Any]:
+    if refused is not None:
+        return {"index": index, "error_code": refused[0], "base_offset": -1, "error_message": refused[1]}
+    first = answers[0]
+    if first is None:
+        return {"index": index, "error_code": ErrorCode.REQUEST_TIMED_OUT, "base_offset": -1}
+    bad = next((a for a in answers if a is None or a.error != ErrorCode.NONE), None)
+    if bad is not None and bad is not first:
+        first = bad
+    return {
+        "index": index,
+        "error_code": ErrorCode.REQUEST_TIMED_OUT if first is None else first.error,
+        "base_offset": first.base_offset,
+        "log_append_time": -1,
+        "log_start_offset": 0,
+        "error_message": first.error_message,
+    }
+
+
+# -- Fetch ------------------------------------------------------------------------------------
+
+
+def fetch(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Read each partition; wait in purgatory (step two) only when nothing was readable at once."""
+    body = request.body
+    isolation = _ISOLATION[1 if body.isolation_level == 1 else 0]
+    wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
+    max_wait = millis(body.max_wait)
+
+    def ask(wait_ms: int) -> list[FetchRequest]:
+        return [
+            FetchRequest(
+                topic,
+                p.partition,
+                p.fetch_offset,
+                isolation_level=isolation,
+                max_bytes=p.partition_max_bytes,
+                max_wait_ms=wait_ms,
+                current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+            )
+            for topic, p in wanted
+        ]
+
+    def first_step(answers: list[Any]) -> None:
+        if max_wait <= 0 or any(a is None or a.batches or a.error != ErrorCode.NONE for a in answers):
+            reply(_fetch_answer(answers, wanted))
+            return
+        _wait_for_data(conn, ask(max_wait), answers, lambda final: reply(_fetch_answer(final, wanted)))
+
+    conn.gather(ask(0), first_step)
+
+
+def _wait_for_data(conn: WireConnection, bodies: list[FetchRequest], first: list[Any], done: Any) -> None:
+    """Send parked fetches; finish with the first answer that has data, or when all have answered."""
+    answers = list(first)
+    state = {"left": len(bodies), "done": False}
+    ids: list[int] = []
+
+    def one(i: int, answer: Any) -> None:
+        if state["done"]:
+            return
+        state["left"] -= 1
+        if answer is not None:
+            answers[i] = answer
+        if (answer is not None and answer.batches) or state["left"] == 0:
+            state["done"] = True
+            for msg_id in ids:
+                conn.cancel_request(msg_id)
+            done(answers)
+
+    for i, b in enumerate(bodies):
+        ids.append(conn.request(conn.broker, b, lambda answer, i=i: one(i, answer)))
+
+
+def _fetch_answer(answers: list[Any], wanted: list[tuple[str, Any]]) -> dict[str, Any]:
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for (topic, p), a in zip(wanted, answers, strict=True):
+        topics.setdefault(topic, []).append(_fetch_partition(p.partition, a))
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.NONE,
+        "session_id": 0,
+        "responses": [{"topic": t, "partitions": parts} for t, parts in topics.items()],
+    }
+
+
+def _fetch_partition(partition: int, a: Any) -> dict[str, Any]:
+    if a is None:
+        return {
+            "partition_index": partition,
+            "error_code": ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "preferred_read_replica": -1,
+            "records": b"",
+        }
+    aborted = None
+    if a.aborted_transactions is not None:
+        aborted = [{"producer_id": t.producer_id, "first_offset": t.first_offset} for t in a.aborted_transactions]
+    out: dict[str, Any] = {
+        "partition_index": partition,
+        "error_code": a.error,
+        "high_watermark": a.high_watermark,
+        "last_stable_offset": a.last_stable_offset,
+        "log_start_offset": a.log_start_offset,
+        "aborted_transactions": aborted,
+        "preferred_read_replica": -1,
+        "records": records.encode_batches(a.batches) if a.batches else b"",
+    }
+    if a.diverging_epoch is not None:
+        out["diverging_epoch"] = {"epoch": a.diverging_epoch[0], "end_offset": a.diverging_epoch[1]}
+    return out
+
+
+# -- ListOffsets ------------------------------------------------------------------------------
+
+
+def list_offsets(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Earliest (-2) and latest (-1) offsets; the latest is the LSO for read_committed, as in Kafka."""
+    body = request.body
+    isolation = _ISOLATION[1 if getattr(body, "isolation_level", 0) == 1 else 0]
+    wanted = [(t.name, p) for t in body.topics for p in t.partitions]
+    sends = [ListOffsetsRequest(name, p.partition_index, p.timestamp, isolation) for name, p in wanted]
+    unsupported = {i for i, (_n, p) in enumerate(wanted) if p.timestamp not in (-1, -2)}
+
+    def answered(answers: list[Any]) -> None:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for i, ((name, p), a) in enumerate(zip(wanted, answers, strict=True)):
+            if i in unsupported:
+                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST, "offset": -1}
+            elif a is None:
+                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.REQUEST_TIMED_OUT, "offset": -1}
+            else:
+                entry = {
+                    "partition_index": p.partition_index,
+                    "error_code": a.error,
+                    "timestamp": -1,
+                    "offset": a.offset,
+                    "leader_epoch": -1,
+                }
+            topics.setdefault(name, []).append(entry)
+        reply({"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})
+
+    conn.gather(
+        [s for i, s in enumerate(sends) if i not in unsupported], _fill_skipped(answered, unsupported, len(sends))
+    )
+
+
+def _fill_skipped(callback: Any, skipped: set[int], n: int) -> Any:
+    """Wrap ``callback`` so it gets ``n`` answers, None at the indexes that were not sent."""
+
+    def wrapped(answers: list[Any]) -> None:
+        it = iter(answers)
+        callback([None if i in skipped else next(it) for i in range(n)])
+
+    return wrapped
+
+
+# -- OffsetForLeaderEpoch ---------------------------------------------------------------------
+
+
+def offset_for_leader_epoch(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """The end offset of a leader epoch on the partition's leader (a consumer's truncation check)."""
+    wanted = [(t.topic, p) for t in request.body.topics for p in t.partitions]
+    sends = [
+        OffsetForLeaderEpochRequest(topic, p.partition, p.leader_epoch, p.current_leader_epoch) for topic, p in wanted
+    ]
+
+    def answered(answers: list[Any]) -> None:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (topic, p), a in zip(wanted, answers, strict=True):
+            if a is None:
+                entry = {
+                    "error_code": ErrorCode.REQUEST_TIMED_OUT,
+                    "partition": p.partition,
+                    "leader_epoch": -1,
+                    "end_offset": -1,
+                }
+            else:
+                entry = {
+                    "error_code": a.error,
+                    "partition": p.partition,
+                    "leader_epoch": a.leader_epoch,
+                    "end_offset": a.end_offset,
+                }
+            topics.setdefault(topic, []).append(entry)
+        reply({"throttle_time": 0, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]})
+
+    conn.gather(sends, answered)

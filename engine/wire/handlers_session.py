@@ -1,0 +1,84 @@
+"""The connection's own requests: ApiVersions (with KIP-511's fallback) and SASL/PLAIN.
+
+None of these reach a broker: Kafka's ``SocketServer`` and ``SaslServerAuthenticator`` answer them
+before a request is handed to ``KafkaApis``. SASL/PLAIN's token is ``authzid NUL user NUL
+password`` (RFC 4616); a wrong one is answered ``SASL_AUTHENTICATION_FAILED`` and the connection is
+closed, as Kafka does. The server names one user, ``eos``, and a password of its own.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.api_versions.v0.response import ApiVersion as ApiKeyV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode as KioErrorCode
+
+from engine.errors import ErrorCode
+from engine.wire import frames
+
+if TYPE_CHECKING:
+    from engine.wire.frames import Request
+    from engine.wire.gateway import WireConnection
+
+Reply = Any
+
+#: The one SASL user a served cluster knows.
+SASL_USER = "eos"
+MECHANISMS = ("PLAIN",)
+
+
+def api_keys() -> list[dict[str, int]]:
+    """Return the served API keys and versions, as ApiVersions lists them."""
+    return [
+        {"api_key": k, "min_version": lo, "max_version": hi} for k, (_name, lo, hi) in sorted(frames.SERVED.items())
+    ]
+
+
+def api_versions(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Answer ApiVersions with exactly what is served."""
+    reply({"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time": 0})
+
+
+def api_versions_fallback(correlation_id: int) -> bytes:
+    """KIP-511: an ApiVersions version newer than served is answered in v0's form with UNSUPPORTED_VERSION."""
+    lo, hi = frames.SERVED[frames.API_VERSIONS][1:]
+    response = ApiVersionsResponseV0(
+        error_code=KioErrorCode(int(ErrorCode.UNSUPPORTED_VERSION)),
+        api_keys=(ApiKeyV0(api_key=frames.API_VERSIONS, min_version=lo, max_version=hi),),
+    )
+    return frames.encode_response(correlation_id, response)
+
+
+def sasl_handshake(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Accept the PLAIN mechanism; refuse any other with the mechanisms this server has."""
+    mechanism = request.body.mechanism
+    if mechanism not in MECHANISMS:
+        reply({"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": MECHANISMS})
+        return
+    conn.mechanism = mechanism
+    reply({"error_code": ErrorCode.NONE, "mechanisms": MECHANISMS})
+
+
+def sasl_authenticate(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Check a PLAIN token against the server's user and password."""
+    expected = conn.service.password
+    if conn.mechanism is None or expected is None:
+        reply({"error_code": ErrorCode.ILLEGAL_SASL_STATE, "error_message": "SaslHandshake PLAIN first"})
+        conn.close_when_answered("SaslAuthenticate before SaslHandshake")
+        return
+    parts = bytes(request.body.auth_bytes).split(b"\0")
+    user, password = (parts[1], parts[2]) if len(parts) == 3 else (b"", b"")
+    ok = hmac.compare_digest(user, SASL_USER.encode()) & hmac.compare_digest(password, expected.encode())
+    if not ok:
+        reply(
+            {
+                "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
+                "error_message": "Authentication failed: Invalid username or password",
+            }
+        )
+        conn.close_when_answered("SASL authentication failed")
+        return
+    conn.authenticated = True
+    reply({"error_code": ErrorCode.NONE, "auth_bytes": b"", "session_lifetime": 0})

@@ -1,0 +1,242 @@
+"""Transactions over the wire: InitProducerId, FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
+EndTxn, TxnOffsetCommit, and the admin reads of ``kafka-transactions.sh`` (ListTransactions,
+DescribeTransactions, DescribeProducers).
+
+The writes go to the connection's broker as the engine's own requests, so the transaction
+coordinator that fences zombies, times transactions out and writes markers is the one the
+notebooks show. The three admin reads are answered from the views of
+``engine.views.transactions``, which read exactly the state a broker answers them from (the
+engine's own admin client does the same: it has no such RPCs to send).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.coordinator_lookup import KEY_TYPE_GROUP
+from engine.errors import ErrorCode, KafkaError
+from engine.protocol import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
+from engine.views import transactions as txn_views
+from engine.wire.shape import millis
+
+if TYPE_CHECKING:
+    from engine.wire.frames import Request
+    from engine.wire.gateway import WireConnection
+
+Reply = Any
+
+
+def _error(answer: Any) -> ErrorCode:
+    """The error of an engine answer; no answer at all reads as a timeout."""
+    return ErrorCode.REQUEST_TIMED_OUT if answer is None else answer.error
+
+
+def _single(conn: WireConnection, body: Any, reply: Reply, **extra: Any) -> None:
+    """Send one engine request and reply with its error code (and ``extra`` fields from the answer)."""
+
+    def answered(a: Any) -> None:
+        out: dict[str, Any] = {"throttle_time": 0, "error_code": _error(a)}
+        for wire_name, attr in extra.items():
+            out[wire_name] = getattr(a, attr, -1) if a is not None else -1
+        reply(out)
+
+    conn.ask(body, answered)
+
+
+def find_coordinator(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """The coordinator of a group (key type 0) or transactional id (1), with its served address."""
+    body = request.body
+    key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
+
+    def answered(a: Any) -> None:
+        code = _error(a)
+        addr = conn.service.addresses.get(a.node_id) if a is not None and code == ErrorCode.NONE else None
+        if addr is None:
+            code = code if code != ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE
+            reply({"throttle_time": 0, "error_code": code, "node_id": -1, "host": "", "port": -1})
+            return
+        reply({"throttle_time": 0, "error_code": code, "node_id": a.node_id, "host": addr[0], "port": addr[1]})
+
+    conn.ask(FindCoordinatorRequest(body.key, key_type), answered)
+
+
+def init_producer_id(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """A producer id and epoch (KIP-360: v3+ may name the id and epoch it had, to bump it)."""
+    body = request.body
+    engine_request = InitProducerIdRequest(
+        body.transactional_id,
+        millis(body.transaction_timeout),
+        getattr(body, "producer_id", -1),
+        getattr(body, "producer_epoch", -1),
+    )
+    _single(conn, engine_request, reply, producer_id="producer_id", producer_epoch="producer_epoch")
+
+
+def add_partitions_to_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Add partitions to the producer's transaction; every partition gets the coordinator's answer."""
+    body = request.body
+    topics = body.v3_and_below_topics
+    partitions = tuple((t.name, p) for t in topics for p in t.partitions)
+    engine_request = AddPartitionsToTxnRequest(
+        body.v3_and_below_transactional_id,
+        body.v3_and_below_producer_id,
+        body.v3_and_below_producer_epoch,
+        partitions,
+    )
+
+    def answered(a: Any) -> None:
+        code = _error(a)
+        reply(
+            {
+                "throttle_time": 0,
+                "results_by_topic_v3_and_below": [
+                    {
+                        "name": t.name,
+                        "results_by_partition": [
+                            {"partition_index": p, "partition_error_code": code} for p in t.partitions
+                        ],
+                    }
+                    for t in topics
+                ],
+            }
+        )
+
+    conn.ask(engine_request, answered)
+
+
+def add_offsets_to_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Add the group's offsets partition to the transaction."""
+    b = request.body
+    _single(conn, AddOffsetsToTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.group_id), reply)
+
+
+def end_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Commit or abort the transaction."""
+    b = request.body
+    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed), reply)
+
+
+def txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Write the group's offsets as part of the transaction (the group coordinator holds them pending)."""
+    b = request.body
+    offsets = tuple((t.name, p.partition_index, p.committed_offset) for t in b.topics for p in t.partitions)
+    engine_request = TxnOffsetCommitRequest(
+        b.transactional_id,
+        b.group_id,
+        b.producer_id,
+        b.producer_epoch,
+        getattr(b, "generation_id", -1),
+        getattr(b, "member_id", ""),
+        getattr(b, "group_instance_id", None),
+        offsets,
+    )
+
+    def answered(a: Any) -> None:
+        code = _error(a)
+        reply(
+            {
+                "throttle_time": 0,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+                        ],
+                    }
+                    for t in b.topics
+                ],
+            }
+        )
+
+    conn.ask(engine_request, answered)
+
+
+# -- admin reads ------------------------------------------------------------------------------
+
+
+def list_transactions(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Every transaction the coordinators hold, filtered by state and producer id as asked."""
+    b = request.body
+    rows = txn_views.list_transactions_rows(conn.service.cluster, producer_ids=list(b.producer_id_filters) or None)
+    states = set(b.state_filters)
+    reply(
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.NONE,
+            "unknown_state_filters": [],
+            "transaction_states": [
+                {"transactional_id": r.transactional_id, "producer_id": r.producer_id, "transaction_state": r.state}
+                for r in rows
+                if not states or r.state in states
+            ],
+        }
+    )
+
+
+def describe_transactions(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Each named transaction's state, epoch, timeout and partitions."""
+    out = []
+    for tid in request.body.transactional_ids:
+        try:
+            d = txn_views.describe_transaction_row(conn.service.cluster, tid)
+        except KafkaError as exc:
+            out.append({"error_code": exc.code, "transactional_id": tid, "producer_id": -1, "producer_epoch": -1})
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in d.topic_partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        out.append(
+            {
+                "error_code": ErrorCode.NONE,
+                "transactional_id": tid,
+                "transaction_state": d.state,
+                "transaction_timeout": d.transaction_timeout_ms,
+                "transaction_start_time": d.start_time_ms if d.start_time_ms is not None else -1,
+                "producer_id": d.producer_id,
+                "producer_epoch": d.producer_epoch,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
+            }
+        )
+    reply({"throttle_time": 0, "transaction_states": out})
+
+
+def describe_producers(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """The active producers of each partition on its leader (``kafka-transactions.sh describe-producers``)."""
+    cluster = conn.service.cluster
+    topics = []
+    for t in request.body.topics:
+        parts = []
+        for p in t.partition_indexes:
+            try:
+                rows = txn_views.describe_producers_rows(cluster, t.name, p)
+            except KafkaError as exc:
+                parts.append({"partition_index": p, "error_code": exc.code, "error_message": str(exc)})
+                continue
+            parts.append(
+                {
+                    "partition_index": p,
+                    "error_code": ErrorCode.NONE,
+                    "active_producers": [
+                        {
+                            "producer_id": r.producer_id,
+                            "producer_epoch": r.producer_epoch,
+                            "last_sequence": r.last_sequence,
+                            "last_timestamp": r.last_timestamp,
+                            "coordinator_epoch": r.coordinator_epoch if r.coordinator_epoch is not None else -1,
+                            "current_txn_start_offset": (
+                                r.current_txn_start_offset if r.current_txn_start_offset is not None else -1
+                            ),
+                        }
+                        for r in rows
+                    ],
+                }
+            )
+        topics.append({"name": t.name, "partitions": parts})
+    reply({"throttle_time": 0, "topics": topics})

@@ -1,0 +1,233 @@
+"""The wire journal: every input of a served cluster with its simulated time; replay checks every byte.
+
+A served cluster (``eos serve``) is built from a :class:`ServeSpec` (seed, brokers, configuration,
+topics) and then changes only through timed inputs: a connection opened or refused, a frame, a
+connection closed, a wire fault armed. :class:`WireJournal` writes those inputs and every output
+(response frames, connections the server closed) as JSON Lines, one object per line, the first
+line the spec. :func:`replay` builds the cluster again from the spec, feeds the inputs at their
+recorded simulated times, and compares each output with the recorded one: the server side of a
+session with real clients is reproducible, and a difference is named (which connection, which
+response, at what time).
+
+The file holds the SASL password (a client's login frame carries it), so it is written readable by
+its owner only. Faults made from a notebook or the dashboard while a cluster is served are calls on
+the Cluster, not wire inputs, and are not in this journal: such a session is not replayable (the
+spec says so, ``replayable: false``).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+FORMAT = "eos-wire-journal"
+VERSION = 1
+#: Input entries, fed back on replay; every other kind is an output, compared.
+INPUTS = ("open", "refused", "frame", "close", "wire-fault")
+OUTPUTS = ("response", "hang-up")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeSpec:
+    """What a served cluster is built from."""
+
+    seed: int = 0
+    brokers: int = 3
+    config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: (name, partitions, replication factor or None)
+    topics: tuple[tuple[str, int, int | None], ...] = ()
+
+    def build(self) -> Any:
+        """Build the cluster and its topics (the same in every process for the same spec)."""
+        from engine.cluster import Cluster
+
+        cluster = Cluster(self.seed, self.brokers, dict(self.config) or None)
+        for name, partitions, rf in self.topics:
+            cluster.create_topic(name, partitions, rf)
+        return cluster
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the spec as JSON-ready data."""
+        return {
+            "seed": self.seed,
+            "brokers": self.brokers,
+            "config": self.config,
+            "topics": [list(t) for t in self.topics],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ServeSpec:
+        """Read a spec written by :meth:`to_json`."""
+        topics = tuple((str(n), int(p), None if rf is None else int(rf)) for n, p, rf in data.get("topics", ()))
+        return cls(int(data["seed"]), int(data["brokers"]), dict(data.get("config") or {}), topics)
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One journal line: at simulated ``t_ms``, ``kind`` on connection ``conn`` with ``data``."""
+
+    t_ms: int
+    kind: str
+    conn: int
+    data: bytes | int
+
+
+class WireJournal:
+    """Append-only journal of a served cluster (in memory, and to ``path`` line by line when given)."""
+
+    def __init__(
+        self,
+        spec: ServeSpec | None,
+        addresses: dict[int, tuple[str, int]],
+        password: str | None,
+        path: str | Path | None = None,
+    ) -> None:
+        self.spec = spec
+        self.addresses = dict(addresses)
+        self.password = password
+        self.entries: list[Entry] = []
+        self._file = None
+        if path is not None:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._file = os.fdopen(fd, "w", encoding="utf-8")
+            self._file.write(json.dumps(self.header()) + "\n")
+
+    def header(self) -> dict[str, Any]:
+        """Return the first line: the format, the spec, the addresses and the password."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "replayable": self.spec is not None,
+            "spec": self.spec.to_json() if self.spec is not None else None,
+            "addresses": {str(b): [h, p] for b, (h, p) in sorted(self.addresses.items())},
+            "password": self.password,
+        }
+
+    def record(self, t_ms: int, kind: str, conn: int, data: bytes | int) -> None:
+        """Append one entry."""
+        entry = Entry(t_ms, kind, conn, data)
+        self.entries.append(entry)
+        if self._file is not None:
+            self._file.write(json.dumps(_entry_json(entry)) + "\n")
+
+    def flush(self) -> None:
+        """Write what is buffered to the file."""
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _entry_json(e: Entry) -> dict[str, Any]:
+    data = e.data if isinstance(e.data, int) else base64.b64encode(e.data).decode()
+    return {"t": e.t_ms, "e": e.kind, "c": e.conn, "d": data}
+
+
+def read(path: str | Path) -> tuple[dict[str, Any], list[Entry]]:
+    """Read a journal file: its header and entries (ValueError with one line when it is not one)."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not lines:
+        msg = f"{path}: empty file, not a wire journal"
+        raise ValueError(msg)
+    try:
+        header = json.loads(lines[0])
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        msg = f"{path}: not a wire journal (written by eos serve --journal)"
+        raise ValueError(msg)
+    return header, list(_entries(lines[1:], path))
+
+
+def _entries(lines: list[str], path: str | Path) -> Iterator[Entry]:
+    for n, line in enumerate(lines, start=2):
+        try:
+            raw = json.loads(line)
+            data = raw["d"] if isinstance(raw["d"], int) else base64.b64decode(raw["d"])
+            yield Entry(int(raw["t"]), str(raw["e"]), int(raw["c"]), data)
+        except (ValueError, KeyError, TypeError) as exc:
+            msg = f"{path}:{n}: not a journal entry ({exc})"
+            raise ValueError(msg) from None
+
+
+@dataclasses.dataclass
+class ReplayReport:
+    """What a replay found: how many inputs and outputs, and the first difference (None: identical)."""
+
+    inputs: int
+    outputs: int
+    difference: str | None
+
+    @property
+    def identical(self) -> bool:
+        """Return True when every output was byte-identical."""
+        return self.difference is None
+
+
+def replay(path: str | Path) -> ReplayReport:
+    """Rebuild the served cluster from the journal's spec, feed its inputs, compare every output."""
+    from engine.wire.service import WireService
+
+    header, entries = read(path)
+    if not header.get("replayable"):
+        msg = f"{path}: the journal of a cluster served from a notebook session cannot be replayed (no spec)"
+        raise ValueError(msg)
+    spec = ServeSpec.from_json(header["spec"])
+    addresses = {int(b): (h, int(p)) for b, (h, p) in header["addresses"].items()}
+    service = WireService(spec.build(), addresses, header["password"])
+    got: list[Entry] = []
+    service.on_write = lambda conn, data: got.append(Entry(service.cluster.world.now_ms, "response", conn, data))
+    service.on_hang_up = lambda conn, reason: got.append(
+        Entry(service.cluster.world.now_ms, "hang-up", conn, reason.encode())
+    )
+    inputs = 0
+    for e in entries:
+        if e.kind not in INPUTS:
+            continue
+        inputs += 1
+        service.advance_to(e.t_ms)
+        _apply(service, e)
+    if entries:
+        service.advance_to(entries[-1].t_ms)
+    want = [e for e in entries if e.kind in OUTPUTS]
+    return ReplayReport(inputs, len(want), _first_difference(want, got))
+
+
+def _apply(service: Any, e: Entry) -> None:
+    if e.kind in ("open", "refused"):
+        conn = service.connect(int(e.data))
+        if e.kind == "open" and conn != e.conn:
+            msg = f"replay opened connection {conn} where the journal has {e.conn}"
+            raise ValueError(msg)
+    elif e.kind == "frame":
+        service.receive(e.conn, bytes(e.data))  # type: ignore[arg-type]
+    elif e.kind == "close":
+        service.disconnect(e.conn)
+    elif e.kind == "wire-fault":
+        action, api, nth = bytes(e.data).decode().split()  # type: ignore[arg-type]
+        service.add_wire_fault(action, api, int(nth))
+
+
+def _first_difference(want: list[Entry], got: list[Entry]) -> str | None:
+    for i, (w, g) in enumerate(zip(want, got, strict=False)):
+        if w != g:
+            return (
+                f"output {i + 1}: recorded {w.kind} on connection {w.conn} at t={w.t_ms} ms "
+                f"({_size(w)}), replay gave {g.kind} on connection {g.conn} at t={g.t_ms} ms ({_size(g)})"
+            )
+    if len(want) != len(got):
+        return f"the journal has {len(want)} outputs, the replay gave {len(got)}"
+    return None
+
+
+def _size(e: Entry) -> str:
+    return f"{len(e.data)} bytes" if isinstance(e.data, bytes) else str(e.data)
