@@ -432,12 +432,18 @@ class AddOffsetsToTxnResponse:
 
 @_frozen
 class EndTxnRequest:
-    """Commit (``committed=True``) or abort the producer's transaction."""
+    """Commit (``committed=True``) or abort the producer's transaction.
+
+    ``transaction_version``: the client's transaction version, which Kafka reads from the request's
+    version (EndTxn v5+ is KIP-890's version 2, older ones version 1); 0 means the cluster's
+    ``transaction.version``, which the engine's own producers follow.
+    """
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
     committed: bool
+    transaction_version: int = 0
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""

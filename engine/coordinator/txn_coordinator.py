@@ -372,7 +372,8 @@ class TransactionCoordinator(BrokerExtension):
             text = f"transactional.id {req.transactional_id} has no producer id {req.producer_id}"
             broker.respond(m, EndTxnResponse(ErrorCode.INVALID_PRODUCER_ID_MAPPING, error_message=text))
             return
-        decide = end_txn.decide_v2 if self.version >= 2 else end_txn.decide_v1
+        version = req.transaction_version or self.version  # Kafka: per request (EndTxn v5+ is version 2)
+        decide = end_txn.decide_v2 if version >= 2 else end_txn.decide_v1
         decision = decide(broker, md, req, fence_epochs=self.weak.fence_epochs)
         if isinstance(decision, EndTxnResponse):
             broker.respond(m, decision)

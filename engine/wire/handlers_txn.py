@@ -120,7 +120,8 @@ def add_offsets_to_txn(conn: WireConnection, request: Request, reply: Reply) -> 
 def end_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Commit or abort the transaction."""
     b = request.body
-    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed), reply)
+    # EndTxn v0-3 is transaction version 1: the coordinator must not bump the epoch (KIP-890 needs v5).
+    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed, 1), reply)
 
 
 def txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:

@@ -1,0 +1,81 @@
+"""Fixtures for real Kafka clients against a served simulated cluster.
+
+``served`` starts ``engine.serve.ServedCluster`` in a thread of its own (real sockets on 127.0.0.1,
+SASL/PLAIN on, simulated time following the wall clock) for one test, with the topics asked for,
+and stops it afterwards. Tests touch the cluster only under ``server.locked()`` (the server's loop
+drives it otherwise). ``ck_config``/``kp_config`` give the confluent-kafka and kafka-python/aiokafka
+configs of a server, with short timeouts so a test that fails does so quickly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from engine.serve.server import ServedCluster, kafka_python_config
+from engine.wire.journal import ServeSpec
+
+
+@pytest.fixture
+def served() -> Iterator[Callable[..., ServedCluster]]:
+    """Return a factory ``served(topics=[("t", 3, 3)], seed=1, brokers=3, **options)``; servers stop after the test."""
+    started: list[ServedCluster] = []
+
+    def start(
+        topics: list[tuple[str, int, int | None]] | tuple[tuple[str, int, int | None], ...] = (("t", 1, 3),),
+        *,
+        seed: int = 1,
+        brokers: int = 3,
+        config: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> ServedCluster:
+        spec = ServeSpec(seed, brokers, dict(config or {}), tuple(topics))
+        server = ServedCluster(spec.build(), spec=spec, **options).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def ck_config(server: ServedCluster, **extra: Any) -> dict[str, Any]:
+    """confluent-kafka config for ``server``, with quick timeouts."""
+    return {**server.client_config(), "socket.timeout.ms": 10_000, "message.timeout.ms": 20_000, **extra}
+
+
+def kp_config(server: ServedCluster, **extra: Any) -> dict[str, Any]:
+    """kafka-python / aiokafka keyword arguments for ``server``."""
+    return {**kafka_python_config(server.bootstrap, server.password), **extra}
+
+
+@pytest.fixture
+def ck() -> Callable[..., dict[str, Any]]:
+    """Return :func:`ck_config`."""
+    return ck_config
+
+
+@pytest.fixture
+def kp() -> Callable[..., dict[str, Any]]:
+    """Return :func:`kp_config`."""
+    return kp_config
+
+
+def log_values(server: ServedCluster, topic: str) -> list[bytes]:
+    """Every data record's value in ``topic``'s leader logs (aborted ones included), partition by partition."""
+    values: list[bytes] = []
+    with server.locked() as cluster:
+        for p in range(cluster.topics[topic]):
+            leader = cluster.leader(topic, p)
+            for batch in cluster.brokers[leader].replicas[(topic, p)].log.batches:
+                if not batch.is_control:
+                    values.extend(batch.values)
+    return values
+
+
+@pytest.fixture
+def logged() -> Callable[[ServedCluster, str], list[bytes]]:
+    """Return :func:`log_values`."""
+    return log_values
