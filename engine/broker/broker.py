@@ -375,7 +375,8 @@ class Broker(RpcNode):
             return
         current = r.state.leader_epoch if r.state else -1
         if req.current_leader_epoch >= 0 and req.current_leader_epoch != current:
-            code = ErrorCode.FENCED_LEADER_EPOCH if req.current_leader_epoch < current else ErrorCode.UNKNOWN_LEADER_EPOCH
+            stale = req.current_leader_epoch < current
+            code = ErrorCode.FENCED_LEADER_EPOCH if stale else ErrorCode.UNKNOWN_LEADER_EPOCH
             self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, code))
             return
         epoch, end = r.log.end_offset_for_epoch(req.leader_epoch)
