@@ -162,7 +162,18 @@ class WireConnection(RpcNode):
 
         No timeout of its own: a real client times out by itself and closes the connection.
         """
-        self.request(self.broker, body, callback)
+        self.request(self.broker, body, self.guarded(callback))
+
+    def guarded(self, callback: Callable[[Any], None]) -> Callable[[Any], None]:
+        """Wrap an answer's callback: a bug of ours costs this connection, never the simulation's event."""
+
+        def run(answer: Any) -> None:
+            try:
+                callback(answer)
+            except Exception as exc:  # the edge between the engine and a real client
+                self.hang_up(f"internal error: {type(exc).__name__}: {exc}")
+
+        return run
 
     def gather(self, bodies: list[Any], callback: Callable[[list[Any]], None]) -> None:
         """Send several engine requests to the broker; ``callback(answers)`` once all are in, in order."""

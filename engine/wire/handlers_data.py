@@ -222,7 +222,7 @@ def _wait_for_data(conn: WireConnection, bodies: list[FetchRequest], first: list
             done(answers)
 
     for i, b in enumerate(bodies):
-        ids.append(conn.request(conn.broker, b, lambda answer, i=i: one(i, answer)))
+        ids.append(conn.request(conn.broker, b, conn.guarded(lambda answer, i=i: one(i, answer))))
 
 
 def _fetch_answer(answers: list[Any], wanted: list[tuple[str, Any]]) -> dict[str, Any]:

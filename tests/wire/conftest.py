@@ -9,10 +9,12 @@ configs of a server, with short timeouts so a test that fails does so quickly.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from engine.serve.server import ServedCluster, kafka_python_config
 from engine.wire.journal import ServeSpec
@@ -79,3 +81,62 @@ def log_values(server: ServedCluster, topic: str) -> list[bytes]:
 def logged() -> Callable[[ServedCluster, str], list[bytes]]:
     """Return :func:`log_values`."""
     return log_values
+
+
+def _read_committed(
+    config: dict[str, Any], topic: str, *, group: str = "reader", expect: int | None = None, seconds: float = 10.0
+) -> list[str]:
+    """Read ``topic`` from the start with read_committed until every partition reached its end."""
+    c = Consumer(
+        {
+            **config,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([topic])
+    values: list[str] = []
+    ended: set[int] = set()
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(m.partition())
+                    assignment = c.assignment()
+                    if (
+                        assignment
+                        and ended >= {tp.partition for tp in assignment}
+                        and (expect is None or len(values) >= expect)
+                    ):
+                        break
+                    continue
+                raise KafkaException(m.error())
+            values.append(m.value().decode())
+    finally:
+        c.close()
+    return values
+
+
+def _txn_producer(config: dict[str, Any], tid: str, **extra: Any) -> Producer:
+    p = Producer({**config, "transactional.id": tid, **extra})
+    p.init_transactions(15)
+    return p
+
+
+@pytest.fixture(scope="session")
+def read_committed() -> Callable[..., list[str]]:
+    """Return a function that reads a topic from the start with read_committed (confluent-kafka)."""
+    return _read_committed
+
+
+@pytest.fixture(scope="session")
+def txn_producer() -> Callable[..., Producer]:
+    """Return a function that makes an initialised transactional confluent-kafka producer."""
+    return _txn_producer

@@ -23,53 +23,6 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from engine.views.transactions import describe_transaction_row
 
 
-def read_committed(
-    config: dict[str, Any], topic: str, *, group: str = "reader", expect: int | None = None, seconds: float = 10.0
-) -> list[str]:
-    """Read ``topic`` from the start with read_committed until every partition reached its end."""
-    c = Consumer(
-        {
-            **config,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    c.subscribe([topic])
-    values: list[str] = []
-    ended: set[int] = set()
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(m.partition())
-                    assignment = c.assignment()
-                    if (
-                        assignment
-                        and ended >= {tp.partition for tp in assignment}
-                        and (expect is None or len(values) >= expect)
-                    ):
-                        break
-                    continue
-                raise KafkaException(m.error())
-            values.append(m.value().decode())
-    finally:
-        c.close()
-    return values
-
-
-def txn_producer(config: dict[str, Any], tid: str, **extra: Any) -> Producer:
-    p = Producer({**config, "transactional.id": tid, **extra})
-    p.init_transactions(15)
-    return p
-
-
 def test_an_idempotent_producer_s_retry_after_a_lost_ack_is_written_once(served, ck, logged) -> None:
     server = served([("t", 1, 3)])
     with server.locked():
@@ -87,7 +40,9 @@ def test_an_idempotent_producer_s_retry_after_a_lost_ack_is_written_once(served,
     assert len(fired) == 1, "the lost ack was never injected"
 
 
-def test_a_read_committed_consumer_sees_the_committed_transaction_and_not_the_aborted_one(served, ck) -> None:
+def test_a_read_committed_consumer_sees_the_committed_transaction_and_not_the_aborted_one(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("t", 3, 3)])
     p = txn_producer(ck(server), "tx-commit-abort")
     p.begin_transaction()
@@ -101,7 +56,7 @@ def test_a_read_committed_consumer_sees_the_committed_transaction_and_not_the_ab
     assert sorted(read_committed(ck(server), "t", expect=6)) == [f"c{i}" for i in range(6)]
 
 
-def test_a_read_committed_consumer_waits_behind_an_open_transaction(served, ck) -> None:
+def test_a_read_committed_consumer_waits_behind_an_open_transaction(served, ck, read_committed, txn_producer) -> None:
     server = served([("t", 1, 3)])
     p = txn_producer(ck(server), "tx-open")
     p.begin_transaction()
@@ -115,7 +70,9 @@ def test_a_read_committed_consumer_waits_behind_an_open_transaction(served, ck) 
     assert read_committed(ck(server), "t", group="reader-2", expect=1) == ["open-0"]
 
 
-def consume_transform_produce(server: Any, ck: Any, *, crash_leader: bool = False) -> list[str]:
+def consume_transform_produce(
+    server: Any, ck: Any, read_committed: Any, txn_producer: Any, *, crash_leader: bool = False
+) -> list[str]:
     """Copy in -> out in two transactions with the input offsets; optionally crash out's leader midway."""
     src = Producer(ck(server))
     for i in range(10):
@@ -147,15 +104,39 @@ def consume_transform_produce(server: Any, ck: Any, *, crash_leader: bool = Fals
             with server.locked() as cluster:
                 crashed = cluster.leader("out")
                 cluster.crash(crashed)
-        p.send_offsets_to_transaction(consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 15)
-        p.commit_transaction(30)
-        copied += len(msgs)
+        try:
+            retrying(
+                lambda: p.send_offsets_to_transaction(
+                    consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 15
+                )
+            )
+            retrying(lambda: p.commit_transaction(30))
+            copied += len(msgs)
+        except KafkaException as exc:
+            if not exc.args[0].txn_requires_abort():
+                raise
+            # What an exactly-once application does: abort, and read the input again from the group's offsets.
+            p.abort_transaction(30)
+            for tp in consumer.committed(consumer.assignment(), 10):
+                consumer.seek(TopicPartition(tp.topic, tp.partition, max(tp.offset, 0)))
         if crashed is not None and not restarted:
             restarted = True
             with server.locked() as cluster:
                 cluster.restart(crashed)
     consumer.close()
     return read_committed(ck(server), "out", expect=10, seconds=15)
+
+
+def retrying(call: Any, attempts: int = 50) -> Any:
+    """Call a transactional API again while it raises a retriable error, as librdkafka asks."""
+    for _ in range(attempts - 1):
+        try:
+            return call()
+        except KafkaException as exc:
+            if not exc.args[0].retriable():
+                raise
+            time.sleep(0.2)
+    return call()
 
 
 def committed_offset(server: Any, ck: Any) -> int:
@@ -167,9 +148,13 @@ def committed_offset(server: Any, ck: Any) -> int:
     return tp.offset
 
 
-def test_consume_transform_produce_commits_its_offsets_with_the_transaction(served, ck) -> None:
+def test_consume_transform_produce_commits_its_offsets_with_the_transaction(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("in", 1, 3), ("out", 1, 3)])
-    assert sorted(consume_transform_produce(server, ck)) == sorted(f"M{i}" for i in range(10))
+    assert sorted(consume_transform_produce(server, ck, read_committed, txn_producer)) == sorted(
+        f"M{i}" for i in range(10)
+    )
     assert committed_offset(server, ck) == 10, "the offsets sent to the transaction are not the group's"
     again = Consumer(
         {**ck(server), "group.id": "ctp", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
@@ -180,14 +165,18 @@ def test_consume_transform_produce_commits_its_offsets_with_the_transaction(serv
     assert leftover == [], "a restarted consumer re-read input the transactions had consumed"
 
 
-def test_consume_transform_produce_stays_exactly_once_across_a_broker_crash(served, ck) -> None:
+def test_consume_transform_produce_stays_exactly_once_across_a_broker_crash(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("in", 1, 3), ("out", 1, 3)])
-    out = consume_transform_produce(server, ck, crash_leader=True)
+    out = consume_transform_produce(server, ck, read_committed, txn_producer, crash_leader=True)
     assert sorted(out) == sorted(f"M{i}" for i in range(10)), "output lost or duplicated across the crash"
     assert committed_offset(server, ck) == 10
 
 
-def test_a_transaction_committed_across_a_leader_crash_is_read_once_and_the_aborted_one_never(served, ck) -> None:
+def test_a_transaction_committed_across_a_leader_crash_is_read_once_and_the_aborted_one_never(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("t", 1, 3)])
     p = txn_producer(ck(server), "tx-crash")
     p.begin_transaction()
@@ -208,7 +197,9 @@ def test_a_transaction_committed_across_a_leader_crash_is_read_once_and_the_abor
     assert sorted(read_committed(ck(server), "t", expect=8, seconds=15)) == [f"c{i}" for i in range(8)]
 
 
-def test_a_second_producer_with_the_same_transactional_id_fences_the_first(served, ck) -> None:
+def test_a_second_producer_with_the_same_transactional_id_fences_the_first(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("t", 1, 3)])
     zombie = txn_producer(ck(server), "tx-zombie")
     zombie.begin_transaction()
@@ -229,7 +220,9 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(serve
     assert read_committed(ck(server), "t", expect=1) == ["successor-0"]
 
 
-def test_transaction_timeout_ms_aborts_a_stalled_producer_s_transaction(served, ck) -> None:
+def test_transaction_timeout_ms_aborts_a_stalled_producer_s_transaction(
+    served, ck, read_committed, txn_producer
+) -> None:
     server = served([("t", 1, 3)], config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     p = txn_producer(
         ck(server),
