@@ -85,6 +85,8 @@ class ClusterEntry:
     dashboards: list[Any] = dataclasses.field(default_factory=list)
     #: The loopback feed of Spark's streaming source (``eos_magics.spark.feed``), once asked for.
     feed: Any = None
+    #: The wire-protocol server of this cluster (``engine.serve.ServedCluster``), once served.
+    served: Any = None
 
 
 def _check_name(name: Any, what: str) -> str:
@@ -188,6 +190,7 @@ class Session:
         run, stop = entry.run.fork(event_index, setup=lambda c: histories.append(ClientHistory.attach(c)))
         old = entry.cluster
         _stop_feed(entry)  # it serves the old cluster; the next stream starts one on the fork
+        _stop_served(entry)  # real clients were talking to the old cluster; serve the fork again to go on
         entry.run, entry.cluster = run, run.cluster
         entry.history = histories[0]
         if self.namespace is not None and self.namespace.get(entry.name) is old:
@@ -275,6 +278,7 @@ class Session:
             dash.close()
         entry.dashboards.clear()
         _stop_feed(entry)
+        _stop_served(entry)
         if self.namespace is None:
             return
         for name, obj in [(entry.name, entry.cluster), *entry.clients.items()]:
@@ -680,6 +684,30 @@ class Session:
             entry.feed = Feed.start(entry.run)
         return entry.feed
 
+    def serve(
+        self, name: str | None = None, *, host: str = "127.0.0.1", port: int = 0, auth: bool = True, rate: float = 1.0
+    ) -> Any:
+        """Serve a cluster to real Kafka clients over the wire protocol (started once; see ``engine.serve``).
+
+        The server drives the cluster in real time under the run's lock, so cells, the dashboard and
+        outside clients take turns on it; faults and views work on it as on any cluster.
+        """
+        from engine.serve import ServedCluster
+
+        entry = self.entry(name)
+        if entry.served is None:
+            entry.served = ServedCluster(
+                entry.cluster, host=host, port=port, auth=auth, rate=rate, guard=entry.run.lock
+            ).start()
+        return entry.served
+
+    def stop_serving(self, name: str | None = None) -> bool:
+        """Stop serving a cluster; return False when it was not served."""
+        entry = self.entry(name)
+        served = entry.served is not None
+        _stop_served(entry)
+        return served
+
     def _final_read(self, entry: ClusterEntry) -> None:
         c = entry.cluster
         keys = [(t, p) for t in sorted(c.topics) for p in range(c.topics[t])]
@@ -891,6 +919,13 @@ def _kind(obj: Any) -> str:
     from engine import Consumer
 
     return "consumer" if isinstance(obj, Consumer) else "producer"
+
+
+def _stop_served(entry: ClusterEntry) -> None:
+    """Stop the wire-protocol server of ``entry``'s cluster, if one runs."""
+    if entry.served is not None:
+        entry.served.stop()
+        entry.served = None
 
 
 def _stop_feed(entry: ClusterEntry) -> None:

@@ -16,6 +16,7 @@ catalog        ``%eos_scenario`` (list, run, sweep, mutants)
 dashboard      ``%eos_dashboard`` (the live dashboard: play, step, faults, scrub back, fork)
 spark          ``%eos_spark`` (start, status, stop, views, check, stream, sweep)
 db             ``%eos_db`` (tables, sql, check): the service databases of the last scenario run
+serve          ``%eos_serve`` (start, stop, config): the cluster on 127.0.0.1 for real Kafka clients
 =============  ===========================================================================
 """
 
@@ -30,6 +31,7 @@ from eos_magics.commands.dashboard import DashboardMagics
 from eos_magics.commands.db import DbMagics
 from eos_magics.commands.faults import FaultMagics
 from eos_magics.commands.inspect import InspectMagics
+from eos_magics.commands.serve import ServeMagics
 from eos_magics.commands.spark import SparkMagics
 from eos_magics.commands.txn import TxnMagics
 
@@ -45,6 +47,7 @@ FAMILIES = (
     DashboardMagics,
     SparkMagics,
     DbMagics,
+    ServeMagics,
 )
 
 __all__ = ["FAMILIES"]
