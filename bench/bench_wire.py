@@ -1,0 +1,135 @@
+"""Real clients over the wire: the same confluent-kafka workload against ``eos serve`` and librdkafka's mock.
+
+Two workloads, each run against both targets in this one process run:
+
+* ``produce``: an idempotent producer sends ``--records`` values of 100 bytes to a 3-partition topic
+  (``linger.ms`` 5, ``batch.num.messages`` 1000: batches of about 1000 records) and flushes;
+  records/s from the first produce() to the end of flush(); every delivery report must be clean.
+* ``commits``: a transactional producer commits ``--txns`` transactions of 10 records; commits/s.
+
+``eos serve`` runs as a subprocess (``--rate 1``, SASL on, as users run it), so the server has a
+core of its own and the client's librdkafka threads do not share its GIL; the mock runs inside
+this process, as librdkafka starts it (``test.mock.num.brokers``). Both are checked for delivery.
+``--profile`` runs the server under cProfile and prints where its time goes.
+
+    timeout 600 .venv/bin/python bench/bench_wire.py
+    timeout 300 .venv/bin/python bench/bench_wire.py --records 20000 --txns 50   # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import ROOT, BenchError, check, machine_note
+
+VALUE = b"x" * 100
+
+
+def start_server(profile: Path | None) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    ready = Path(tempfile.mkdtemp()) / "ready.json"
+    cmd = [sys.executable]
+    if profile is not None:
+        cmd += ["-m", "cProfile", "-o", str(profile)]
+    cmd += ["-m", "engine.cli", "serve", "--topic", "bench:3:3", "--ready-file", str(ready), "--seed", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise BenchError(f"eos serve did not start: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        time.sleep(0.05)
+    return proc, json.loads(ready.read_text())["client_config"]
+
+
+def mock_config() -> tuple[Producer, dict[str, Any]]:
+    """Start librdkafka's mock cluster; return its owner (keep it alive) and its client config."""
+    owner = Producer({"test.mock.num.brokers": 3})
+    brokers = owner.list_topics(timeout=10).brokers
+    bootstrap = ",".join(f"{b.host}:{b.port}" for b in brokers.values())
+    # The mock creates a topic on first use (4 partitions); it does not serve CreateTopics here.
+    return owner, {"bootstrap.servers": bootstrap}
+
+
+def produce(config: dict[str, Any], records: int) -> float:
+    p = Producer({**config, "enable.idempotence": True, "linger.ms": 5, "batch.num.messages": 1000})
+    errors: list[Any] = []
+    delivered = [0]
+
+    def report(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(err)
+        delivered[0] += 1
+
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                p.produce("bench", value=VALUE, key=str(i % 97).encode(), on_delivery=report)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 1000 == 0:
+            p.poll(0)
+    left = p.flush(120)
+    elapsed = time.perf_counter() - start
+    check(left == 0 and not errors and delivered[0] == records, f"produce: {left} left, errors {errors[:3]}")
+    return records / elapsed
+
+
+def commits(config: dict[str, Any], txns: int) -> float:
+    p = Producer({**config, "transactional.id": f"bench-{os.getpid()}-{time.monotonic_ns()}", "linger.ms": 0})
+    p.init_transactions(30)
+    start = time.perf_counter()
+    for t in range(txns):
+        p.begin_transaction()
+        for i in range(10):
+            p.produce("bench", value=VALUE, key=f"{t}-{i}".encode())
+        p.commit_transaction(30)
+    return txns / (time.perf_counter() - start)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--txns", type=int, default=200)
+    ap.add_argument("--profile", action="store_true", help="profile the server; print its top functions")
+    args = ap.parse_args()
+    print(f"bench_wire: {machine_note()}")
+    owner, mock = mock_config()
+    profile = Path(tempfile.mkdtemp()) / "serve.prof" if args.profile else None
+    proc, served = start_server(profile)
+    try:
+        rows = []
+        for name, fn, n in (("produce records/s", produce, args.records), ("commits/s", commits, args.txns)):
+            ours = fn(served, n)
+            theirs = fn(mock, n)
+            rows.append((name, ours, theirs))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+        del owner
+    print(f"{'workload':<20}{'eos serve':>14}{'librdkafka mock':>18}{'ratio':>9}")
+    for name, ours, theirs in rows:
+        print(f"{name:<20}{ours:>14,.0f}{theirs:>18,.0f}{ours / theirs:>9.3f}")
+    print("targets: produce ratio >= 0.25 and >= 50,000 records/s")
+    if profile is not None and profile.exists():
+        import pstats
+
+        print("\nwhere eos serve's time goes (cumulative, top 25):")
+        pstats.Stats(str(profile)).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
