@@ -10,8 +10,6 @@ server's random password. Serves until interrupted (Ctrl-C) or ``--duration`` se
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import json
 import sys
 from typing import Any
@@ -89,23 +87,13 @@ def run(args: argparse.Namespace) -> int:
         journal_path=args.journal,
     )
 
-    async def main() -> None:
-        task = asyncio.create_task(server.run(args.ready_file))
-        while not server._ready.is_set():
-            await asyncio.sleep(0.01)
+    def announce() -> None:
         print(f"eos serve: {args.brokers} brokers on {server.bootstrap} (seed {args.seed}); client config:")
         print(json.dumps(server.client_config(), indent=2))
         sys.stdout.flush()
-        if args.duration is not None:
-            await asyncio.sleep(args.duration)
-            server.stop()
-        await task
 
     try:
-        asyncio.run(main())
+        server.serve_forever(ready_file=args.ready_file, duration_s=args.duration, on_ready=announce)
     except OSError as exc:
         raise UsageError(f"eos serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    except KeyboardInterrupt:
-        with contextlib.suppress(Exception):
-            server.stop()
     return 0

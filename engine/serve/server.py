@@ -172,6 +172,27 @@ class ServedCluster:
             if self.journal is not None:
                 self.journal.close()
 
+    def serve_forever(
+        self, *, ready_file: str | Path | None = None, duration_s: float | None = None, on_ready: Any = None
+    ) -> None:
+        """Serve in this thread until interrupted (Ctrl-C) or ``duration_s`` passed; ``on_ready()`` once listening."""
+
+        async def main() -> None:
+            task = asyncio.create_task(self.run(ready_file))
+            while not self._ready.is_set() and not task.done():
+                await asyncio.sleep(0.01)
+            if task.done():
+                await task  # it failed to listen: raise its error
+            if on_ready is not None:
+                on_ready()
+            if duration_s is not None:
+                await asyncio.sleep(duration_s)
+                self.stop()
+            await task
+
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(main())
+
     def stop(self) -> None:
         """Stop serving (from any thread); connections close."""
         self._stopping = True

@@ -1,0 +1,284 @@
+"""Recorder: the client history of real Kafka clients, in the format ``eos check`` reads.
+
+Role
+----
+:class:`engine.check.ClientHistory` records the simulator's own clients. A :class:`Recorder`
+is the same bookkeeping for clients that talk to a real Kafka (a broker, librdkafka's mock
+cluster, the wire server): the wrappers of :mod:`engine.record.confluent` and
+:mod:`engine.record.kafka_python` call :meth:`Recorder.invoke` when an operation starts and
+:meth:`Recorder.complete` when its outcome is known, and :meth:`Recorder.history` gives the
+history of ``docs/history-format.md``, judged by :meth:`Recorder.check` or written by
+:meth:`Recorder.write` for ``eos check``.
+
+What is recorded (the rules the wrappers follow, as :class:`~engine.check.ClientHistory` does)
+-----------------------------------------------------------------------------------------------
+* **Processes.** One counter hands out process ids in the order things start: a client takes
+  one when it is wrapped, and each non-transactional record takes a fresh one when it is
+  produced (a producer has many sends in flight; a process runs one operation at a time).
+* **Sends** are ``send`` ops invoked at ``produce()``; a partition the partitioner picks is
+  known only when the delivery report comes, so until then the invocation lists no micro-op.
+* **Transactions** are ``txn`` ops of the producer's own process, from ``begin_transaction()``
+  to the commit (``ok``) or abort (``fail``) that returned; their records join the op.
+* **Polls** are ``poll`` ops of the consumer's process; assignments are ``assign`` or
+  ``subscribe`` ops with the keys assigned after them.
+* **Values** are text, as :func:`engine.check.client_history.record_value` writes them.
+* **Times** are milliseconds since the recorder was made, from :func:`time.monotonic`: this
+  module runs outside the deterministic simulation (``tests/test_tidy.py`` lets it, alone in
+  ``engine/record/``, read the monotonic clock and take a lock), so its histories are real-time
+  and not reproducible.
+
+Invariants
+----------
+* The history is valid at any moment: operations still in flight stay invocations (read as
+  ``info`` by the checker). Index order is the order the recorder saw things, under one lock,
+  so a client used from several threads (delivery reports served by another thread's
+  ``poll()``) still gives a well-formed history.
+* It never raises into the application: a failure of the recorder's own bookkeeping is noted in
+  :attr:`Recorder.faults` and the application's call goes on (:func:`guarded`).
+* It never changes a record: keys and headers are not recorded, values are only read.
+
+What it does not do
+-------------------
+It records nothing a wrapper did not see: records produced by an unwrapped client show up only
+as reads of values no recorded op wrote, and consumer offset commits, ``send_offsets_to_transaction``
+and admin calls are not in the format.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from engine.check.anomaly import Report
+from engine.check.checker import check_history
+from engine.check.client_history import record_value
+from engine.check.history import History, Key, Op, Poll, Send
+from engine.check.jsonl import save_jsonl
+
+__all__ = ["Recorder", "guarded"]
+
+#: How many bookkeeping faults :attr:`Recorder.faults` keeps.
+MAX_FAULTS = 100
+
+
+class _Op:
+    """One operation as the recorder holds it: mutable until completed, then frozen."""
+
+    __slots__ = ("announced", "done_ms", "error", "f", "invoke_ms", "keys", "mops", "process", "sends", "type")
+
+    def __init__(self, process: int, f: str, time_ms: int, keys: tuple[Key, ...] = ()) -> None:
+        self.process = process
+        self.f = f
+        self.invoke_ms = time_ms
+        self.keys = keys
+        #: the records the op sends, in produce order (their partitions may become known later)
+        self.sends: list[_Record] = []
+        self.type = "invoke"
+        self.done_ms = 0
+        self.error: str | None = None
+        #: the invocation's and the completion's micro-ops, frozen at completion
+        self.announced: tuple[Send, ...] | None = None
+        self.mops: tuple[Send | Poll, ...] = ()
+
+    def invocation_mops(self) -> tuple[Send, ...]:
+        """The sends the op announces: those whose partition is known, offsets null."""
+        if self.announced is not None:
+            return self.announced
+        return tuple(Send(r.topic, r.partition, r.value) for r in self.sends if r.partition is not None)
+
+    def sent(self, *, offsets: bool) -> tuple[Send, ...]:
+        """The sends whose partition is known, with the offsets learnt when ``offsets``."""
+        return tuple(
+            Send(r.topic, r.partition, r.value, r.offset if offsets else None)
+            for r in self.sends
+            if r.partition is not None
+        )
+
+
+class _Record:
+    """One produced record, carried by its delivery callback."""
+
+    __slots__ = ("offset", "op", "partition", "topic", "value")
+
+    def __init__(self, op: _Op, topic: str, partition: int | None, value: str) -> None:
+        self.op = op
+        self.topic = topic
+        self.partition = partition
+        self.value = value
+        self.offset: int | None = None
+
+
+def guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
+    """Make a wrapper's hook note its own failure in its recorder's faults instead of raising.
+
+    The decorated method's object must have a ``recorder`` attribute.
+    """
+
+    @functools.wraps(hook)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception as exc:  # the recorder's bug must not become the application's
+            self.recorder.fault(hook.__name__, exc)
+            return None
+
+    return run
+
+
+class Recorder:
+    """The client history of the real Kafka clients wrapped with it.
+
+    Parameters
+    ----------
+    path : str or PathLike, optional
+        Where :meth:`write` writes when given no path (and ``with Recorder(path):`` at exit).
+
+    Examples
+    --------
+    >>> rec = Recorder()
+    >>> op = rec.invoke(rec.new_process(), "poll")
+    >>> rec.complete(op, "ok", ())
+    >>> [(o.type, o.f) for o in rec.history()]
+    [('invoke', 'poll'), ('ok', 'poll')]
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = path
+        self._start = time.monotonic()
+        self._lock = threading.RLock()
+        #: (is_completion, op) in history order: the index of a record is its position here
+        self._records: list[tuple[bool, _Op]] = []
+        self._open: dict[int, _Op] = {}
+        self._processes = itertools.count()
+        self._ops = 0
+        self._faults: list[str] = []
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def history(self) -> History:
+        """Return the history so far; operations still in flight are invocations without completion."""
+        with self._lock:
+            ops: list[Op] = []
+            for index, (done, op) in enumerate(self._records):
+                if done:
+                    ops.append(Op(index, op.process, op.type, op.f, op.done_ms, op.mops, op.keys, (), op.error))
+                else:
+                    ops.append(Op(index, op.process, "invoke", op.f, op.invoke_ms, op.invocation_mops(), op.keys))
+        return History(ops)
+
+    def __len__(self) -> int:
+        """Return how many history records (invocations and completions) there are so far."""
+        return len(self._records)
+
+    @property
+    def ops(self) -> int:
+        """Return how many operations were started so far (each counted once)."""
+        return self._ops
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The recorder's own failures, caught so as not to raise into the application (at most 100)."""
+        return tuple(self._faults)
+
+    def write(self, path: str | os.PathLike[str] | None = None) -> None:
+        """Write the history so far as JSON Lines (:func:`engine.check.save_jsonl`) to ``path`` or :attr:`path`.
+
+        Raises
+        ------
+        ValueError
+            If neither ``path`` nor the recorder's :attr:`path` is set.
+        """
+        target = self.path if path is None else path
+        if target is None:
+            raise ValueError("Recorder.write needs a path: Recorder(path) or write(path)")
+        save_jsonl(self.history(), target)
+
+    def check(self, mode: str | Iterable[str] = "eos") -> Report:
+        """Check the history so far with :func:`engine.check.check_history` (``mode``: its ``allowed``).
+
+        Writes nobody has read yet are ``unseen`` (forbidden in every mode): read them first.
+        """
+        return check_history(self.history(), allowed=mode)
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.path is not None:
+            self.write()
+
+    # -- bookkeeping, for the wrappers -----------------------------------------------------------
+
+    def now_ms(self) -> int:
+        """Return the milliseconds since the recorder was made (monotonic clock)."""
+        return int((time.monotonic() - self._start) * 1000)
+
+    def fault(self, where: str, exc: Exception) -> None:
+        """Note a failure of the recorder's own bookkeeping."""
+        with self._lock:
+            if len(self._faults) < MAX_FAULTS:
+                self._faults.append(f"{where}: {type(exc).__name__}: {exc}")
+
+    def new_process(self) -> int:
+        """Return a process id never used before."""
+        return next(self._processes)
+
+    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> _Op:
+        """Start an operation now; an op the process left open is first completed ``info``."""
+        with self._lock:
+            stale = self._open.get(process)
+            if stale is not None:
+                self.complete(stale, "info", error="superseded by a later operation of the same process")
+            op = _Op(process, f, self.now_ms(), keys)
+            self._open[process] = op
+            self._records.append((False, op))
+            self._ops += 1
+            return op
+
+    def add_record(self, op: _Op, topic: str, partition: int | None, value: Any) -> _Record:
+        """Add a record the application produced to ``op`` (its value as :func:`record_value` writes it)."""
+        with self._lock:
+            record = _Record(op, topic, partition, record_value(value))
+            op.sends.append(record)
+            return record
+
+    def drop_record(self, record: _Record) -> None:
+        """Take back a record that never entered the client (its produce call raised)."""
+        with self._lock:
+            if record in record.op.sends and record.op.announced is None:
+                record.op.sends.remove(record)
+
+    def learn(self, record: _Record, partition: int | None, offset: int | None) -> None:
+        """Note what a delivery report told of ``record``: its partition, and its offset when it was written."""
+        with self._lock:
+            if record.partition is None and partition is not None and partition >= 0:
+                record.partition = partition
+            if offset is not None and offset >= 0:
+                record.offset = offset
+
+    def is_open(self, op: _Op) -> bool:
+        """Return whether ``op`` is still in flight."""
+        return self._open.get(op.process) is op
+
+    def complete(
+        self, op: _Op, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
+    ) -> None:
+        """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
+        with self._lock:
+            if self._open.get(op.process) is not op:
+                return
+            del self._open[op.process]
+            op.announced = op.invocation_mops()
+            op.mops = op.announced if mops is None else mops
+            op.type, op.done_ms, op.error = type, self.now_ms(), error
+            self._records.append((True, op))
+
+    def instant(self, process: int, f: str, keys: tuple[Key, ...], type: str = "ok", error: str | None = None) -> None:
+        """Record an operation that starts and ends now (an assignment)."""
+        with self._lock:
+            self.complete(self.invoke(process, f, keys), type, error=error)
