@@ -54,6 +54,7 @@ LINE_MAGICS = {
     "eos_dashboard",
     "eos_spark",
     "eos_db",
+    "eos_serve",
 }
 CELL_MAGICS = {"eos_txn"}
 
