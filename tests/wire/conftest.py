@@ -140,3 +140,49 @@ def read_committed() -> Callable[..., list[str]]:
 def txn_producer() -> Callable[..., Producer]:
     """Return a function that makes an initialised transactional confluent-kafka producer."""
     return _txn_producer
+
+
+def _raw_call(server: ServedCluster, key: int, version: int, body: Any, broker: int = 1) -> Any:
+    """Log in with SASL/PLAIN on a raw socket, send one request (a kio entity), return the decoded response."""
+    import io
+    import socket
+    import struct
+
+    from kio.index import load_request_schema, load_response_schema
+    from kio.serial import entity_reader, entity_writer
+
+    def frame(k: int, v: int, entity: Any, corr: int) -> bytes:
+        header = load_request_schema(k, v).__header_schema__
+        buf = io.BytesIO()
+        entity_writer(header)(buf, header(request_api_key=k, request_api_version=v, correlation_id=corr, client_id="t"))
+        entity_writer(type(entity))(buf, entity)
+        return struct.pack(">i", len(buf.getvalue())) + buf.getvalue()
+
+    def receive(s: socket.socket) -> bytes:
+        data = b""
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">i", data[:4])[0]:
+            chunk = s.recv(65536)
+            assert chunk, "the server closed the connection"
+            data += chunk
+        return data[4:]
+
+    host, port = server.addresses[broker]
+    with socket.create_connection((host, port), timeout=10) as s:
+        if server.password is not None:
+            s.sendall(frame(17, 1, load_request_schema(17, 1)(mechanism="PLAIN"), 1))
+            receive(s)
+            token = b"\0eos\0" + server.password.encode()
+            s.sendall(frame(36, 2, load_request_schema(36, 2)(auth_bytes=token), 2))
+            receive(s)
+        s.sendall(frame(key, version, body, 3))
+        data = receive(s)
+    schema = load_response_schema(key, version)
+    offset = 4 + (1 if schema.__header_schema__.__flexible__ else 0)
+    response, _size = entity_reader(schema)(memoryview(data), offset)
+    return response
+
+
+@pytest.fixture
+def raw_call() -> Callable[..., Any]:
+    """Return :func:`_raw_call`: one request on a raw, logged-in socket, decoded with kio."""
+    return _raw_call
