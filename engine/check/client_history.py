@@ -150,7 +150,7 @@ def _guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-class _Op:
+class PendingOp:
     """One operation as the recorder holds it: mutable until completed, then frozen."""
 
     __slots__ = ("announced", "done_ms", "error", "f", "invoke_ms", "keys", "mops", "process", "sends", "type")
@@ -161,7 +161,7 @@ class _Op:
         self.invoke_ms = time_ms
         self.keys = keys
         #: the records the op sends, in produce order (their partitions may become known later)
-        self.sends: list[_Record] = []
+        self.sends: list[PendingRecord] = []
         self.type = "invoke"
         self.done_ms = 0
         self.error: str | None = None
@@ -184,12 +184,12 @@ class _Op:
         )
 
 
-class _Record:
+class PendingRecord:
     """One produced record: the observer's token, carried by the producer."""
 
     __slots__ = ("offset", "op", "partition", "topic", "value")
 
-    def __init__(self, op: _Op, topic: str, partition: int | None, value: str) -> None:
+    def __init__(self, op: PendingOp, topic: str, partition: int | None, value: str) -> None:
         self.op = op
         self.topic = topic
         self.partition = partition
@@ -233,8 +233,8 @@ class ClientHistory:
             raise ValueError(f"this cluster already has a client observer ({type(current).__name__})")
         self._world = cluster.world
         #: (is_completion, op) in history order: the index of a record is its position here
-        self._records: list[tuple[bool, _Op]] = []
-        self._open: dict[int, _Op] = {}
+        self._records: list[tuple[bool, PendingOp]] = []
+        self._open: dict[int, PendingOp] = {}
         self._next_process = 0
         self._ops = 0
         self._faults: list[str] = []
@@ -325,19 +325,19 @@ class ClientHistory:
         self._next_process += 1
         return process
 
-    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> _Op:
+    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> PendingOp:
         """Start an operation now; an op the process left open is first completed ``info``."""
         stale = self._open.get(process)
         if stale is not None:
             self.complete(stale, "info", error="superseded by a later operation of the same process")
-        op = _Op(process, f, self._world.now_ms, keys)
+        op = PendingOp(process, f, self._world.now_ms, keys)
         self._open[process] = op
         self._records.append((False, op))
         self._ops += 1
         return op
 
     def complete(
-        self, op: _Op, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
+        self, op: PendingOp, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
     ) -> None:
         """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
         if self._open.get(op.process) is not op:
@@ -361,11 +361,11 @@ class _ProducerTap:
         self.process = process
         self.transactional = isinstance(producer, TransactionalProducer)
         #: the open transaction op
-        self.txn: _Op | None = None
+        self.txn: PendingOp | None = None
         #: open send ops by process, in invocation order
-        self.sends: dict[int, _Op] = {}
+        self.sends: dict[int, PendingOp] = {}
         #: id(batch) -> (batch, [(index in batch, record)]); the batch is kept so its id stays its own
-        self.batches: dict[int, tuple[Any, list[tuple[int, _Record]]]] = {}
+        self.batches: dict[int, tuple[Any, list[tuple[int, PendingRecord]]]] = {}
 
     def fault(self, where: str, exc: Exception) -> None:
         """Note a bookkeeping failure in the recorder."""
@@ -376,7 +376,7 @@ class _ProducerTap:
         if self.transactional and producer.txn.state in _IN_TRANSACTION:  # type: ignore[attr-defined]
             self.txn = self.rec.invoke(self.process, "txn")
 
-    def _new_record(self, topic: str, partition: int | None, value: Any) -> _Record:
+    def _new_record(self, topic: str, partition: int | None, value: Any) -> PendingRecord:
         if self.transactional:
             if self.txn is None:
                 self.txn = self.rec.invoke(self.process, "txn")
@@ -384,18 +384,18 @@ class _ProducerTap:
         else:
             op = self.rec.invoke(self.rec.new_process(), "send")
             self.sends[op.process] = op
-        record = _Record(op, topic, partition, record_value(value))
+        record = PendingRecord(op, topic, partition, record_value(value))
         op.sends.append(record)
         return record
 
-    def _follow(self, batch: Any, index: int, record: _Record) -> None:
+    def _follow(self, batch: Any, index: int, record: PendingRecord) -> None:
         record.partition = batch.partition
         slot = self.batches.get(id(batch))
         if slot is None:
             slot = self.batches[id(batch)] = (batch, [])
         slot[1].append((index, record))
 
-    def _finish_send(self, record: _Record, outcome: str, error: str | None) -> None:
+    def _finish_send(self, record: PendingRecord, outcome: str, error: str | None) -> None:
         op = record.op
         self.sends.pop(op.process, None)
         self.rec.complete(op, outcome, op.sent(offsets=outcome == "ok"), error=error)
@@ -413,13 +413,13 @@ class _ProducerTap:
     @_guarded
     def on_record_queued(self, producer: Producer, token: object, batch: Any, index: int) -> None:
         """The record's partition is fixed: follow its batch."""
-        if isinstance(token, _Record):
+        if isinstance(token, PendingRecord):
             self._follow(batch, index, token)
 
     @_guarded
     def on_record_failed(self, producer: Producer, token: object, partition: int, error: Exception) -> None:
         """The record was never sent: its send op fails (a transaction's outcome is decided at its end)."""
-        if not isinstance(token, _Record):
+        if not isinstance(token, PendingRecord):
             return
         if token.partition is None and partition >= 0:
             token.partition = partition
@@ -494,7 +494,7 @@ class _ConsumerTap:
         #: the keys of the last assign/subscribe op recorded
         self.keys: tuple[Key, ...] = ()
         #: the poll op of the poll()/consume() call running now
-        self.poll: _Op | None = None
+        self.poll: PendingOp | None = None
 
     def fault(self, where: str, exc: Exception) -> None:
         """Note a bookkeeping failure in the recorder."""

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from engine.check.client_history import PendingOp, PendingRecord
 from engine.check.history import Key, Poll
-from engine.record.recorder import Recorder, _Op, _Record, guarded
+from engine.record.recorder import Recorder, guarded
 
 __all__ = ["ConsumerBook", "ProducerBook", "keys_of"]
 
@@ -51,10 +52,10 @@ class ProducerBook:
         self.recorder = recorder
         self.process = recorder.new_process()
         #: the open transaction op (from begin to the commit or abort that decides it)
-        self.txn: _Op | None = None
+        self.txn: PendingOp | None = None
 
     @guarded
-    def produced(self, topic: str, partition: int | None, value: object) -> _Record | None:
+    def produced(self, topic: str, partition: int | None, value: object) -> PendingRecord | None:
         """A record is being produced: it joins the open transaction, or starts its own send op."""
         rec = self.recorder
         if self.txn is not None and rec.is_open(self.txn):
@@ -65,7 +66,7 @@ class ProducerBook:
         return rec.add_record(op, topic, known, value)
 
     @guarded
-    def not_queued(self, record: _Record | None, error: str) -> None:
+    def not_queued(self, record: PendingRecord | None, error: str) -> None:
         """The produce call refused the record: a send op fails; a transaction forgets the record."""
         if record is None:
             return
@@ -76,7 +77,7 @@ class ProducerBook:
 
     @guarded
     def delivered(
-        self, record: _Record | None, partition: int | None, offset: int | None, outcome: str, error: str | None
+        self, record: PendingRecord | None, partition: int | None, offset: int | None, outcome: str, error: str | None
     ) -> None:
         """The record's delivery report: learn its partition and offset; a send op completes with ``outcome``."""
         if record is None:
@@ -117,7 +118,7 @@ class ConsumerBook:
         #: whether the group assigns the partitions (assignment changes are then ``subscribe`` ops)
         self.subscribed = False
         #: the poll op of the poll call running now
-        self.poll: _Op | None = None
+        self.poll: PendingOp | None = None
         initial = keys_of(keys)
         if initial:
             self.assigned(initial)

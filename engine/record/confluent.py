@@ -55,7 +55,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from engine.check.client_history import record_value
 from engine.check.history import Key, Poll
 from engine.record.books import ConsumerBook, ProducerBook, keys_of
-from engine.record.recorder import Recorder, _Record, guarded
+from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = [
     "NOT_WRITTEN",
@@ -182,7 +182,7 @@ class RecordingProducer(_Wrapper):
 
     # -- sends ------------------------------------------------------------------------------
 
-    def _report(self, record: _Record | None, user: DeliveryCallback | None) -> DeliveryCallback:
+    def _report(self, record: PendingRecord | None, user: DeliveryCallback | None) -> DeliveryCallback:
         """The delivery callback of one record: record its outcome, then call the application's."""
         chained = user if user is not None else self._default_delivery
 
@@ -194,7 +194,7 @@ class RecordingProducer(_Wrapper):
         return report
 
     @guarded
-    def _delivered(self, record: _Record | None, err: KafkaError | None, msg: Message) -> None:
+    def _delivered(self, record: PendingRecord | None, err: KafkaError | None, msg: Message) -> None:
         outcome = delivery_outcome(err)
         self.book.delivered(record, msg.partition(), msg.offset(), outcome, None if err is None else error_name(err))
 
@@ -235,7 +235,7 @@ class RecordingProducer(_Wrapper):
     ) -> int:
         """Produce a batch (``Producer.produce_batch``): one record each, as ``produce`` does."""
         batch_cb = on_delivery if on_delivery is not None else callback
-        records: list[_Record | None] = []
+        records: list[PendingRecord | None] = []
         copies: list[dict[str, Any]] = []
         for m in messages:
             record = self.book.produced(topic, m.get("partition", partition), m.get("value"))

@@ -41,7 +41,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from engine.check.client_history import record_value
 from engine.check.history import Key, Poll
 from engine.record.books import ConsumerBook, ProducerBook, keys_of
-from engine.record.recorder import Recorder, _Record, guarded
+from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = ["NOT_WRITTEN", "RecordingKafkaConsumer", "RecordingKafkaProducer", "recording", "send_outcome"]
 
@@ -130,11 +130,11 @@ class RecordingKafkaProducer(_Wrapper):
         return future
 
     @guarded
-    def _succeeded(self, record: _Record | None, metadata: Any) -> None:
+    def _succeeded(self, record: PendingRecord | None, metadata: Any) -> None:
         self.book.delivered(record, metadata.partition, metadata.offset, "ok", None)
 
     @guarded
-    def _failed(self, record: _Record | None, error: BaseException) -> None:
+    def _failed(self, record: PendingRecord | None, error: BaseException) -> None:
         self.book.delivered(record, None, None, send_outcome(error), type(error).__name__)
 
     def init_transactions(self) -> None:

@@ -56,7 +56,7 @@ from typing import Any
 
 from engine.check.anomaly import Report
 from engine.check.checker import check_history
-from engine.check.client_history import record_value
+from engine.check.client_history import PendingOp, PendingRecord, record_value
 from engine.check.history import History, Key, Op, Poll, Send
 from engine.check.jsonl import save_jsonl
 
@@ -64,53 +64,6 @@ __all__ = ["Recorder", "guarded"]
 
 #: How many bookkeeping faults :attr:`Recorder.faults` keeps.
 MAX_FAULTS = 100
-
-
-class _Op:
-    """One operation as the recorder holds it: mutable until completed, then frozen."""
-
-    __slots__ = ("announced", "done_ms", "error", "f", "invoke_ms", "keys", "mops", "process", "sends", "type")
-
-    def __init__(self, process: int, f: str, time_ms: int, keys: tuple[Key, ...] = ()) -> None:
-        self.process = process
-        self.f = f
-        self.invoke_ms = time_ms
-        self.keys = keys
-        #: the records the op sends, in produce order (their partitions may become known later)
-        self.sends: list[_Record] = []
-        self.type = "invoke"
-        self.done_ms = 0
-        self.error: str | None = None
-        #: the invocation's and the completion's micro-ops, frozen at completion
-        self.announced: tuple[Send, ...] | None = None
-        self.mops: tuple[Send | Poll, ...] = ()
-
-    def invocation_mops(self) -> tuple[Send, ...]:
-        """The sends the op announces: those whose partition is known, offsets null."""
-        if self.announced is not None:
-            return self.announced
-        return tuple(Send(r.topic, r.partition, r.value) for r in self.sends if r.partition is not None)
-
-    def sent(self, *, offsets: bool) -> tuple[Send, ...]:
-        """The sends whose partition is known, with the offsets learnt when ``offsets``."""
-        return tuple(
-            Send(r.topic, r.partition, r.value, r.offset if offsets else None)
-            for r in self.sends
-            if r.partition is not None
-        )
-
-
-class _Record:
-    """One produced record, carried by its delivery callback."""
-
-    __slots__ = ("offset", "op", "partition", "topic", "value")
-
-    def __init__(self, op: _Op, topic: str, partition: int | None, value: str) -> None:
-        self.op = op
-        self.topic = topic
-        self.partition = partition
-        self.value = value
-        self.offset: int | None = None
 
 
 def guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
@@ -152,8 +105,8 @@ class Recorder:
         self._start = time.monotonic()
         self._lock = threading.RLock()
         #: (is_completion, op) in history order: the index of a record is its position here
-        self._records: list[tuple[bool, _Op]] = []
-        self._open: dict[int, _Op] = {}
+        self._records: list[tuple[bool, PendingOp]] = []
+        self._open: dict[int, PendingOp] = {}
         self._processes = itertools.count()
         self._ops = 0
         self._faults: list[str] = []
@@ -228,32 +181,32 @@ class Recorder:
         """Return a process id never used before."""
         return next(self._processes)
 
-    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> _Op:
+    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> PendingOp:
         """Start an operation now; an op the process left open is first completed ``info``."""
         with self._lock:
             stale = self._open.get(process)
             if stale is not None:
                 self.complete(stale, "info", error="superseded by a later operation of the same process")
-            op = _Op(process, f, self.now_ms(), keys)
+            op = PendingOp(process, f, self.now_ms(), keys)
             self._open[process] = op
             self._records.append((False, op))
             self._ops += 1
             return op
 
-    def add_record(self, op: _Op, topic: str, partition: int | None, value: Any) -> _Record:
+    def add_record(self, op: PendingOp, topic: str, partition: int | None, value: Any) -> PendingRecord:
         """Add a record the application produced to ``op`` (its value as :func:`record_value` writes it)."""
         with self._lock:
-            record = _Record(op, topic, partition, record_value(value))
+            record = PendingRecord(op, topic, partition, record_value(value))
             op.sends.append(record)
             return record
 
-    def drop_record(self, record: _Record) -> None:
+    def drop_record(self, record: PendingRecord) -> None:
         """Take back a record that never entered the client (its produce call raised)."""
         with self._lock:
             if record in record.op.sends and record.op.announced is None:
                 record.op.sends.remove(record)
 
-    def learn(self, record: _Record, partition: int | None, offset: int | None) -> None:
+    def learn(self, record: PendingRecord, partition: int | None, offset: int | None) -> None:
         """Note what a delivery report told of ``record``: its partition, and its offset when it was written."""
         with self._lock:
             if record.partition is None and partition is not None and partition >= 0:
@@ -261,12 +214,12 @@ class Recorder:
             if offset is not None and offset >= 0:
                 record.offset = offset
 
-    def is_open(self, op: _Op) -> bool:
+    def is_open(self, op: PendingOp) -> bool:
         """Return whether ``op`` is still in flight."""
         return self._open.get(op.process) is op
 
     def complete(
-        self, op: _Op, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
+        self, op: PendingOp, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
     ) -> None:
         """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
         with self._lock:
