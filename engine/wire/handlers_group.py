@@ -27,17 +27,13 @@ from engine.protocol import (
     SyncGroupRequest,
 )
 from engine.wire import consumer_protocol
-from engine.wire.shape import millis
+from engine.wire.shape import answer_error, every_partition, millis
 
 if TYPE_CHECKING:
     from engine.wire.frames import Request
     from engine.wire.gateway import WireConnection
 
 Reply = Any
-
-
-def _error(answer: Any) -> ErrorCode:
-    return ErrorCode.REQUEST_TIMED_OUT if answer is None else answer.error
 
 
 def join_group(conn: WireConnection, request: Request, reply: Reply) -> None:
@@ -102,7 +98,7 @@ def sync_group(conn: WireConnection, request: Request, reply: Reply) -> None:
     )
 
     def answered(a: Any) -> None:
-        code = _error(a)
+        code = answer_error(a)
         share = consumer_protocol.encode_assignment(a.assignment) if a is not None and code == ErrorCode.NONE else b""
         reply({"throttle_time": 0, "error_code": code, "assignment": share})
 
@@ -113,7 +109,7 @@ def heartbeat(conn: WireConnection, request: Request, reply: Reply) -> None:
     """A member's heartbeat: REBALANCE_IN_PROGRESS tells it to rejoin."""
     b = request.body
     body = HeartbeatRequest(b.group_id, b.generation_id, b.member_id, getattr(b, "group_instance_id", None))
-    conn.ask(body, lambda a: reply({"throttle_time": 0, "error_code": _error(a)}))
+    conn.ask(body, lambda a: reply({"throttle_time": 0, "error_code": answer_error(a)}))
 
 
 def leave_group(conn: WireConnection, request: Request, reply: Reply) -> None:
@@ -124,7 +120,7 @@ def leave_group(conn: WireConnection, request: Request, reply: Reply) -> None:
     )
 
     def answered(answers: list[Any]) -> None:
-        codes = [_error(a) for a in answers]
+        codes = [answer_error(a) for a in answers]
         top = (
             next((c for c in codes if c != ErrorCode.NONE), ErrorCode.NONE)
             if request.api_version < 3
@@ -152,21 +148,7 @@ def offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
     body = OffsetCommitRequest(b.group_id, generation, b.member_id, getattr(b, "group_instance_id", None), offsets)
 
     def answered(a: Any) -> None:
-        code = _error(a)
-        reply(
-            {
-                "throttle_time": 0,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-                        ],
-                    }
-                    for t in b.topics
-                ],
-            }
-        )
+        reply({"throttle_time": 0, "topics": every_partition(b.topics, answer_error(a))})
 
     conn.ask(body, answered)
 

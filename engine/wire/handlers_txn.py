@@ -24,7 +24,7 @@ from engine.protocol import (
     TxnOffsetCommitRequest,
 )
 from engine.views import transactions as txn_views
-from engine.wire.shape import millis
+from engine.wire.shape import answer_error, every_partition, millis
 
 if TYPE_CHECKING:
     from engine.wire.frames import Request
@@ -33,16 +33,11 @@ if TYPE_CHECKING:
 Reply = Any
 
 
-def _error(answer: Any) -> ErrorCode:
-    """The error of an engine answer; no answer at all reads as a timeout."""
-    return ErrorCode.REQUEST_TIMED_OUT if answer is None else answer.error
-
-
 def _single(conn: WireConnection, body: Any, reply: Reply, **extra: Any) -> None:
     """Send one engine request and reply with its error code (and ``extra`` fields from the answer)."""
 
     def answered(a: Any) -> None:
-        out: dict[str, Any] = {"throttle_time": 0, "error_code": _error(a)}
+        out: dict[str, Any] = {"throttle_time": 0, "error_code": answer_error(a)}
         for wire_name, attr in extra.items():
             out[wire_name] = getattr(a, attr, -1) if a is not None else -1
         reply(out)
@@ -56,7 +51,7 @@ def find_coordinator(conn: WireConnection, request: Request, reply: Reply) -> No
     key_type = getattr(body, "key_type", KEY_TYPE_GROUP)
 
     def answered(a: Any) -> None:
-        code = _error(a)
+        code = answer_error(a)
         addr = conn.service.addresses.get(a.node_id) if a is not None and code == ErrorCode.NONE else None
         if addr is None:
             code = code if code != ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -92,7 +87,7 @@ def add_partitions_to_txn(conn: WireConnection, request: Request, reply: Reply) 
     )
 
     def answered(a: Any) -> None:
-        code = _error(a)
+        code = answer_error(a)
         reply(
             {
                 "throttle_time": 0,
@@ -140,21 +135,7 @@ def txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> N
     )
 
     def answered(a: Any) -> None:
-        code = _error(a)
-        reply(
-            {
-                "throttle_time": 0,
-                "topics": [
-                    {
-                        "name": t.name,
-                        "partitions": [
-                            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-                        ],
-                    }
-                    for t in b.topics
-                ],
-            }
-        )
+        reply({"throttle_time": 0, "topics": every_partition(b.topics, answer_error(a))})
 
     conn.ask(engine_request, answered)
 

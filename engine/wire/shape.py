@@ -129,3 +129,21 @@ def millis(v: Any) -> int:
     if isinstance(v, datetime.timedelta):
         return int(v.total_seconds() * 1000)
     return int(v)
+
+
+def answer_error(answer: Any) -> Any:
+    """The error code of an engine answer; no answer at all reads as REQUEST_TIMED_OUT."""
+    from engine.errors import ErrorCode
+
+    return ErrorCode.REQUEST_TIMED_OUT if answer is None else answer.error
+
+
+def every_partition(topics: Any, code: Any) -> list[dict[str, Any]]:
+    """The per-partition answer of a request whose partitions share one outcome (commits, txn offsets)."""
+    return [
+        {
+            "name": t.name,
+            "partitions": [{"partition_index": p.partition_index, "error_code": code} for p in t.partitions],
+        }
+        for t in topics
+    ]
