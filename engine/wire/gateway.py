@@ -147,15 +147,19 @@ class WireConnection(RpcNode):
     # -- the broker's side of the connection ---------------------------------------------------
 
     def on_peer_disconnect(self, peer: str) -> None:
-        """The broker's process died: its socket is reset under the client."""
-        super().on_peer_disconnect(peer)
+        """The broker's process died: its socket is reset under the client.
+
+        The connection closes before the requests in flight fail, so none of them is answered (a
+        dead process writes nothing): the client sees the reset, never an error code made up for it.
+        """
         if peer == self.broker:
             self.hang_up(f"{peer} crashed")
+        super().on_peer_disconnect(peer)
 
     def on_connection_refused(self, message: Any) -> None:
-        """The broker is down: the connection is refused."""
-        super().on_connection_refused(message)
+        """The broker is down: the connection is refused (closed first, as above: nothing is answered)."""
         self.hang_up(f"{self.broker} refused the connection (down)")
+        super().on_connection_refused(message)
 
     def ask(self, body: Any, callback: Callable[[Any], None]) -> None:
         """Send an engine request to this connection's broker; ``callback(answer_or_None)``.
