@@ -33,11 +33,24 @@ if TYPE_CHECKING:
 Reply = Any
 
 
-def _single(conn: WireConnection, body: Any, reply: Reply, **extra: Any) -> None:
+def _fenced_as_known(code: ErrorCode, request: Request, first_version: int) -> ErrorCode:
+    """PRODUCER_FENCED as a request version before ``first_version`` knows it: INVALID_PRODUCER_EPOCH.
+
+    KIP-588 (Kafka 2.7) added PRODUCER_FENCED in InitProducerId v4, AddPartitionsToTxn v2,
+    AddOffsetsToTxn v2 and EndTxn v2; ``KafkaApis`` answers the older versions INVALID_PRODUCER_EPOCH
+    instead, which their clients handle as a fence (aiokafka, kafka-python send these versions).
+    """
+    if code == ErrorCode.PRODUCER_FENCED and request.api_version < first_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+def _single(conn: WireConnection, body: Any, reply: Reply, request: Request, fenced_from: int, **extra: Any) -> None:
     """Send one engine request and reply with its error code (and ``extra`` fields from the answer)."""
 
     def answered(a: Any) -> None:
-        out: dict[str, Any] = {"throttle_time": 0, "error_code": answer_error(a)}
+        code = _fenced_as_known(answer_error(a), request, fenced_from)
+        out: dict[str, Any] = {"throttle_time": 0, "error_code": code}
         for wire_name, attr in extra.items():
             out[wire_name] = getattr(a, attr, -1) if a is not None else -1
         reply(out)
@@ -71,7 +84,7 @@ def init_producer_id(conn: WireConnection, request: Request, reply: Reply) -> No
         getattr(body, "producer_id", -1),
         getattr(body, "producer_epoch", -1),
     )
-    _single(conn, engine_request, reply, producer_id="producer_id", producer_epoch="producer_epoch")
+    _single(conn, engine_request, reply, request, 4, producer_id="producer_id", producer_epoch="producer_epoch")
 
 
 def add_partitions_to_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
@@ -87,7 +100,7 @@ def add_partitions_to_txn(conn: WireConnection, request: Request, reply: Reply) 
     )
 
     def answered(a: Any) -> None:
-        code = answer_error(a)
+        code = _fenced_as_known(answer_error(a), request, 2)
         reply(
             {
                 "throttle_time": 0,
@@ -109,14 +122,15 @@ def add_partitions_to_txn(conn: WireConnection, request: Request, reply: Reply) 
 def add_offsets_to_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Add the group's offsets partition to the transaction."""
     b = request.body
-    _single(conn, AddOffsetsToTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.group_id), reply)
+    body = AddOffsetsToTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.group_id)
+    _single(conn, body, reply, request, 2)
 
 
 def end_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Commit or abort the transaction."""
     b = request.body
     # EndTxn v0-3 is transaction version 1: the coordinator must not bump the epoch (KIP-890 needs v5).
-    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed, 1), reply)
+    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed, 1), reply, request, 2)
 
 
 def txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
