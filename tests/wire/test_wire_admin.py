@@ -26,9 +26,9 @@ def test_admin_client_creates_topics_and_gets_kafka_s_refusals(served, ck) -> No
     admin = AdminClient(ck(server))
     futures = admin.create_topics([NewTopic("made", 3, 2), NewTopic("t", 1, 1), NewTopic("bad", 1, 9)])
     futures["made"].result(10)
-    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS|already exists"):
+    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
         futures["t"].result(10)
-    with pytest.raises(KafkaException, match="REPLICATION_FACTOR|replication"):
+    with pytest.raises(KafkaException, match="INVALID_REPLICATION_FACTOR"):
         futures["bad"].result(10)
     with server.locked() as cluster:
         assert cluster.topics["made"] == 3
