@@ -10,6 +10,7 @@ test instead of hanging it.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
@@ -56,7 +57,24 @@ def run(coro: Awaitable[Any], timeout_s: float = 60.0) -> Any:
         except TimeoutError:
             pytest.fail(f"the test did not finish within {timeout_s} s")
 
-    return asyncio.run(bounded())
+    # In a thread of its own: the suite's browser tests leave a running loop marked in the main thread.
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(bounded()))
+        except BaseException as exc:  # handed to the test's thread below, pytest.fail included
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="aiokafka-test")
+    thread.start()
+    thread.join(timeout_s + 30)
+    if errors:
+        raise errors[0]
+    if thread.is_alive():
+        pytest.fail(f"the test's event loop did not stop within {timeout_s + 30} s")
+    return result[0]
 
 
 def log_values(server: ServedCluster, topic: str, partition: int = 0) -> list[str]:
