@@ -49,10 +49,10 @@ BANNED_MODULES: dict[str, str] = {
 #: module with sockets, an asyncio loop, a thread and a random password, and the one module that
 #: reads the wall clock. File -> the problems allowed there (by the start of their message).
 EDGE_ALLOWED: dict[str, tuple[str, ...]] = {
-    "engine/serve/server.py": ("import asyncio", "import threading", "import secrets"),
-    "engine/serve/clock.py": ("time.monotonic",),
+    "engine/serve/realtime_server.py": ("import asyncio", "import threading", "import secrets"),
+    "engine/serve/realtime_clock.py": ("time.monotonic",),
     # records real Kafka clients in real time: ms since start, one lock for the clients' threads
-    "engine/record/recorder.py": ("time.monotonic", "import threading"),
+    "engine/record/realtime.py": ("time.monotonic", "import threading"),
 }
 
 #: Files (relative to the repository root) where ``print`` is the point: the command line.

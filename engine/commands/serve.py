@@ -65,7 +65,7 @@ def parse_config(items: list[str]) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted."""
     from engine.cli import UsageError
-    from engine.serve.server import ServedCluster
+    from engine.serve.realtime_server import ServedCluster
     from engine.wire.journal import ServeSpec
 
     if args.brokers < 1:

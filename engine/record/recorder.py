@@ -22,10 +22,9 @@ What is recorded (the rules the wrappers follow, as :class:`~engine.check.Client
 * **Polls** are ``poll`` ops of the consumer's process; assignments are ``assign`` or
   ``subscribe`` ops with the keys assigned after them.
 * **Values** are text, as :func:`engine.check.client_history.record_value` writes them.
-* **Times** are milliseconds since the recorder was made, from :func:`time.monotonic`: this
-  module runs outside the deterministic simulation (``tests/test_tidy.py`` lets it, alone in
-  ``engine/record/``, read the monotonic clock and take a lock), so its histories are real-time
-  and not reproducible.
+* **Times** are milliseconds since the recorder was made, from :mod:`engine.record.realtime` (the
+  one module of ``engine/record/`` that ``tests/test_tidy.py`` lets read the monotonic clock and
+  take a lock): real clients run in real time, so these histories are not reproducible.
 
 Invariants
 ----------
@@ -49,8 +48,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -59,6 +56,7 @@ from engine.check.checker import check_history
 from engine.check.client_history import PendingOp, PendingRecord, record_value
 from engine.check.history import History, Key, Op, Poll, Send
 from engine.check.jsonl import save_jsonl
+from engine.record.realtime import WallClock, new_lock
 
 __all__ = ["Recorder", "guarded"]
 
@@ -102,8 +100,8 @@ class Recorder:
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = path
-        self._start = time.monotonic()
-        self._lock = threading.RLock()
+        self._clock = WallClock()
+        self._lock = new_lock()
         #: (is_completion, op) in history order: the index of a record is its position here
         self._records: list[tuple[bool, PendingOp]] = []
         self._open: dict[int, PendingOp] = {}
@@ -169,7 +167,7 @@ class Recorder:
 
     def now_ms(self) -> int:
         """Return the milliseconds since the recorder was made (monotonic clock)."""
-        return int((time.monotonic() - self._start) * 1000)
+        return self._clock.now_ms()
 
     def fault(self, where: str, exc: Exception) -> None:
         """Note a failure of the recorder's own bookkeeping."""

@@ -1,11 +1,11 @@
 """The real-time edge of a served cluster: sockets, the wall clock, the password.
 
-Everything here is outside the deterministic core on purpose: :mod:`engine.serve.clock` is the one
-module of the engine that reads the wall clock, :mod:`engine.serve.server` the one that opens
+Everything here is outside the deterministic core on purpose: :mod:`engine.serve.realtime_clock` is the one
+module of the engine that reads the wall clock, :mod:`engine.serve.realtime_server` the one that opens
 sockets and runs an asyncio loop. They feed :class:`engine.wire.service.WireService` timed inputs,
 and the service (with the whole simulation) stays a pure function of them (``eos replay-wire``).
 """
 
-from engine.serve.server import ServedCluster, client_config, serve
+from engine.serve.realtime_server import ServedCluster, client_config, serve
 
 __all__ = ["ServedCluster", "client_config", "serve"]

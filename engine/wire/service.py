@@ -1,7 +1,7 @@
 """A simulated cluster served to real clients: connections, the handler table, wire faults, the journal.
 
 :class:`WireService` is the deterministic half of ``eos serve``: it knows nothing of sockets or of
-the wall clock. The transport (``engine.serve.server``) tells it when a connection opens, when a
+the wall clock. The transport (``engine.serve.realtime_server``) tells it when a connection opens, when a
 frame arrives and when a connection closes, always after moving simulated time to the moment that
 happened (:meth:`advance_to`); the service answers through two callbacks, ``write(conn_id, bytes)``
 and ``hang_up(conn_id, reason)``. So a served session is a pure function of the seed, the cluster's

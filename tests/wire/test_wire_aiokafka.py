@@ -20,7 +20,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, ProducerFenced
 
-from engine.serve.server import ServedCluster
+from engine.serve.realtime_server import ServedCluster
 from engine.views.consumer_groups import group_view
 from engine.views.transactions import describe_transaction_row
 

@@ -24,7 +24,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import InvalidProducerEpochError, ProducerFencedError
 from kafka.structs import OffsetAndMetadata
 
-from engine.serve.server import ServedCluster
+from engine.serve.realtime_server import ServedCluster
 from engine.views.consumer_groups import group_view
 from engine.views.transactions import describe_transaction_row
 

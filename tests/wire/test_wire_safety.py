@@ -197,7 +197,7 @@ def test_a_half_sent_frame_that_stalls_is_closed_and_the_cluster_runs_on(served)
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: pytest.TempPathFactory, read_committed: Any, txn_producer: Any) -> list[bytes]:
     """Request frames of a real confluent-kafka session (transactions and a consumer), from its journal."""
-    from engine.serve.server import ServedCluster
+    from engine.serve.realtime_server import ServedCluster
 
     path = tmp_path_factory.mktemp("journal") / "session.jsonl"
     spec = ServeSpec(3, 3, {}, (("t", 2, 3),))

@@ -3,7 +3,7 @@
 :class:`ServedCluster` listens on one TCP port per simulated broker (so Metadata hands out real
 addresses, and leadership, coordinators and failover work as on Kafka), cuts each stream into
 frames and feeds them to :class:`~engine.wire.service.WireService` at the simulated time that
-corresponds to their arrival (:class:`~engine.serve.clock.RealTimeClock`). One asyncio loop does
+corresponds to their arrival (:class:`~engine.serve.realtime_clock.RealTimeClock`). One asyncio loop does
 all of it, in the caller's thread (:meth:`ServedCluster.run`, the command line) or in a thread of
 its own (:meth:`ServedCluster.start`, tests and notebooks). Every touch of the cluster happens
 under :attr:`ServedCluster.guard`, a lock the notebook layer shares with its own cells and pacer,
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engine.serve.clock import RealTimeClock
+from engine.serve.realtime_clock import RealTimeClock
 from engine.wire.handlers_session import SASL_USER
 from engine.wire.journal import ServeSpec, WireJournal
 from engine.wire.service import WireService
