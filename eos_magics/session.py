@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from engine.check.client_history import ClientHistory
     from widgets.live import LiveRun
 
-__all__ = ["ClusterEntry", "Defaults", "Session"]
+__all__ = ["ClusterEntry", "Defaults", "Session", "cluster_config", "final_read"]
 
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 CHECK_MODES = ("eos", "subscribe", "at-least-once")
@@ -146,9 +146,7 @@ class Session:
         seed = self.defaults.seed if seed is None else _check_int(seed, "--seed")
         if config is not None and not isinstance(config, Mapping):
             raise EosUsageError(f"config must be a dict of Kafka broker settings, got {config!r}")
-        cfg = {"min.insync.replicas": min(self.defaults.min_insync_replicas, brokers)}
-        cfg["default.replication.factor"] = min(self.defaults.replication_factor, brokers)
-        cfg.update(config or {})
+        cfg = cluster_config(brokers, config, self.defaults)
         run = self._build(brokers, seed, cfg)
         cluster = run.cluster
         if name in self.entries:
@@ -709,17 +707,9 @@ class Session:
         return served
 
     def _final_read(self, entry: ClusterEntry) -> None:
-        c = entry.cluster
-        keys = [(t, p) for t in sorted(c.topics) for p in range(c.topics[t])]
-        if not keys:
-            return
-        entry.readers += 1
-        reader = c.consumer({"isolation.level": "read_committed", "client.id": f"eos-check-reader-{entry.readers}"})
-        reader.assign(keys)
-        idle = 0
-        while idle < 3:
-            idle = 0 if reader.consume(1000, timeout=1.0) else idle + 1
-        reader.close()
+        if entry.cluster.topics:
+            entry.readers += 1
+            final_read(entry.cluster, f"eos-check-reader-{entry.readers}")
 
     # -- the catalog ------------------------------------------------------------------------
 
@@ -901,6 +891,61 @@ class Session:
             raise EosUsageError(" ".join(str(exc).split())) from None
         except (TypeError, ValueError) as exc:
             raise EosUsageError(" ".join(str(exc).split())) from None
+
+
+def cluster_config(
+    brokers: int, config: Mapping[str, Any] | None = None, defaults: Defaults | None = None
+) -> dict[str, Any]:
+    """Return the broker configuration a new cluster gets.
+
+    Parameters
+    ----------
+    brokers : int
+        How many brokers the cluster has.
+    config : mapping, optional
+        Kafka broker settings; they win over the defaults.
+    defaults : Defaults, optional
+        Where ``min.insync.replicas`` and ``default.replication.factor`` come from (each at most
+        ``brokers``); ``Defaults()`` when not given.
+
+    Returns
+    -------
+    dict
+        The configuration to build the cluster with.
+    """
+    d = defaults if defaults is not None else Defaults()
+    cfg: dict[str, Any] = {
+        "min.insync.replicas": min(d.min_insync_replicas, brokers),
+        "default.replication.factor": min(d.replication_factor, brokers),
+    }
+    cfg.update(config or {})
+    return cfg
+
+
+def final_read(cluster: Cluster, client_id: str) -> None:
+    """Read every partition of every topic to its end with a read_committed consumer.
+
+    Jepsen's final reads: without them an acknowledged record that no consumer has read yet is
+    reported ``unseen``. The reader is a real client of the cluster (so a cluster's
+    ``ClientHistory`` records it) and moves simulated time on by its polls: it stops after three
+    empty polls of one simulated second each, then closes.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The cluster to read; nothing happens when it has no topic.
+    client_id : str
+        The reader's ``client.id`` (``eos-check-reader-N`` for :meth:`Session.check`).
+    """
+    keys = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
+    if not keys:
+        return
+    reader = cluster.consumer({"isolation.level": "read_committed", "client.id": client_id})
+    reader.assign(keys)
+    idle = 0
+    while idle < 3:
+        idle = 0 if reader.consume(1000, timeout=1.0) else idle + 1
+    reader.close()
 
 
 def _check_writable(path: Any) -> None:

@@ -12,6 +12,9 @@ Per assigned partition
 situation                   what :meth:`Fetcher.kick` does
 ==========================  ==============================================================
 in flight, paused           nothing (an answer, or ``resume()``, kicks again)
+no position, a start asked  ListOffsets for it: ``OFFSET_BEGINNING``/``OFFSET_END`` given to
+by ``assign``/``seek``      ``assign`` or ``seek`` is kept until answered (also while no
+                            leader is known), as Kafka's ``SubscriptionState`` keeps it
 no position, ``group.id``   OffsetFetch for the group's committed offset (with
                             ``require_stable`` under read_committed, KIP-447)
 no position otherwise       ListOffsets per ``auto.offset.reset`` (earliest; else latest),
@@ -108,6 +111,11 @@ class Fetcher:
         self.missing: set[Key] = set()
         self.reported: set[Key] = set()
         self.metadata_waiting = False
+        #: Where the application asked a partition to start (EARLIEST or LATEST, by assign/seek) until
+        #: ListOffsets answers: kept across a wait for a leader or a failed ListOffsets, as Kafka's
+        #: ``SubscriptionState`` keeps a requested reset, so it is not replaced by the committed
+        #: offset or ``auto.offset.reset``.
+        self.requested: dict[Key, int] = {}
 
     # -- what the consumer asks ---------------------------------------------------------------
 
@@ -117,6 +125,7 @@ class Fetcher:
         ``fresh``: a new assignment, whose missing partitions are reported again.
         """
         self.positions = {k: v for k, v in self.positions.items() if k in kept}
+        self.requested = {k: v for k, v in self.requested.items() if k in kept}
         self.buffer = deque(m for m in self.buffer if (m.topic(), m.partition()) in kept)
         if fresh:
             self.missing.clear()
@@ -130,11 +139,12 @@ class Fetcher:
 
     def start_at(self, key: Key, offset: int) -> None:
         """Read ``key`` from ``offset`` (>= 0), or from the log start or end (OFFSET_BEGINNING, OFFSET_END)."""
-        if offset == OFFSET_BEGINNING:
-            self.reset_offset(key, EARLIEST)
-        elif offset == OFFSET_END:
-            self.reset_offset(key, LATEST)
+        if offset in (OFFSET_BEGINNING, OFFSET_END):
+            self.positions.pop(key, None)  # no fetch from the old position while the new one is asked
+            self.requested[key] = EARLIEST if offset == OFFSET_BEGINNING else LATEST
+            self.reset_offset(key, self.requested[key])
         else:
+            self.requested.pop(key, None)
             self.positions[key] = offset
 
     def seek(self, key: Key, offset: int) -> None:
@@ -184,6 +194,7 @@ class Fetcher:
         self.resolving = set()
         self.no_committed = set()
         self.positions = {}
+        self.requested = {}
         self.events = deque()
         self.missing = set()
         self.reported = set()
@@ -199,7 +210,9 @@ class Fetcher:
             if key in self.fetching or key in self.resetting or key in self.resolving or key in c.paused_tps:
                 continue
             if key not in self.positions:
-                if c.group is not None and key not in self.no_committed:
+                if key in self.requested:
+                    self.reset_offset(key, self.requested[key])
+                elif c.group is not None and key not in self.no_committed:
                     unresolved.append(key)
                 else:
                     self.reset_offset(key, EARLIEST if self.config.auto_offset_reset == "earliest" else LATEST)
@@ -313,6 +326,7 @@ class Fetcher:
             return
         if key in c.assigned and gen == self.generation:
             self.positions[key] = resp.offset
+            self.requested.pop(key, None)
         self.kick()
 
     def watermark_offsets(self, key: Key, end: int, action: str) -> tuple[int, int]:

@@ -420,3 +420,15 @@ def test_an_unknown_partition_never_blocks_the_group_path_or_commits() -> None:
     got = consumer.consume(10, timeout=3)
     assert [type(m.error()) for m in got] == [UnknownTopicOrPartitionException]
     assert consumer.commit() == []
+
+
+@pytest.mark.parametrize("reset", ["latest", "earliest"])
+def test_offset_beginning_given_to_assign_before_metadata_arrives_is_kept(reset: str) -> None:
+    # A new consumer knows no leader yet: the requested start waits for metadata, and must not be
+    # replaced by the group's committed offset or auto.offset.reset meanwhile (Kafka keeps a
+    # requested reset in SubscriptionState until ListOffsets answers).
+    c = _cluster()
+    _produce(c, {0: [b"a", b"b"]})
+    consumer = c.consumer({"group.id": GROUP, "auto.offset.reset": reset})
+    consumer.assign([TopicPartition("t", 0, -2)])  # OFFSET_BEGINNING
+    assert _values(_drain(consumer)) == [b"a", b"b"]
