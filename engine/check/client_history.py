@@ -150,6 +150,17 @@ def _guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def history_of(records: list[tuple[bool, PendingOp]]) -> History:
+    """Build a history from a recorder's entries in index order: completions, and invocations of ops in flight."""
+    ops: list[Op] = []
+    for index, (done, op) in enumerate(records):
+        if done:
+            ops.append(Op(index, op.process, op.type, op.f, op.done_ms, op.mops, op.keys, (), op.error))
+        else:
+            ops.append(Op(index, op.process, "invoke", op.f, op.invoke_ms, op.invocation_mops(), op.keys))
+    return History(ops)
+
+
 class PendingOp:
     """One operation as the recorder holds it: mutable until completed, then frozen."""
 
@@ -256,13 +267,7 @@ class ClientHistory:
 
     def history(self) -> History:
         """Return the history so far; operations still in flight are invocations without completion."""
-        ops: list[Op] = []
-        for index, (done, op) in enumerate(self._records):
-            if done:
-                ops.append(Op(index, op.process, op.type, op.f, op.done_ms, op.mops, op.keys, (), op.error))
-            else:
-                ops.append(Op(index, op.process, "invoke", op.f, op.invoke_ms, op.invocation_mops(), op.keys))
-        return History(ops)
+        return history_of(self._records)
 
     def __len__(self) -> int:
         """Return how many history records (invocations and completions) there are so far."""

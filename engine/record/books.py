@@ -26,12 +26,18 @@ It calls no client and decides no outcome: the wrappers map their library's erro
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from engine.check.client_history import PendingOp, PendingRecord
 from engine.check.history import Key, Poll
 from engine.record.recorder import Recorder, guarded
 
-__all__ = ["ConsumerBook", "ProducerBook", "keys_of"]
+__all__ = ["ConsumerBook", "ConsumerCalls", "Passthrough", "ProducerBook", "key_of", "keys_of"]
+
+
+def key_of(tp: Any) -> Key:
+    """Return a client's TopicPartition (confluent-kafka's or kafka-python's) as a history key."""
+    return (tp.topic, tp.partition)
 
 
 def keys_of(pairs: Iterable[tuple[str, int]]) -> tuple[Key, ...]:
@@ -186,3 +192,40 @@ class ConsumerBook:
             self.recorder.complete(op, "fail", (), error=error)
         else:
             self.recorder.complete(op, "ok", tuple(polls))
+
+
+class Passthrough:
+    """Attribute passthrough to the wrapped client (``_client``)."""
+
+    _client: Any
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_client":
+            raise AttributeError(name)
+        return getattr(self._client, name)
+
+
+class ConsumerCalls(Passthrough):
+    """The consumer calls both clients' recording wrappers share: rebalances, unsubscribe, assign."""
+
+    book: ConsumerBook
+
+    @guarded
+    def _rebalanced(self, partitions: Any, gained: bool) -> None:
+        changed = {key_of(tp) for tp in partitions}
+        current = set(self.book.keys)
+        self.book.rebalanced(current | changed if gained else current - changed)
+
+    def unsubscribe(self) -> None:
+        """Unsubscribe: a ``subscribe`` op with no keys."""
+        self._client.unsubscribe()
+        self.book.subscription(False)
+
+    def assign(self, partitions: list[Any]) -> None:
+        """Replace the assignment; every key named restarts from its given or committed offset.
+
+        (kafka-python: an empty assignment unsubscribes, as the client does.)
+        """
+        self._client.assign(partitions)
+        keys = keys_of(key_of(tp) for tp in partitions)
+        self.book.assigned(keys, restarted=keys)

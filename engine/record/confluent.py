@@ -54,7 +54,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from engine.check.client_history import record_value
 from engine.check.history import Key, Poll
-from engine.record.books import ConsumerBook, ProducerBook, keys_of
+from engine.record.books import ConsumerBook, ConsumerCalls, Passthrough, ProducerBook, key_of, keys_of
 from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = [
@@ -109,10 +109,6 @@ def error_name(exc: BaseException | KafkaError) -> str:
     return type(exc).__name__
 
 
-def _key(tp: TopicPartition) -> Key:
-    return (tp.topic, tp.partition)
-
-
 def _reads(messages: Iterable[Message]) -> Iterable[Poll]:
     """The reads of a poll: one per message, error events and EOFs left out."""
     for m in messages:
@@ -120,15 +116,8 @@ def _reads(messages: Iterable[Message]) -> Iterable[Poll]:
             yield Poll(m.topic(), m.partition(), m.offset(), record_value(m.value()))
 
 
-class _Wrapper:
-    """Attribute passthrough to the wrapped client."""
-
-    _client: Any
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_client":
-            raise AttributeError(name)
-        return getattr(self._client, name)
+class _Wrapper(Passthrough):
+    """Attribute passthrough to the wrapped client, and its context manager."""
 
     def __enter__(self) -> Any:
         self._client.__enter__()
@@ -312,7 +301,7 @@ class RecordingProducer(_Wrapper):
         return self._client.close(*args, **kwargs)
 
 
-class RecordingConsumer(_Wrapper):
+class RecordingConsumer(ConsumerCalls, _Wrapper):
     """A ``confluent_kafka.Consumer`` whose polls and assignments go to ``recorder``.
 
     Parameters
@@ -332,7 +321,7 @@ class RecordingConsumer(_Wrapper):
     def wrap(cls, consumer: Consumer, recorder: Recorder) -> RecordingConsumer:
         """Record an existing consumer from now on (its current assignment as an ``assign`` op)."""
         self = cls.__new__(cls)
-        self._setup(consumer, recorder, [_key(tp) for tp in consumer.assignment()])
+        self._setup(consumer, recorder, [key_of(tp) for tp in consumer.assignment()])
         return self
 
     def _setup(self, consumer: Consumer, recorder: Recorder, keys: Iterable[Key]) -> None:
@@ -400,33 +389,16 @@ class RecordingConsumer(_Wrapper):
 
         return callback
 
-    @guarded
-    def _rebalanced(self, partitions: list[TopicPartition], gained: bool) -> None:
-        changed = {_key(tp) for tp in partitions}
-        current = set(self.book.keys)
-        self.book.rebalanced(current | changed if gained else current - changed)
-
-    def unsubscribe(self) -> None:
-        """Unsubscribe: a ``subscribe`` op with no keys."""
-        self._client.unsubscribe()
-        self.book.subscription(False)
-
-    def assign(self, partitions: list[TopicPartition]) -> None:
-        """Replace the assignment; every key named restarts from its given or committed offset."""
-        self._client.assign(partitions)
-        keys = keys_of(_key(tp) for tp in partitions)
-        self.book.assigned(keys, restarted=keys)
-
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
         """Add partitions to the assignment."""
         self._client.incremental_assign(partitions)
-        added = keys_of(_key(tp) for tp in partitions)
+        added = keys_of(key_of(tp) for tp in partitions)
         self.book.assigned((*self.book.keys, *added), restarted=added)
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
         """Take partitions out of the assignment."""
         self._client.incremental_unassign(partitions)
-        gone = {_key(tp) for tp in partitions}
+        gone = {key_of(tp) for tp in partitions}
         self.book.assigned(k for k in self.book.keys if k not in gone)
 
     def unassign(self) -> None:
@@ -437,7 +409,7 @@ class RecordingConsumer(_Wrapper):
     def seek(self, partition: TopicPartition) -> None:
         """Move a partition's position: the checker forgets its position (no ``nonmonotonic-poll``)."""
         self._client.seek(partition)
-        self.book.seeked([_key(partition)])
+        self.book.seeked([key_of(partition)])
 
     # -- passthrough, listed for readers --------------------------------------------------------
 

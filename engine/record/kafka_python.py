@@ -40,7 +40,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from engine.check.client_history import record_value
 from engine.check.history import Key, Poll
-from engine.record.books import ConsumerBook, ProducerBook, keys_of
+from engine.record.books import ConsumerBook, ConsumerCalls, Passthrough, ProducerBook, key_of
 from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = ["NOT_WRITTEN", "RecordingKafkaConsumer", "RecordingKafkaProducer", "recording", "send_outcome"]
@@ -66,22 +66,7 @@ def send_outcome(error: BaseException | None) -> str:
     return "fail" if isinstance(error, NOT_WRITTEN) else "info"
 
 
-def _key(tp: Any) -> Key:
-    return (tp.topic, tp.partition)
-
-
-class _Wrapper:
-    """Attribute passthrough to the wrapped client."""
-
-    _client: Any
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_client":
-            raise AttributeError(name)
-        return getattr(self._client, name)
-
-
-class RecordingKafkaProducer(_Wrapper):
+class RecordingKafkaProducer(Passthrough):
     """A ``kafka.KafkaProducer`` whose sends and transactions go to ``recorder``.
 
     Parameters
@@ -216,7 +201,7 @@ def _reads(batches: dict[Any, list[Any]]) -> Iterable[Poll]:
             yield Poll(r.topic, r.partition, r.offset, record_value(r.value))
 
 
-class RecordingKafkaConsumer(_Wrapper):
+class RecordingKafkaConsumer(ConsumerCalls):
     """A ``kafka.KafkaConsumer`` whose polls and assignments go to ``recorder``.
 
     Parameters
@@ -238,7 +223,7 @@ class RecordingKafkaConsumer(_Wrapper):
     def wrap(cls, consumer: KafkaConsumer, recorder: Recorder) -> RecordingKafkaConsumer:
         """Record an existing consumer from now on (its current assignment as an ``assign`` op)."""
         self = cls.__new__(cls)
-        self._setup(consumer, recorder, [_key(tp) for tp in consumer.assignment()])
+        self._setup(consumer, recorder, [key_of(tp) for tp in consumer.assignment()])
         return self
 
     def _setup(self, consumer: KafkaConsumer, recorder: Recorder, keys: Iterable[Key]) -> None:
@@ -279,37 +264,20 @@ class RecordingKafkaConsumer(_Wrapper):
         self._client.subscribe(topics=topics, pattern=pattern, listener=_Listener(self, listener))
         self.book.subscription(True)
 
-    @guarded
-    def _rebalanced(self, partitions: Any, gained: bool) -> None:
-        changed = {_key(tp) for tp in partitions}
-        current = set(self.book.keys)
-        self.book.rebalanced(current | changed if gained else current - changed)
-
-    def unsubscribe(self) -> None:
-        """Unsubscribe: a ``subscribe`` op with no keys."""
-        self._client.unsubscribe()
-        self.book.subscription(False)
-
-    def assign(self, partitions: list[Any]) -> None:
-        """Replace the assignment (an empty one unsubscribes, as kafka-python does)."""
-        self._client.assign(partitions)
-        keys = keys_of(_key(tp) for tp in partitions)
-        self.book.assigned(keys, restarted=keys)
-
     def seek(self, partition: Any, offset: int) -> None:
         """Move a partition's position: the checker forgets it."""
         self._client.seek(partition, offset)
-        self.book.seeked([_key(partition)])
+        self.book.seeked([key_of(partition)])
 
     def seek_to_beginning(self, *partitions: Any) -> None:
         """Move positions to the log start (all assigned partitions when none are named)."""
         self._client.seek_to_beginning(*partitions)
-        self.book.seeked([_key(tp) for tp in partitions] if partitions else self.book.keys)
+        self.book.seeked([key_of(tp) for tp in partitions] if partitions else self.book.keys)
 
     def seek_to_end(self, *partitions: Any) -> None:
         """Move positions to the log end (all assigned partitions when none are named)."""
         self._client.seek_to_end(*partitions)
-        self.book.seeked([_key(tp) for tp in partitions] if partitions else self.book.keys)
+        self.book.seeked([key_of(tp) for tp in partitions] if partitions else self.book.keys)
 
     def close(self, *args: Any, **kwargs: Any) -> None:
         """Close the consumer; a revocation inside is recorded as any rebalance is."""

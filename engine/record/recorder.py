@@ -53,8 +53,8 @@ from typing import Any
 
 from engine.check.anomaly import Report
 from engine.check.checker import check_history
-from engine.check.client_history import PendingOp, PendingRecord, record_value
-from engine.check.history import History, Key, Op, Poll, Send
+from engine.check.client_history import PendingOp, PendingRecord, history_of, record_value
+from engine.check.history import History, Key, Poll, Send
 from engine.check.jsonl import save_jsonl
 from engine.record.realtime import WallClock, new_lock
 
@@ -114,13 +114,7 @@ class Recorder:
     def history(self) -> History:
         """Return the history so far; operations still in flight are invocations without completion."""
         with self._lock:
-            ops: list[Op] = []
-            for index, (done, op) in enumerate(self._records):
-                if done:
-                    ops.append(Op(index, op.process, op.type, op.f, op.done_ms, op.mops, op.keys, (), op.error))
-                else:
-                    ops.append(Op(index, op.process, "invoke", op.f, op.invoke_ms, op.invocation_mops(), op.keys))
-        return History(ops)
+            return history_of(self._records)
 
     def __len__(self) -> int:
         """Return how many history records (invocations and completions) there are so far."""
