@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -83,7 +84,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_command(argv: Sequence[str]) -> UsageError | None:
+    """``eos scenario`` → "no command 'scenario'; did you mean 'scenarios'?" (argparse only lists them)."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    if first is None or first in SUBCOMMANDS or argv[0].startswith("-"):
+        return None
+    close = difflib.get_close_matches(first, list(SUBCOMMANDS), n=1, cutoff=0.6)
+    hint = f"; did you mean 'eos {close[0]}'?" if close else ""
+    return UsageError(f"eos: no command '{first}'{hint} (commands: {', '.join(SUBCOMMANDS)}; try 'eos --help')")
+
+
 def _dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
+    unknown = _unknown_command(sys.argv[1:] if argv is None else argv)
+    if unknown is not None:
+        raise unknown
     args = parser.parse_args(argv)
     if args.command is None:
         raise UsageError("eos: a command is needed, for example 'eos run demo --seed 7' (try 'eos --help')")

@@ -10,7 +10,7 @@ from typing import Any
 
 from eos_magics.errors import EosUsageError
 
-__all__ = ["key_values", "topic_partitions"]
+__all__ = ["key_values", "milliseconds", "phrase", "topic_partitions"]
 
 
 def key_values(pairs: Iterable[str] | None, what: str = "--config") -> dict[str, str]:
@@ -44,3 +44,35 @@ def one_of(value: Any, choices: Iterable[str], what: str) -> str:
     if value not in options:
         raise EosUsageError(f"{what} must be one of {', '.join(options)}, got {value!r}{did_you_mean(value, options)}")
     return value
+
+
+def phrase(words: str | Iterable[str] | None) -> str:
+    """Words of a name with spaces, as typed: ``run "a: b"`` and ``run a: b`` both give ``a: b``.
+
+    IPython's argument splitter keeps quotes it did not need (``'"a: b"'``), so a pair of
+    matching quotes around the whole name is taken off here.
+    """
+    text = (words if isinstance(words, str) else " ".join(words or ())).strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        text = text[1:-1].strip()
+    return text
+
+
+#: Units ``%eos_time run`` takes, in milliseconds.
+_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000}
+
+
+def milliseconds(text: str, how: str) -> int:
+    """``"500"``, ``"500ms"``, ``"1s"``, ``"1.5s"``, ``"2m"`` → whole simulated milliseconds."""
+    t = text.strip().lower()
+    unit = next((u for u in sorted(_UNITS, key=len, reverse=True) if t.endswith(u)), "ms")
+    number = t[: -len(unit)] if t.endswith(unit) else t
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        value = -1.0
+    if value < 0 or value != int(value) or not number:
+        raise EosUsageError(
+            f"{how} takes simulated milliseconds: a whole number (500) or with a unit (500ms, 1s, 2m); got {text!r}"
+        )
+    return int(value)

@@ -108,9 +108,18 @@ def _check_int(value: Any, what: str, minimum: int | None = None) -> int:
 class Session:
     """Named clusters, their named clients and histories; what every magic calls."""
 
-    def __init__(self, *, namespace: dict[str, Any] | None = None, defaults: Defaults | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        namespace: dict[str, Any] | None = None,
+        defaults: Defaults | None = None,
+        say: Callable[[str], None] = print,
+    ) -> None:
         self.namespace = namespace
         self.defaults = defaults if defaults is not None else Defaults()
+        #: Where a state change that the caller did not ask to see is told, one line each (a
+        #: replaced cluster or client); the magics print, a test may collect.
+        self.say = say
         self.entries: dict[str, ClusterEntry] = {}
         self.current: str | None = None
         #: the last scenario run (registry ScenarioResult): ``%eos_db`` reads its databases
@@ -129,19 +138,17 @@ class Session:
         brokers: int | None = None,
         seed: int | None = None,
         config: Mapping[str, Any] | None = None,
-        replace: bool = False,
     ) -> Cluster:
-        """Build a cluster, make it current, bind it under ``name``; return it."""
+        """Build a cluster, make it current, bind it under ``name``; return it.
+
+        A cluster of that name is replaced, as re-running a notebook from the top expects: its
+        clients, dashboards and served ports go with it, and :attr:`say` tells so in one line.
+        """
         _check_name(name, "cluster")
         owner = self._client_owner(name)
         if owner is not None:
             kind = _kind(owner.clients[name])
             raise EosUsageError(f"'{name}' names a {kind} of cluster '{owner.name}'; pick another name")
-        if name in self.entries and not replace:
-            raise EosUsageError(
-                f"cluster '{name}' exists; use '%eos_cluster reset' to rebuild it, "
-                f"'--name other' for a second one, or delete it first"
-            )
         brokers = self.defaults.brokers if brokers is None else _check_int(brokers, "--brokers", 1)
         seed = self.defaults.seed if seed is None else _check_int(seed, "--seed")
         if config is not None and not isinstance(config, Mapping):
@@ -150,7 +157,9 @@ class Session:
         run = self._build(brokers, seed, cfg)
         cluster = run.cluster
         if name in self.entries:
-            self._forget(self.entries.pop(name))
+            old = self.entries.pop(name)
+            self._forget(old)
+            self.say(_replaced_line(old, seed))
         from engine.check.client_history import ClientHistory
 
         entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster), run)
@@ -226,9 +235,11 @@ class Session:
         """Rebuild a cluster from its seed and settings: same seed, same run; its clients are gone."""
         entry = self.entry(name)
         current = self.current
-        cluster = self.create_cluster(
-            entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config), replace=True
-        )
+        say, self.say = self.say, _silent  # a reset was asked for: the summary it returns says enough
+        try:
+            cluster = self.create_cluster(entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config))
+        finally:
+            self.say = say
         self.current = current
         return cluster
 
@@ -325,10 +336,9 @@ class Session:
         cfg = dict(config or {})
         if transactional_id is not None:
             cfg["transactional.id"] = transactional_id
-        cfg.setdefault("client.id", name)
+        cfg.setdefault("client.id", _free_node_name(entry, name))
         p = self.call_engine(entry.cluster.producer, cfg)
-        entry.clients[name] = p
-        self._bind(name, p)
+        self._put_client(entry, name, p)
         if transactional_id is not None and init:
             p.init_transactions()
         return p
@@ -363,13 +373,12 @@ class Session:
                 raise EosUsageError(f"topic '{t}' has partitions 0..{self.cluster.topics[t] - 1}, not {p}")
         for t in subscribe or ():
             self.require_topic(t)
-        cfg = {"isolation.level": level, "auto.offset.reset": "earliest", "client.id": name}
+        cfg = {"isolation.level": level, "auto.offset.reset": "earliest", "client.id": _free_node_name(entry, name)}
         if group_id is not None:
             cfg["group.id"] = group_id
         cfg.update(config or {})
         c = self.call_engine(entry.cluster.consumer, cfg)
-        entry.clients[name] = c
-        self._bind(name, c)
+        self._put_client(entry, name, c)
         if assign:
             c.assign(list(assign))
         elif subscribe:
@@ -398,14 +407,35 @@ class Session:
 
     def _new_client_name(self, entry: ClusterEntry, name: str) -> None:
         _check_name(name, "client")
-        # A name may come back on another cluster (its variable then names the new client), but
-        # never twice on one cluster, and never a cluster's name.
-        if name in entry.clients:
-            kind = _kind(entry.clients[name])
-            raise EosUsageError(f"'{name}' already names a {kind} on this cluster; pick a new name")
+        # A name may come back, on this cluster or another (its variable then names the new
+        # client: see _put_client), but never a cluster's name.
         if name in self.entries:
             which = "the cluster" if name == entry.name else "another cluster"
             raise EosUsageError(f"'{name}' names {which}; pick another name for the client")
+
+    def _put_client(self, entry: ClusterEntry, name: str, client: Any) -> None:
+        """Bind a new client under ``name``; one this name had on the cluster is let go, said in one line.
+
+        As re-running a cell restarts an application: the new instance is a new node of the
+        simulated world (``p1-2`` when ``p1`` is taken: node names are unique, client.id need not
+        be). A replaced consumer is closed (it leaves its group); a replaced producer cannot be
+        closed on Kafka without flushing, so it simply gets no more calls: a transaction it left
+        open ends as on Kafka, fenced by a newer instance with its transactional.id or aborted at
+        ``transaction.timeout.ms``.
+        """
+        old = entry.clients.get(name)
+        entry.clients[name] = client
+        self._bind(name, client)
+        if old is None:
+            return
+        close = getattr(old, "close", None)
+        if close is not None:
+            self.call_engine(close)
+        fate = "closed" if close is not None else "left as it is: it gets no more calls"
+        self.say(
+            f"'{name}' now names a new {_kind(client)} (node {client.name}); "
+            f"the old {_kind(old)} (node {old.name}) is {fate}"
+        )
 
     # -- producing --------------------------------------------------------------------------
 
@@ -478,9 +508,13 @@ class Session:
         try:
             yield p
             if consumer is not None:
-                assigned = consumer.assignment()
-                if assigned:
-                    p.send_offsets_to_transaction(consumer.position(assigned), consumer.consumer_group_metadata())
+                # Only positions the consumer knows: one that read nothing from a partition yet has
+                # nothing of it to commit (its position there is still the -1001 "invalid" mark).
+                known = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
+                if known:
+                    p.send_offsets_to_transaction(known, consumer.consumer_group_metadata())
+                else:
+                    self.say(f"--offsets-from {offsets_from}: it has read nothing yet, so no offsets were sent")
         except BaseException:
             with contextlib.suppress(Exception):  # the body's error is the one to show
                 p.abort_transaction()
@@ -815,9 +849,15 @@ class Session:
             except ValueError as exc:
                 raise EosUsageError(str(exc)) from None
 
-        found = check_effects(column(committed), column(effects))
+        committed_keys, effect_keys = column(committed), column(effects)
+        try:
+            found = check_effects(committed_keys, effect_keys)
+        except ValueError as exc:  # two committed rows with one key: the check has no single answer
+            raise EosUsageError(" ".join(str(exc).split())) from None
         counts = summary(found)
+        notes = [n for n in (getattr(committed_keys, "note", ""), getattr(effect_keys, "note", "")) if n]
         head = "database side: " + ", ".join(f"{k} {n}" for k, n in counts.items())
+        head += "".join(f" ({n})" for n in notes)
         rows = [(a.kind, a.values[0] if a.values else "", a.message) for a in found]
         text = "\n".join([head, *(f"  {k}: {m}" for k, _v, m in rows)])
         return TableView(text, ("kind", "key", "message"), rows, title="effects check", summary=head)
@@ -958,6 +998,25 @@ def _check_writable(path: Any) -> None:
         raise EosUsageError(f"cannot write {path}: no directory {folder}")
     if os.path.isdir(path):
         raise EosUsageError(f"cannot write {path}: it is a directory; name a file such as {path}/history.jsonl")
+
+
+def _silent(line: str) -> None:
+    """A :attr:`Session.say` that tells nothing."""
+
+
+def _replaced_line(old: ClusterEntry, seed: int) -> str:
+    """The one line that says a cluster was replaced, and what went with it."""
+    gone = [*old.clients]
+    lost = f"; its clients ({', '.join(gone)}) went with it" if gone else ""
+    return f"cluster '{old.name}' replaced by a fresh run from seed {seed}{lost}"
+
+
+def _free_node_name(entry: ClusterEntry, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3`` … when the cluster already has a node by that name."""
+    nodes = entry.cluster.world.nodes
+    if name not in nodes:
+        return name
+    return next(f"{name}-{i}" for i in range(2, len(nodes) + 3) if f"{name}-{i}" not in nodes)
 
 
 def _kind(obj: Any) -> str:

@@ -4,14 +4,23 @@
 // text changed. This module lays the panels out, swaps their HTML in, and turns the controls
 // and the fault buttons inside the panels into messages to the kernel:
 //   model.send({op, node})   play, pause, step, step-request, live, crash, restart, pause-node,
-//                            resume, drop-ack
+//                            resume, drop-ack; fork, cancel (the answers to the question below)
 //   model.set("scrub", i)    show the board after event i (-1: live)
 //   model.set("rate", ms)    simulated ms per second while playing
 //   model.set("msc_txn", id) the transactional id of the sequence chart
 //   model.set("reads_tp", tp) the partition of the read_committed vs read_uncommitted panel
+// While rewound, a click that changes the run makes the kernel set "confirm": the page shows its
+// question with three buttons (fork here and act, cancel, go live) and nothing forks until the
+// first is pressed. The scrubber takes the keyboard too: Left/Right one event, PageUp/PageDown
+// ten, Home the first event, End live. Icons are characters of the DejaVu fonts, the only ones
+// Debian's chromium has by default (the pause sign is two bars, U+275A): an emoji such as U+23F8
+// is an empty box without an emoji font.
 
 /** @typedef {import("./anywidget-types").RenderProps} RenderProps */
 /** @typedef {import("./anywidget-types").AnyModel} AnyModel */
+
+const PLAY = "▶ play";
+const PAUSE = "❚❚ pause";
 
 const PANELS = [
   ["brokers", "Brokers"],
@@ -54,7 +63,7 @@ function render({ model, el: root }) {
   // -- the control bar ---------------------------------------------------------------------------
   const bar = el("div", "eos-bar");
   const head = el("span", "eos-head");
-  const play = /** @type {HTMLButtonElement} */ (el("button", "eos-play", "▶ play"));
+  const play = /** @type {HTMLButtonElement} */ (el("button", "eos-play", PLAY));
   const step = /** @type {HTMLButtonElement} */ (el("button", "eos-step", "step event"));
   const stepReq = /** @type {HTMLButtonElement} */ (el("button", "eos-step-req", "step request"));
   const rate = /** @type {HTMLSelectElement} */ (el("select", "eos-rate"));
@@ -68,13 +77,25 @@ function render({ model, el: root }) {
   scrub.type = "range";
   scrub.min = "0";
   scrub.step = "1";
-  scrub.title = "drag back in time: every panel shows the board after the chosen event";
+  scrub.title =
+    "drag back in time (or use the arrow keys, Home, End): every panel shows the board after the chosen event";
   const live = /** @type {HTMLButtonElement} */ (el("button", "eos-live", "live"));
   const note = el("span", "eos-note-bar");
   step.title = "run the next event handler";
   stepReq.title = "run until the next request is sent";
   bar.append(head, play, step, stepReq, rate, scrub, live, note);
   dash.appendChild(bar);
+
+  // -- the question asked before a fork ------------------------------------------------------------
+  const ask = el("div", "eos-confirm");
+  ask.setAttribute("role", "alertdialog");
+  const askText = el("span", "eos-confirm-text");
+  const fork = /** @type {HTMLButtonElement} */ (el("button", "eos-confirm-fork"));
+  const cancel = /** @type {HTMLButtonElement} */ (el("button", "eos-confirm-cancel", "Cancel"));
+  const goLive = /** @type {HTMLButtonElement} */ (el("button", "eos-confirm-live", "Go live"));
+  ask.append(askText, fork, cancel, goLive);
+  ask.hidden = true;
+  dash.appendChild(ask);
 
   // -- the panels --------------------------------------------------------------------------------
   /** @type {Record<string, HTMLElement>} */
@@ -149,13 +170,21 @@ function render({ model, el: root }) {
     scrub.max = String(Math.max(0, s.last || 0));
     if (!dragging) scrub.value = String(s.index);
     dash.classList.toggle("eos-rewound", !s.live);
+    dash.classList.toggle("eos-quiet", !!s.quiet);
     live.disabled = !!s.live;
   }
 
   function showPlaying() {
     const on = !!model.get("playing");
-    play.textContent = on ? "⏸ pause" : "▶ play";
+    play.textContent = on ? PAUSE : PLAY;
     play.classList.toggle("eos-on", on);
+  }
+
+  function showConfirm() {
+    const q = model.get("confirm") || {};
+    ask.hidden = !q.text;
+    askText.textContent = q.text || "";
+    fork.textContent = q.fork || "";
   }
 
   function showRate() {
@@ -171,9 +200,13 @@ function render({ model, el: root }) {
     model.set("rate", Number(rate.value));
     model.save_changes();
   });
+  fork.addEventListener("click", () => send(model, "fork"));
+  cancel.addEventListener("click", () => send(model, "cancel"));
+  goLive.addEventListener("click", () => send(model, "live"));
   /** @type {number | undefined} */
   let pending;
-  scrub.addEventListener("input", () => {
+  // Send the slider's position a moment after it stops moving (a drag fires many input events).
+  function scrubSoon() {
     dragging = true;
     if (pending !== undefined) clearTimeout(pending);
     pending = window.setTimeout(() => {
@@ -183,6 +216,30 @@ function render({ model, el: root }) {
       model.save_changes();
       dragging = false;
     }, 60);
+  }
+  scrub.addEventListener("input", scrubSoon);
+  /** @type {Record<string, (v: number, lo: number, hi: number) => number>} */
+  const KEYS = {
+    ArrowLeft: (v) => v - 1,
+    ArrowDown: (v) => v - 1,
+    ArrowRight: (v) => v + 1,
+    ArrowUp: (v) => v + 1,
+    PageDown: (v) => v - 10,
+    PageUp: (v) => v + 10,
+    Home: (_v, lo) => lo,
+    End: (_v, _lo, hi) => hi,
+  };
+  // Handled here, not left to the browser: JupyterLab takes some keys for itself (Home and End
+  // scroll the notebook), and a focused slider must step the time whatever the notebook's mode.
+  scrub.addEventListener("keydown", (e) => {
+    const move = KEYS[e.key];
+    if (!move || e.altKey || e.ctrlKey || e.metaKey) return;
+    e.preventDefault();
+    e.stopPropagation();
+    const lo = Number(scrub.min);
+    const hi = Number(scrub.max);
+    scrub.value = String(Math.min(hi, Math.max(lo, move(Number(scrub.value), lo, hi))));
+    scrubSoon();
   });
   grid.addEventListener("click", (e) => {
     const target = /** @type {HTMLElement | null} */ (e.target);
@@ -196,7 +253,7 @@ function render({ model, el: root }) {
   const handlers = PANELS.map(([name]) => [`change:${name}`, () => showPanel(name)]);
   handlers.push(["change:status", showStatus], ["change:txn_ids", showTxnIds], ["change:msc_txn", showTxnIds]);
   handlers.push(["change:partition_names", showPartitions], ["change:reads_tp", showPartitions]);
-  handlers.push(["change:playing", showPlaying], ["change:rate", showRate]);
+  handlers.push(["change:playing", showPlaying], ["change:rate", showRate], ["change:confirm", showConfirm]);
   for (const [event, cb] of handlers) model.on(event, cb);
   for (const [name] of PANELS) showPanel(name);
   showTxnIds();
@@ -204,6 +261,7 @@ function render({ model, el: root }) {
   showStatus();
   showPlaying();
   showRate();
+  showConfirm();
 
   return () => {
     for (const [event, cb] of handlers) model.off(event, cb);

@@ -21,10 +21,22 @@ main thread and act under the same lock. The engine itself never sees a thread.
 Time travel
 -----------
 ``scrub`` is -1 for "live" or an event index: every panel then shows the board after that
-event (exact, from the recorder). Acting while scrubbed back forks: the journal replays the run
-up to that event in a new cluster and the action applies there. The owner may pass ``fork(index)`` to
-do the forking itself (the magics' session rebinds its names and client history), and the
-dashboard follows the new run.
+event (exact, from the recorder), and the status bar shows the notes of that moment. Acting
+on the run while scrubbed back forks: the journal replays the run up to that event in a new
+cluster and the action applies there. A fork drops every later event and the clients created
+after it (the notebook's names move to the fork), so a click never forks at once: it sets
+``confirm``, a question the page shows with a button to fork, one to cancel and one to go live;
+only the fork button's message (``fork``) acts. (A call of :meth:`Dashboard.act` from Python
+is its own confirmation.) The owner may pass ``fork(index)`` to do the forking itself (the
+magics' session rebinds its names and client history), and the dashboard follows the new run.
+
+Playing
+-------
+``rate`` simulated ms pass per wall-clock second, :data:`DEFAULT_RATE` by default: slow enough
+to watch a transaction's few requests one after the other. Most of a fault's story is waiting
+(a crashed leader is noticed only when its broker session times out, 9 s later), and nothing
+on the board moves meanwhile; so while no row changes, play runs at up to :data:`QUIET_RATE`
+and slows down again at the first change (see :meth:`Dashboard.step_publish`).
 
 Invariants
 ----------
@@ -63,6 +75,28 @@ MAX_HZ = 10
 PANELS = ("brokers", "partitions", "producers", "txns", "logs", "reads", "timeline", "msc")
 #: Simulated ms per wall-clock second when playing, by default.
 DEFAULT_RATE = 200
+#: While playing through a stretch in which no row of the board changes, up to this many simulated
+#: ms per second: a 9 s wait for a broker session to time out takes about a second to watch.
+QUIET_RATE = 10_000
+#: A quiet stretch is run in steps of at least this many simulated ms, checking for a change after each.
+QUIET_STEP_MS = 100
+#: ...and for at most this much wall time per pacer tick.
+QUIET_BUDGET_S = 0.05
+#: The actions that change the run, and what each does (the words of the fork question).
+RUN_ACTIONS = {
+    "play": "play",
+    "step": "step one event",
+    "step-request": "run to the next request",
+    "crash": "crash {node}",
+    "restart": "restart {node}",
+    "pause-node": "pause {node}",
+    "resume": "resume {node}",
+    "drop-ack": "drop the next acknowledgement to {node}",
+}
+#: Journaled calls a fork can stop inside (the others it stops before).
+_CUTTABLE = frozenset({("cluster", "run_for"), ("cluster", "run_until"), ("cluster", "step")})
+#: The status bar keeps at most this many notes (each with the event it was written at).
+MAX_NOTES = 200
 #: While live, the sequence chart is drawn again at most this often (seconds of wall time).
 MSC_EVERY_S = 1.0
 #: While live, the log strips (the costliest pictures) are drawn again at most this often.
@@ -85,8 +119,10 @@ class Dashboard(anywidget.AnyWidget):
     reads = traitlets.Unicode("").tag(sync=True)
     timeline = traitlets.Unicode("").tag(sync=True)
     msc = traitlets.Unicode("").tag(sync=True)
-    #: time_ms, index, first, last, title, note, forks
+    #: time_ms, index, first, last, live, title, note, forks, quiet
     status = traitlets.Dict().tag(sync=True)
+    #: The question a click on the run while rewound asks before forking ({} : none); see the module docstring.
+    confirm = traitlets.Dict().tag(sync=True)
     txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
     msc_txn = traitlets.Unicode("").tag(sync=True)
     #: The partitions the reads panel can show, and the chosen one ("" : the first with records).
@@ -110,11 +146,15 @@ class Dashboard(anywidget.AnyWidget):
         self.title = title
         self._fork = fork if fork is not None else (lambda i: self.run.fork(i))
         self.forks = 0
-        self.note = ""
+        #: (event index, text): what the status bar says from that event on
+        self.notes: list[tuple[int, str]] = []
+        self.quiet = False
         self._shown: tuple[Any, ...] = ()
         self._drawn: dict[str, tuple[Any, str]] = {}
         self._msc_at = 0.0
         self._logs_at = 0.0
+        #: A throttled panel was sent as it was: publish again when its time comes, changed or not.
+        self._behind = False
         self._scan = _TraceScan()
         self._publishing = threading.Lock()
         self.on_msg(self._on_action)
@@ -132,6 +172,28 @@ class Dashboard(anywidget.AnyWidget):
         if 0 <= self.scrub < rec.last_index:
             return max(self.scrub, rec.first_index)
         return rec.last_index
+
+    @property
+    def rewound(self) -> bool:
+        """True while the panels show an earlier event than the latest."""
+        return 0 <= self.scrub < self.run.recorder.last_index
+
+    def note_at(self, index: int) -> str:
+        """Return the status bar's note at ``index``: the latest written at or before it.
+
+        A note is stamped with the event the dashboard showed when it was written, so scrubbing
+        back before a crash no longer says the broker crashed.
+        """
+        for at, text in reversed(self.notes):
+            if at <= index:
+                return text
+        return ""
+
+    def say(self, text: str) -> None:
+        """Add a note to the status bar, stamped with the event shown now."""
+        if text:
+            self.notes.append((self.index(), text))
+            del self.notes[:-MAX_NOTES]
 
     def render(self, board: Any = None) -> dict[str, str]:
         """Return every panel's HTML for ``board`` (the board at :meth:`index` by default).
@@ -151,15 +213,19 @@ class Dashboard(anywidget.AnyWidget):
         memo = self._memo
         out = {
             "brokers": memo("brokers", (board.brokers, board.controller, fresh), panels.brokers_panel, board),
-            "partitions": memo("partitions", (board.partitions, fresh), panels.partitions_panel, board),
+            # a leader's status says why its offsets are unknown: the broker rows are in the keys
+            "partitions": memo("partitions", (board.partitions, board.brokers, fresh), panels.partitions_panel, board),
             "producers": memo(
-                "producers", (board.producers, board.partitions, board.txns, look, fresh), panels.producers_panel, board
+                "producers",
+                (board.producers, board.partitions, board.brokers, board.txns, look, fresh),
+                panels.producers_panel,
+                board,
             ),
             "txns": memo("txns", (board.txns, fresh), panels.txns_panel, board),
             "logs": self._logs(board, hues, zombies, look),
             "reads": memo(
                 "reads",
-                (board.partitions, board.logs, board.consumers, self.reads_tp),
+                (board.partitions, board.brokers, board.logs, board.consumers, self.reads_tp),
                 lambda b: panels.reads_panel(b, *self._reads_target()),
                 board,
             ),
@@ -178,11 +244,14 @@ class Dashboard(anywidget.AnyWidget):
     def _logs(self, board: Any, hues: dict[int, int], zombies: set[tuple[int, int]], look: Any) -> str:
         """The log strips, each partition's drawn again only when its tail, offsets or colours changed.
 
-        While live they are drawn at most every :data:`LOGS_EVERY_S`; scrubbed, at once.
+        While live they are drawn at most every :data:`LOGS_EVERY_S`; scrubbed, at once. A strip
+        left as it was marks the dashboard behind, so the next pacer tick publishes again even if
+        the run stood still: the last change of a burst is always drawn.
         """
         have = self._drawn.get("logs")
         live = board.event_index == self.run.recorder.last_index
         if have is not None and live and time.monotonic() - self._logs_at < LOGS_EVERY_S:
+            self._behind = True
             return have[1]
         self._logs_at = time.monotonic()
         parts = {p.key: p for p in board.partitions}
@@ -190,12 +259,13 @@ class Dashboard(anywidget.AnyWidget):
         strips = []
         for tail in board.logs:
             p = parts.get((tail.topic, tail.partition))
-            key = (tuple(map(id, tail.batches)), p, look, tuple(legend))
+            why = panels.offsets_unknown(board, p) if p is not None else ""
+            key = (tuple(map(id, tail.batches)), p, why, look, tuple(legend))
             strips.append(
                 self._memo(
                     f"log:{tail.topic}-{tail.partition}",
                     key,
-                    lambda _b, tail=tail, p=p: panels.log_strip_html(tail, p, hues, zombies, legend),
+                    lambda _b, tail=tail, p=p, why=why: panels.log_strip_html(tail, p, hues, zombies, legend, why),
                     board,
                 )
             )
@@ -232,7 +302,10 @@ class Dashboard(anywidget.AnyWidget):
         key = (id(self.run), tid, window.begin, window.upto(index))
         live = index == self.run.recorder.last_index
         have = self._drawn.get("msc")
-        if have is not None and (have[0] == key or (live and time.monotonic() - self._msc_at < MSC_EVERY_S)):
+        if have is not None and have[0] == key:
+            return have[1]
+        if have is not None and live and time.monotonic() - self._msc_at < MSC_EVERY_S:
+            self._behind = True
             return have[1]
         events = self.run.cluster.world.trace.events
         picked = [events[i] for i in window.prefix] + events[window.start : window.upto(index) + 1]
@@ -260,9 +333,9 @@ class Dashboard(anywidget.AnyWidget):
         rec = self.run.recorder
         index = self.index()
         key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
-        if key == self._shown and not force:
+        if key == self._shown and not force and not self._behind:
             return False
-        self._shown = key
+        self._shown, self._behind = key, False
         board = rec.at(index)
         with self.hold_sync():
             ids = sorted({t.transactional_id for t in board.txns})
@@ -283,8 +356,9 @@ class Dashboard(anywidget.AnyWidget):
                 "first": rec.first_index,
                 "last": rec.last_index,
                 "live": index == rec.last_index,
-                "note": self.note,
+                "note": self.note_at(index),
                 "forks": self.forks,
+                "quiet": self.quiet,
             }
             if status != self.status:
                 self.status = status
@@ -317,41 +391,106 @@ class Dashboard(anywidget.AnyWidget):
     # -- controls and actions ---------------------------------------------------------------------
 
     def _on_control(self, change: dict[str, Any]) -> None:
+        if change["name"] == "scrub" and self.confirm:
+            self.confirm = {}  # the question was about the event shown before
         self.publish()
 
     def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
         if not isinstance(content, dict):
             return
         try:
-            self.note = self.act(str(content.get("op", "")), str(content.get("node", "")))
+            self.say(self.click(str(content.get("op", "")), str(content.get("node", ""))))
         except Exception as exc:  # a refused action is shown, never raised into the kernel
-            self.note = f"{type(exc).__name__}: {exc}"
+            self.say(f"{type(exc).__name__}: {exc}")
         self.publish(force=True)
+
+    def click(self, op: str, node: str = "") -> str:
+        """Answer a click of the page (what :meth:`act` does, but asking before a fork); return a note.
+
+        While rewound, an action that changes the run (:data:`RUN_ACTIONS`) only sets
+        ``confirm``; ``fork`` then does the action asked about, ``cancel`` forgets it.
+        """
+        if op == "fork":
+            asked, self.confirm = self.confirm, {}
+            if not asked:
+                return "nothing to fork: no action was waiting"
+            if asked["index"] != self.index():
+                return "not forked: the dashboard moved since the question"
+            return self.act(asked["op"], asked["node"])
+        if op == "cancel":
+            self.confirm = {}
+            return "cancelled: nothing forked"
+        if op in RUN_ACTIONS and self.rewound:
+            self.confirm = self.question(op, node)
+            return ""
+        return self.act(op, node)
+
+    def question(self, op: str, node: str = "") -> dict[str, Any]:
+        """Return what to ask before forking here to do ``op``: the text, and the fork button's words."""
+        rec = self.run.recorder
+        index, last = self.index(), rec.last_index
+        call = self._uncut_call(index)
+        point = index if call is None else max(rec.first_index, call.start_index - 1)
+        then, now = rec.at(point), rec.latest()
+        had = {r.name for r in (*then.producers, *then.consumers)}
+        lost = [r.name for r in (*now.producers, *now.consumers) if r.name not in had]
+        where = f"from event {index}"
+        if call is not None:  # a call that waits cannot be cut: say where the fork really starts
+            where = f"from event {point}, before the call event {index} is in ({call.describe()})"
+        clients = f", and so are the clients created after it ({', '.join(lost)})" if lost else ""
+        text = (
+            f"You are looking at event {index} of {last}. Acting here forks the run {where}: "
+            f"the {last - point} later events are dropped{clients}. The notebook's names then point at the fork."
+        )
+        what = RUN_ACTIONS[op].format(node=node)
+        return {"op": op, "node": node, "index": index, "last": last, "text": text, "fork": f"Fork here and {what}"}
+
+    def _uncut_call(self, index: int) -> Any:
+        """Return the journaled client call running at ``index`` that a fork cannot stop inside, or None.
+
+        A fork stops after the handler of ``index`` when that is inside ``run_for``, ``run_until``
+        or ``step``, but before a client call that waits (``flush``, ``consume`` ...):
+        :meth:`engine.journal.Journal.fork`. The question says where the fork really starts.
+        """
+        for entry in self.run.journal.entries:
+            if entry.start_index > index + 1:
+                break
+            if entry.end_index > index + 1 and (entry.target, entry.method) not in _CUTTABLE:
+                return entry
+        return None
+
+    def live(self) -> None:
+        """Show the latest event again (and forget a question about an earlier one)."""
+        self.scrub = -1
+        self.publish()
 
     def act(self, op: str, node: str = "") -> str:
         """Do one control or fault action; return a one-line note for the status bar.
 
         ``op`` is play, pause, step (one event), step-request (until the next request is sent),
-        live, or a fault on ``node``: crash, restart, pause-node, resume, drop-ack. A fault while
-        scrubbed back forks the run at the scrubbed event first.
+        live, or a fault on ``node``: crash, restart, pause-node, resume, drop-ack. An action on
+        the run while scrubbed back forks the run at the scrubbed event first: called from
+        Python, ``act`` is its own confirmation (a click asks first, see :meth:`click`).
         """
-        if op == "play":
-            self.playing = True
-            return "playing"
         if op == "pause":
             self.playing = False
             return "paused"
         if op == "live":
-            self.scrub = -1
+            self.live()
             return ""
-        if op in ("step", "step-request"):
-            self._fork_if_scrubbed()
-            return self._step(op)
-        faults = {"crash", "restart", "pause-node", "resume", "drop-ack"}
-        if op not in faults:
+        if op not in RUN_ACTIONS:
             msg = f"unknown action {op!r}"
             raise ValueError(msg)
         forked = self._fork_if_scrubbed()
+        text = self._do(op, node)
+        return f"{forked}; {text}" if forked else text
+
+    def _do(self, op: str, node: str) -> str:
+        if op == "play":
+            self.playing = True
+            return "playing"
+        if op in ("step", "step-request"):
+            return self._step(op)
         cluster = self.run.cluster
         if op == "crash":
             cluster.crash(node)
@@ -363,14 +502,9 @@ class Dashboard(anywidget.AnyWidget):
             cluster.resume(node)
         else:
             cluster.add_rule("drop", dst=node, body_type="ProduceResponse", count=1)
-        done = {
-            "pause-node": "paused",
-            "drop-ack": "will lose its next ack:",
-            "crash": "crashed",
-            "restart": "restarted",
-        }
-        text = f"{node} {done.get(op, op + 'd')}" if op != "drop-ack" else f"{node}: next ProduceResponse dropped"
-        return (forked + "; " if forked else "") + text
+            return f"{node}: next ProduceResponse dropped"
+        done = {"pause-node": "paused", "crash": "crashed", "restart": "restarted", "resume": "resumed"}
+        return f"{node} {done[op]}"
 
     def _step(self, op: str) -> str:
         cluster = self.run.cluster
@@ -402,23 +536,46 @@ class Dashboard(anywidget.AnyWidget):
         return f"forked at event {stop}"
 
     def follow(self, run: LiveRun) -> None:
-        """Show another run from now on (a fork of this one), live."""
+        """Show another run from now on (a fork of this one), live.
+
+        The notes written up to the fork point stay: the fork shares that history.
+        """
         self.run = run
         self._drawn.clear()
         self._scan = _TraceScan()
+        self.notes = [n for n in self.notes if n[0] <= run.recorder.last_index]
+        self.confirm = {}
         self.scrub = -1
         self.publish(force=True)
 
     def step_publish(self) -> None:
         """Advance one pacer tick of play (when playing), then publish; the pacer calls this."""
+        self.quiet = False
         if self.playing and self.scrub < 0:
-            ms = max(1, self.rate // MAX_HZ)
             try:
-                self.run.cluster.run_for(ms)
+                self._play_tick()
             except Exception as exc:  # a stalled or refused run stops play and says why
                 self.playing = False
-                self.note = f"stopped: {type(exc).__name__}: {exc}"
+                self.say(f"stopped: {type(exc).__name__}: {exc}")
         self.publish()
+
+    def _play_tick(self) -> None:
+        """Run one tick's share of ``rate``; while nothing on the board changed, go on up to :data:`QUIET_RATE`.
+
+        Quiet steps are :data:`QUIET_STEP_MS` (or the tick's share, if larger), so the first
+        change after a quiet stretch is shown at most one step late. Every step is a journaled
+        ``run_for``: replay and fork see the same calls, however the wall clock cut them.
+        """
+        cluster, rec = self.run.cluster, self.run.recorder
+        ms = max(1, self.rate // MAX_HZ)
+        before = rec.changes()
+        cluster.run_for(ms)
+        step, budget = max(ms, QUIET_STEP_MS), QUIET_RATE // MAX_HZ - ms
+        deadline = time.monotonic() + QUIET_BUDGET_S
+        while budget >= step and rec.changes() == before and time.monotonic() < deadline:
+            cluster.run_for(step)
+            budget -= step
+            self.quiet = True
 
     def close(self) -> None:
         """Stop the pacer and close the widget (the run is left as it is)."""

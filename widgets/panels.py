@@ -12,6 +12,10 @@ shade, and batches of a fenced epoch are grey; whether a transaction is open, co
 aborted is told by the border (dashed, solid, hatched), never by another colour. Broker and node
 status is the only traffic-light colour (up, paused, down).
 
+A value nobody can know now is shown as unknown (:data:`UNKNOWN`, with the reason on hover),
+never as the engine's ``-1``: a partition whose leader is down or paused has no LEO, HW or LSO
+(the board says -1), and a producer has no id before ``InitProducerId`` answers.
+
 Buttons carry ``data-op`` and ``data-node`` attributes; the widget's script turns a click into an
 action message (crash, restart, pause, resume, drop the next ack). In a static page they do
 nothing.
@@ -36,6 +40,8 @@ from widgets import svg
 FRESH_EVENTS = 60
 #: Timeline lines shown.
 TIMELINE_LINES = 14
+#: What a value nobody knows now looks like (the engine's -1).
+UNKNOWN = "—"
 
 _HUES = (212, 28, 280, 160, 340, 95, 190, 250)
 _STATUS = {"up": "eos-up", "paused": "eos-paused", "down": "eos-down"}
@@ -127,7 +133,35 @@ def _status(status: str) -> str:
 
 
 def _range(a: int, b: int) -> str:
+    if a < 0 or b < 0:
+        return UNKNOWN
     return str(a) if a == b else f"{a}..{b}"
+
+
+def _known(value: int, why: str) -> str:
+    """``value``, or :data:`UNKNOWN` saying ``why`` on hover when it is negative (the engine's "unknown")."""
+    if value >= 0:
+        return str(value)
+    return f'<span class="eos-unknown" title="unknown: {escape(why)}">{UNKNOWN}</span>'
+
+
+def offsets_unknown(board: BoardState, p: PartitionRow) -> str:
+    """Return why a partition's LEO, HW and LSO are unknown now ("" when they are known).
+
+    The board reads them from the leader; a leader that is down or paused answers nothing.
+    """
+    if p.leo >= 0:
+        return ""
+    if p.leader < 0:
+        return "the partition has no leader"
+    status = _broker_status(board, p.leader)
+    if status in ("down", "paused"):
+        return f"leader {p.leader} is {status}"
+    return f"leader {p.leader} has not loaded the partition"
+
+
+def _broker_status(board: BoardState, broker_id: int) -> str:
+    return next((b.status for b in board.brokers if b.broker_id == broker_id), "")
 
 
 # -- panels ---------------------------------------------------------------------------------------
@@ -173,13 +207,20 @@ def partitions_panel(board: BoardState) -> str:
     """Partitions: leader, leader epoch, ISR, replicas, LEO, HW and LSO (the leader's)."""
     rows = []
     for p in board.partitions:
+        why = offsets_unknown(board, p)
         lag = p.hw - p.lso if p.hw >= 0 and p.lso >= 0 else 0
-        lso = f"{p.lso}" + (f' <span class="eos-note">(HW-{lag})</span>' if lag else "")
+        lso = _known(p.lso, why) + (f' <span class="eos-note">(HW-{lag})</span>' if lag else "")
+        if why:
+            lso += f' <span class="eos-note">({escape(why)})</span>'
+        leader = _known(p.leader, why)
+        if p.leader >= 0 and _broker_status(board, p.leader) in ("down", "paused"):
+            leader += " " + _status(_broker_status(board, p.leader))
         rows.append(
             f'<tr class="eos-partition{_fresh(board, ("partition", p.key))}" data-tp="{escape(p.topic)}-{p.partition}">'
-            f"<td>{escape(p.topic)}-{p.partition}</td><td>{p.leader}</td><td>{p.leader_epoch}</td>"
+            f"<td>{escape(p.topic)}-{p.partition}</td><td>{leader}</td><td>{_known(p.leader_epoch, why)}</td>"
             f"<td>{_ids(p.isr)}</td><td>{_ids(p.replicas)}</td>"
-            f'<td class="eos-leo">{p.leo}</td><td class="eos-hw">{p.hw}</td><td class="eos-lso">{lso}</td></tr>'
+            f'<td class="eos-leo">{_known(p.leo, why)}</td><td class="eos-hw">{_known(p.hw, why)}</td>'
+            f'<td class="eos-lso">{lso}</td></tr>'
         )
     return _table(
         "eos-partitions",
@@ -193,7 +234,10 @@ def _ids(ids: Sequence[int]) -> str:
     return "[" + ",".join(str(i) for i in ids) + "]"
 
 
-def _window(p: PartitionRow, pid: int) -> str:
+def _window(board: BoardState, p: PartitionRow, pid: int) -> str:
+    why = offsets_unknown(board, p)
+    if why:
+        return _known(-1, f"{why}: the window lives on the leader")
     for e in p.producers:
         if e.producer_id == pid:
             slots = [
@@ -219,8 +263,8 @@ def producers_panel(board: BoardState) -> str:
             f'<div class="eos-producer-head"><span class="eos-swatch" style="background:{colour}"></span>'
             f"<b>{escape(pr.name)}</b> {_status(pr.status)}"
             f'<span class="eos-kv">tx id <b>{escape(pr.transactional_id or "-")}</b></span>'
-            f'<span class="eos-kv">producer id <b class="eos-pid">{pr.producer_id}</b></span>'
-            f'<span class="eos-kv">epoch <b class="eos-epoch">{pr.epoch}</b></span>'
+            f'<span class="eos-kv">producer id <b class="eos-pid">{_known(pr.producer_id, _NO_PID)}</b></span>'
+            f'<span class="eos-kv">epoch <b class="eos-epoch">{_known(pr.epoch, _NO_PID)}</b></span>'
             f'<span class="eos-kv">state <b class="eos-state">{escape(pr.state)}</b></span>'
             + (' <span class="eos-fenced">zombie: a newer epoch exists</span>' if fenced else "")
             + (f' <span class="eos-error">{escape(pr.error)}</span>' if pr.error else "")
@@ -233,11 +277,11 @@ def producers_panel(board: BoardState) -> str:
                 f"{_range(f.first_seq, f.last_seq)}{'×' + str(f.attempts) if f.attempts > 1 else ''}</span>"
                 for f in pp.in_flight
             )
-            window = (
-                _window(parts[(pp.topic, pp.partition)], pr.producer_id) if (pp.topic, pp.partition) in parts else ""
-            )
+            part = parts.get((pp.topic, pp.partition))
+            window = _window(board, part, pr.producer_id) if part is not None else ""
             rows.append(
-                f"<tr><td>{escape(pp.topic)}-{pp.partition}</td><td>{pp.next_seq}</td><td>{pp.last_acked_seq}</td>"
+                f"<tr><td>{escape(pp.topic)}-{pp.partition}</td><td>{_known(pp.next_seq, _NO_SEQ)}</td>"
+                f"<td>{_known(pp.last_acked_seq, 'none acknowledged yet')}</td>"
                 f"<td>{flight or '-'}</td><td>{pp.queued}</td><td>{window}</td></tr>"
             )
         table = _table(
@@ -249,6 +293,10 @@ def producers_panel(board: BoardState) -> str:
         fresh = _fresh(board, ("producer", pr.name))
         blocks.append(f'<div class="eos-producer{fresh}" data-node="{escape(pr.name)}">{head}{table}</div>')
     return "".join(blocks) or '<div class="eos-empty">no producers yet</div>'
+
+
+_NO_PID = "no producer id yet (InitProducerId not answered)"
+_NO_SEQ = "no sequence: the producer is not idempotent"
 
 
 def _producer_buttons(pr: ProducerRow) -> str:
@@ -273,8 +321,9 @@ def txns_panel(board: BoardState) -> str:
         rows.append(
             f'<tr class="eos-txn{_fresh(board, ("txn", t.transactional_id))}" '
             f'data-txn="{escape(t.transactional_id)}"><td>{escape(t.transactional_id)}</td>'
-            f"<td>{t.coordinator}</td><td>{t.txn_partition}</td><td>{t.producer_id}</td>"
-            f'<td class="eos-epoch">{t.epoch}</td><td class="eos-state">{escape(t.state)}{pending}</td>'
+            f"<td>{t.coordinator}</td><td>{t.txn_partition}</td><td>{_known(t.producer_id, _NO_PID)}</td>"
+            f'<td class="eos-epoch">{_known(t.epoch, _NO_PID)}</td>'
+            f'<td class="eos-state">{escape(t.state)}{pending}</td>'
             f"<td>{parts}</td><td>{t.timeout_ms}</td><td>{t.last_update_ms}</td></tr>"
         )
     return _table(
@@ -308,7 +357,11 @@ def logs_panel(board: BoardState) -> str:
     hues, zombies = producer_palette(board), fenced_epochs(board)
     parts = {p.key: p for p in board.partitions}
     legend = log_legend(board, hues, zombies)
-    strips = [log_strip_html(t, parts.get((t.topic, t.partition)), hues, zombies, legend) for t in board.logs]
+    strips = []
+    for t in board.logs:
+        p = parts.get((t.topic, t.partition))
+        why = offsets_unknown(board, p) if p is not None else ""
+        strips.append(log_strip_html(t, p, hues, zombies, legend, why))
     return "".join(strips) or '<div class="eos-empty">no topics yet</div>'
 
 
@@ -318,17 +371,23 @@ def log_strip_html(
     hues: dict[int, int],
     zombies: set[tuple[int, int]],
     legend: Sequence[tuple[str, str]],
+    unknown: str = "",
 ) -> str:
-    """One partition's strip (see :func:`logs_panel`)."""
+    """One partition's strip (see :func:`logs_panel`).
+
+    ``unknown`` says why the leader's offsets are unknown (:func:`offsets_unknown`): the strip
+    then shows the leader's log as its disk holds it, with no cursor, and says so.
+    """
     name = f"{tail.topic}-{tail.partition}"
     picture = svg.log_strip(
         tail.summaries(),
         high_watermark=p.hw if p else -1,
         last_stable_offset=p.lso if p else -1,
-        log_end_offset=p.leo if p and p.leo >= 0 else None,
-        label=f"log of {name} on its leader",
+        log_end_offset=p.leo if p else None,
+        label=f"log of {name} on its leader" + (f" ({unknown}: read from its disk)" if unknown else ""),
         fill=lambda b: batch_colour(b.producer_id, b.producer_epoch, hues, zombies),
         legend=legend,
+        unknown=unknown,
     )
     caption = f'<div class="eos-caption">{escape(name)}</div>'
     return f'<div class="eos-strip" data-tp="{escape(name)}">{caption}{picture}</div>'
@@ -346,17 +405,21 @@ def reads_panel(board: BoardState, topic: str | None = None, partition: int = 0)
     hidden_aborted = sum(b.count for b in summaries if b.kind == "aborted" and b.last_offset < target.hw)
     held_open = sum(b.count for b in summaries if b.kind == "open")
     name = f"{target.topic}-{target.partition}"
+    why = offsets_unknown(board, target)
 
-    def side(title: str, cls: str, batches: list[Any], bound: str, note: str) -> str:
-        records = sum(b.count for b in batches)
+    def side(title: str, cls: str, batches: list[Any], cursor: str, offset: int, note: str) -> str:
         cells = "".join(
             f'<span class="eos-rec eos-{b.kind}" title="offsets {_range(b.base_offset, b.last_offset)} · {b.kind}">'
             f"{_range(b.base_offset, b.last_offset)}</span>"
             for b in batches[-24:]
         )
+        if why:  # nobody can read: no leader answers, and where its cursor stood is not known
+            count, bound, note = _known(-1, why), f"{cursor} {UNKNOWN} ({escape(why)})", "nothing readable now"
+        else:
+            count, bound = str(sum(b.count for b in batches)), f"{cursor} {offset}"
         return (
             f'<div class="eos-read {cls}"><div class="eos-caption">{title}</div>'
-            f'<div class="eos-read-count"><b>{records}</b> records readable, up to {bound}</div>'
+            f'<div class="eos-read-count"><b>{count}</b> records readable, up to {bound}</div>'
             f'<div class="eos-recs">{cells or "-"}</div><div class="eos-note">{note}</div></div>'
         )
 
@@ -364,25 +427,33 @@ def reads_panel(board: BoardState, topic: str | None = None, partition: int = 0)
         "read_uncommitted",
         "eos-ru",
         ru,
-        f"HW {target.hw}",
+        "HW",
+        target.hw,
         "sees open and aborted transactions' records too",
     )
     right = side(
         "read_committed",
         "eos-rc",
         rc,
-        f"LSO {target.lso}",
+        "LSO",
+        target.lso,
         f"{hidden_aborted} aborted records skipped; {held_open} records of open transactions wait",
     )
+
+    def lag_to(offset: int, pos: int) -> str:
+        if pos < 0:
+            return _known(pos, "no position yet")
+        return _known(offset, why) if offset < 0 else str(max(0, offset - pos))
+
     lag_rows = []
     for c in board.consumers:
         for t, p, pos in c.positions:
             if (t, p) == (target.topic, target.partition):
                 bound = target.lso if c.isolation == "read_committed" else target.hw
                 lag_rows.append(
-                    f"<tr><td>{escape(c.name)}</td><td>{escape(c.isolation)}</td><td>{pos}</td>"
-                    f"<td>{max(0, target.hw - pos)}</td><td>{max(0, target.lso - pos)}</td>"
-                    f"<td>{max(0, bound - pos)}</td></tr>"
+                    f"<tr><td>{escape(c.name)}</td><td>{escape(c.isolation)}</td>"
+                    f"<td>{_known(pos, 'no position yet')}</td><td>{lag_to(target.hw, pos)}</td>"
+                    f"<td>{lag_to(target.lso, pos)}</td><td>{lag_to(bound, pos)}</td></tr>"
                 )
     lag = _table(
         "eos-lag",

@@ -12,7 +12,9 @@ lesson 3).
 
 Layout
 ------
-Rows follow trace order: every send, delivery, drop and note gets its own row, so events of the
+The title says how the transaction ended, from what the chart shows (:func:`outcome`): committed,
+aborted by the producer, aborted by the coordinator and then fenced, or still open. Rows follow
+trace order: every send, delivery, drop and note gets its own row, so events of the
 same millisecond stay apart and an arrow slants from its send row down to its delivery row. The
 simulated time is printed at the left whenever it changes; a jump of more than
 :data:`GAP_MS` is drawn as a dashed break saying how long nothing happened. Requests are solid,
@@ -41,7 +43,7 @@ from xml.sax.saxutils import escape
 from engine.sim import events as ev
 from engine.views.sequence_chart import APIS, Arrow, Note, SequenceChart
 
-__all__ = ["API_COLOURS", "GAP_MS", "WIDTH", "sequence_svg"]
+__all__ = ["API_COLOURS", "GAP_MS", "WIDTH", "outcome", "sequence_svg"]
 
 #: Canvas width in px.
 WIDTH = 800
@@ -127,25 +129,24 @@ def sequence_svg(chart: SequenceChart) -> str:
     layout = _Layout(chart)
     legend, legend_height = _legend(chart, layout.bottom + 14)
     height = layout.bottom + 14 + legend_height + 8
-    outcome = chart.outcome or "not ended when the trace ends"
-    title = (
-        f"Transaction {chart.occurrence + 1} of {chart.count} of {chart.transactional_id}: {outcome}"
-        f" (producer {chart.producer}, pid {chart.producer_id})"
-    )
+    pid = "unknown" if chart.producer_id is None else chart.producer_id
+    heading = f"Transaction {chart.occurrence + 1} of {chart.count} of {chart.transactional_id}: {outcome(chart)}"
+    producer = f"producer {chart.producer}, pid {pid}"
     root = (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
         'font-family="Helvetica, Arial, sans-serif" font-size="10">'
     )
+    first, last = min(layout.y, default=chart.first_index), max(layout.y, default=chart.last_index)
     subtitle = (
-        f"trace events {min(layout.y, default=chart.first_index)}..{max(layout.y, default=chart.last_index)}; "
+        f"{producer}; trace events {first}..{last}; "
         "time runs downwards (simulated ms at the left); "
         "hover an arrow for its detail"
     )
     parts = [
         root,
-        f"<title>{_text(title)}</title>",
+        f"<title>{_text(heading)} ({_text(producer)})</title>",
         f'<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="#ffffff"/>',
-        f'<text x="10" y="18" font-size="13" font-weight="bold">{_text(title)}</text>',
+        f'<text x="10" y="18" font-size="13" font-weight="bold">{_text(heading)}</text>',
         f'<text x="10" y="34" fill="#555555">{_text(subtitle)}</text>',
     ]
     parts += _lanes(chart, layout)
@@ -157,6 +158,43 @@ def sequence_svg(chart: SequenceChart) -> str:
     parts += legend
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+#: The coordinator's states that decide a transaction (a prepare is the decision; markers follow).
+_DECIDED = {
+    "PrepareCommit": "committed",
+    "CompleteCommit": "committed",
+    "PrepareAbort": "aborted",
+    "CompleteAbort": "aborted",
+}
+#: Errors that tell a producer a newer instance (epoch) of its transactional id exists.
+_FENCED = ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "ProducerFenced", "InvalidProducerEpoch")
+
+
+def outcome(chart: SequenceChart) -> str:
+    """Say what happened to the transaction, from the events the chart shows.
+
+    The producer's own end (``txn.commit`` / ``txn.abort``) says it when there is one. Without
+    it, the coordinator may still have decided (its PrepareCommit or PrepareAbort: an abort
+    after a timeout, or when a newer instance fenced this one) and the producer may have
+    learnt it was fenced (an answer with PRODUCER_FENCED or INVALID_PRODUCER_EPOCH); both are
+    said, the decision first (``aborted by the coordinator, then fenced (EndTxn PRODUCER_FENCED)``).
+    Only when neither shows is it still open.
+    """
+    if chart.outcome == "COMMIT":
+        return "committed"
+    if chart.outcome == "ABORT":
+        return "aborted by the producer"
+    said = []
+    decided = next((n.text for n in chart.notes if n.name == ev.TXN_STATE_WRITE and n.text in _DECIDED), None)
+    if decided is not None:
+        said.append(f"{_DECIDED[decided]} by the coordinator")
+    answers = [(a.send_index, a.label) for a in chart.arrows if a.kind == "response" and a.dst == chart.producer]
+    answers += [(n.index, n.text) for n in chart.notes if n.node == chart.producer and n.name == ev.PRODUCE_FAILED]
+    fenced = min(((i, text) for i, text in answers if any(word in text for word in _FENCED)), default=None)
+    if fenced is not None:
+        said.append(("then " if said else "") + f"fenced ({fenced[1]})")
+    return ", ".join(said) or "still open at the last event shown"
 
 
 def _lanes(chart: SequenceChart, layout: _Layout) -> list[str]:

@@ -72,7 +72,8 @@ _MIN_W = 20
 _MAX_W = 160
 _MAX_STRIP_W = 880
 _NOTE_W = 150
-_LABEL_ROW_H = 12
+_LABEL_ROW_H = 13
+_LABEL_GAP = 8  # px between two cursor labels on one row
 
 
 # -- small writers ----------------------------------------------------------------------------------
@@ -256,16 +257,23 @@ def log_strip(
     label: str = "partition log",
     fill: Callable[[Any], str] | None = None,
     legend: Sequence[tuple[str, str]] | None = None,
+    unknown: str = "",
 ) -> str:
     """Return a partition log as a strip of batch boxes with HW, LSO and LEO lines.
 
     ``batches`` are :class:`engine.views.log_batches.BatchSummary` (or objects with the same
     fields), oldest first. Each box spans its offsets (width by record count, at least 20 px),
     coloured by kind, with its base offset below and ``p<producer id> e<epoch>`` inside where it
-    fits. A cursor at -1 is unknown and not drawn; cursors at one offset share a line
-    (``HW=LEO 7``). Only the last ``max_batches`` batches are drawn, after a note counting the
-    earlier ones; a cursor below the first drawn batch sits at the strip's left edge, its label
-    marked ``◂``.
+    fits. Cursors at one offset share a line (``HW=LEO 7``). A cursor at -1 is unknown: it has
+    no line, and the text right of the strip names it (``LSO, HW unknown``), followed by
+    ``unknown`` (why) when given; ``log_end_offset`` None is the end of the last batch. Only
+    the last ``max_batches`` batches are drawn, after a note counting the earlier ones; a cursor
+    below the first drawn batch sits at the strip's left edge, its label marked ``◂``.
+
+    Each label starts just right of its line, like a flag. Labels are laid out left to right
+    on rows that only go down (a label shares a row only with labels that end before its line),
+    so no label overlaps another and no line crosses a label: the lines of labels further left
+    pass the lower rows to the left of every label there.
 
     ``fill`` colours data batches another way (the dashboard gives each producer a hue, one
     shade per epoch, grey once fenced); the transaction outcome is then told by the border
@@ -279,8 +287,10 @@ def log_strip(
     hidden = max(0, len(all_batches) - max_batches)
     shown = all_batches[hidden:]
     leo = log_end_offset if log_end_offset is not None else (all_batches[-1].last_offset + 1 if all_batches else 0)
-    cursors = [(n, o) for n, o in (("LSO", last_stable_offset), ("HW", high_watermark), ("LEO", leo)) if o >= 0]
+    named = (("LSO", last_stable_offset), ("HW", high_watermark), ("LEO", leo))
+    cursors = [(n, o) for n, o in named if o >= 0]
     groups = _cursor_labels(cursors)
+    missing = [n for n, o in named if o < 0]
 
     left = _PAD + (_NOTE_W if hidden else 0)
     ws = _widths(shown) if shown else []
@@ -292,23 +302,19 @@ def log_strip(
     right = x if shown else left + 120
     body: list[str] = []
 
-    # cursor labels: greedy rows so that labels never overlap
+    # cursor labels: flags right of their lines, on rows that only go down (see the docstring)
     placed: list[tuple[str, int, int, list[str], int]] = []
-    row_end: list[int] = []
+    row, row_end = 0, -_LABEL_GAP
     for text, offset, names in groups:
         cx = _offset_x(offset, shown, xs, ws, left, right)
         if hidden and offset < shown[0].base_offset:
             text = "◂" + text  # the cursor is in the batches not drawn
-        half = _CHAR_W * len(text) // 2 + 2
-        tx = max(cx, half + 2)  # the label's centre: never cut by the left edge
-        row = next((r for r, end in enumerate(row_end) if end < tx - half), len(row_end))
-        if row == len(row_end):
-            row_end.append(tx + half)
-        else:
-            row_end[row] = tx + half
-        placed.append((text, cx, tx, names, row))
-    width = max(right, *(tx + _CHAR_W * len(t) // 2 + 4 for t, _, tx, _, _ in placed), 240) + _PAD
-    top = _PAD + _LABEL_ROW_H * max(1, len(row_end)) + 4
+        if placed and cx < row_end + _LABEL_GAP:
+            row += 1
+        row_end = cx + 3 + _CHAR_W * len(text)
+        placed.append((text, cx, cx + 3, names, row))
+    width = max(right, *(tx + _CHAR_W * len(t) + 4 for t, _, tx, _, _ in placed), 240) + _PAD
+    top = _PAD + _LABEL_ROW_H * (row + 1) + 4
 
     if hidden:
         note = f"… {hidden} earlier batch{'es' if hidden != 1 else ''}"
@@ -343,7 +349,7 @@ def log_strip(
             _el(
                 "line",
                 ("x1", cx),
-                ("y1", y_label + 2),
+                ("y1", y_label - 9),
                 ("x2", cx),
                 ("y2", top + _BOX_H + 3),
                 ("stroke", "currentColor"),
@@ -351,8 +357,12 @@ def log_strip(
                 ("stroke-dasharray", _CURSOR_DASH[names[0]]),
             )
         )
-        body.append(_text(tx, y_label, text, anchor="middle", size=10))
+        body.append(_text(tx, y_label, text, size=10))
         body.append("</g>")
+    if missing:
+        said = ", ".join(missing) + " unknown" + (f": {unknown}" if unknown else "")
+        body.append(_text(right + 10, top + _BOX_H // 2 + 4, said, size=10))
+        width = max(width, right + 10 + _CHAR_W * len(said) + _PAD)
 
     # legend: the kinds present, in a fixed order
     present = [k for k in COLOURS if any(b.kind == k for b in shown)]

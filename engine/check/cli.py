@@ -14,8 +14,11 @@ The database side (:mod:`engine.check.effects`) runs with it, or alone::
 
     eos check HISTORY.jsonl --committed orders.sqlite:orders.order_id --effects shipping.sqlite:shipments.order_id
 
-reads the two columns from the SQLite files (read-only) and adds ``effect-lost``,
+reads the two columns from the SQLite files (without changing them) and adds ``effect-lost``,
 ``effect-duplicate`` and ``effect-phantom`` to the verdict: exit 1 if either side found one.
+Keys pair as SQLite's join pairs them and a NULL key pairs with nothing (``docs/outbox.md``);
+a file a crashed writer left with a hot journal is read from a temporary copy, with a note on
+stderr.
 
 An internal error (70) and a closed stdout (141) are handled once for every command, by
 :func:`engine.cli.main`; ``docs/history-format.md`` lists every status.
@@ -85,7 +88,11 @@ def _run(args: argparse.Namespace) -> int:
     effects = None
     if args.committed is not None:
         try:
-            effects = check_effects(read_column(args.committed), read_column(args.effects))
+            committed, applied = read_column(args.committed), read_column(args.effects)
+            for column in (committed, applied):
+                if column.note:
+                    print(f"eos check: {column.note}", file=sys.stderr)
+            effects = check_effects(committed, applied)
         except ValueError as exc:
             print(f"eos check: {exc}", file=sys.stderr)
             return 2

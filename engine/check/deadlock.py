@@ -7,7 +7,9 @@ at or below its first offset on the partition. So the request stays invisible un
 transaction ends, and the transaction waits for the reply: nothing moves until the coordinator
 aborts the transaction after ``transaction.timeout.ms`` (:mod:`engine.coordinator.txn_timeout`).
 
-:func:`explain_stall` answers "is this that deadlock?" with one plain-language paragraph, or None.
+:func:`explain_stall` answers "is this that deadlock?" with one line, or None: a short headline,
+then labelled parts a reader (or a notebook's HTML) can find at a glance: ``Who waits for whom:``,
+``Since:``, ``Why:``, ``Until:`` and ``Fix:``.
 It reads what Kafka's own tools would show: the partition leader's log and LSO
 (``kafka-dump-log.sh``, :mod:`engine.views.log_batches`), the producer-state table
 (``describe-producers``) and the coordinator's metadata (``kafka-transactions.sh describe``).
@@ -40,6 +42,8 @@ FIX = (
     "Fix: commit the request first and wait for the reply in a new transaction (or outside one), "
     "or let the responder read read_uncommitted (and see aborted data)."
 )
+#: The diagnosis opens with this headline; its labelled parts follow on the same line.
+HEADLINE = "deadlock: request-reply inside a transaction."
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,7 +98,8 @@ def explain_stall(
 ) -> str | None:
     """Explain why a responder cannot see a request written inside ``transactional_id``'s transaction.
 
-    Return one paragraph when the request at ``request_topic``-``partition`` offset ``request_offset``
+    Return one line (headline, then ``Who waits for whom:``, ``Since:``, ``Why:``, ``Until:``,
+    ``Fix:``) when the request at ``request_topic``-``partition`` offset ``request_offset``
     belongs to that id's Ongoing transaction and sits at or above the partition's LSO while the
     responder reads ``read_committed``: the request-reply deadlock. Return None otherwise (the
     responder reads ``read_uncommitted``, the LSO is above the request, the request's batch is not
@@ -137,22 +142,32 @@ def explain_stall(
 
 
 def _paragraph(cluster: Cluster, txn: Any, tp: str, offset: int, lso: int, first: int | None) -> str:
-    """Return the explanation of a diagnosed deadlock."""
+    """Return the explanation of a diagnosed deadlock: the headline, then one short labelled part per question.
+
+    One line, so it travels as a finding (``eos run``, a sweep's failures, a log); the labels are
+    what a reader looks for: who waits for whom, since when, why, until when, and the fix.
+    """
     start = txn.start_time_ms
     held = ""
     if first is not None and lso < first:
         held = f" (lower still than the transaction's first offset {first}: another open transaction holds it too)"
     interval = cluster.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
-    return (
-        f"deadlock: request-reply inside a transaction. The request at {tp} offset {offset} belongs to the open "
-        f"transaction of {txn.transactional_id!r} (producer id {txn.producer_id}, epoch {txn.producer_epoch}, "
-        f"state {txn.state} since t={start} ms, open for {cluster.now_ms - start} ms); the partition's LSO is "
-        f"{lso}{held}, so a read_committed consumer stops below it and the responder cannot see the request "
-        "until that transaction ends; the transaction waits for the reply. Nothing moves until "
+    who = (
+        f"the requester waits for the reply inside the open transaction of {txn.transactional_id!r} "
+        f"(producer id {txn.producer_id}, epoch {txn.producer_epoch}, state {txn.state} since t={start} ms); "
+        "the read_committed responder waits for the request, which that transaction hides."
+    )
+    why = (
+        f"The request at {tp} offset {offset} belongs to the open transaction of {txn.transactional_id!r}; "
+        f"the partition's LSO is {lso}{held}, and a read_committed consumer stops below the LSO."
+    )
+    until = (
         f"transaction.timeout.ms ({txn.transaction_timeout_ms} ms) aborts it at about "
         f"t={start + txn.transaction_timeout_ms} ms (the coordinator looks for timed-out transactions every "
-        f"{interval} ms). {FIX}"
+        f"{interval} ms)."
     )
+    since = f"t={start} ms, open for {cluster.now_ms - start} ms."
+    return f"{HEADLINE} Who waits for whom: {who} Since: {since} Why: {why} Until: {until} {FIX}"
 
 
 def timeout_abort(cluster: Cluster, transactional_id: str, *, txn_start_ms: int) -> TimeoutAbort | None:

@@ -850,8 +850,10 @@ class Producer(ClientNode):
         )
         self._wake()
 
-    def _fatal(self, code: ErrorCode, message: str | None) -> None:
-        err = exception_for(code, message, producer_id=self.producer_id, producer_epoch=self.producer_epoch)
+    def _fatal(self, code: ErrorCode, message: str | None, *, context: bool = True) -> None:
+        """Fail every batch with the fatal error; ``context`` adds ``[producer_id=… producer_epoch=…]``."""
+        ids = {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch} if context else {}
+        err = exception_for(code, message, **ids)
         self.fatal_error = err
         for q in self._queues.values():
             for b in list(q.queue) + [x for x in q.unacked if x not in q.queue]:

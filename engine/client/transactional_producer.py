@@ -354,14 +354,14 @@ class TransactionalProducer(Producer):
             return
         self._fatal(code, message)
 
-    def _fatal(self, code: ErrorCode, message: str | None) -> None:
+    def _fatal(self, code: ErrorCode, message: str | None, *, context: bool = True) -> None:
         if code in _FENCED:
             code = ErrorCode.PRODUCER_FENCED
-            message = (
-                f"producer fenced: transactional.id={self.transactional_id} producerId={self.producer_id} "
-                f"epoch={self.producer_epoch}; the broker says: {message}"
-            )
-        super()._fatal(code, message)
+            # The coordinator's text already names the id, the producer id and both epochs: say it once.
+            named = message is not None and "producerId=" in message
+            message = message if named else f"transactional.id={self.transactional_id} was fenced: {message}"
+            context = context and not named
+        super()._fatal(code, message, context=context)
         self.txn.transition_to(T.FATAL_ERROR)
 
     def _fail_partition(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:

@@ -106,6 +106,11 @@ def _origin(exc: Exception) -> str:
 
 
 def _bar(done: int, total: int, fails: int, name: str) -> None:
+    """Redraw the progress bar in place on a terminal; elsewhere (a log, a pipe) one line per tenth."""
+    if not sys.stderr.isatty():
+        if done == total or done % max(1, total // 10) == 0:
+            sys.stderr.write(f"{done}/{total} runs, {fails} failed\n")
+        return
     width = 30
     filled = int(width * done / max(1, total))
     sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} fail={fails} {name[:40]:<40}")
@@ -133,8 +138,8 @@ def _run_all(tasks: list[tuple], jobs: int, quiet: bool) -> list[Row]:
     else:
         for task in tasks:
             progress(run_one(task))
-    if not quiet:
-        sys.stderr.write("\n")
+    if not quiet and sys.stderr.isatty():
+        sys.stderr.write("\n")  # end the bar's line
     return rows
 
 

@@ -8,14 +8,16 @@ request with an idempotent producer.
 With ``commit_first=False`` the requester produces its request inside a transaction and waits for
 the reply before committing. The responder cannot see the request (it sits above the LSO until
 the transaction ends), so no reply comes. After ``reply_timeout_ms`` the workload asks
-:func:`engine.check.deadlock.explain_stall` why, keeps the paragraph in ``run.extra["deadlock"]``
+:func:`engine.check.deadlock.explain_stall` why, keeps its one-line diagnosis in ``run.extra["deadlock"]``
 and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` as the requester
 would after giving up: it raises the error the coordinator's timeout abort left
 (``ProducerFencedException``: the abort bumped the epoch). The judge reports
-``request-reply-deadlock: <why> Outcome: <what happened>``. With ``commit_first=True`` the requester
-commits the request (a transaction that fails under faults is tried again by a new instance, as
-an application would), then waits for the reply outside any transaction for as long as the run
-lasts: the reply arrives, and ``request-reply-timeout`` says when it did not.
+``request-reply-deadlock: <headline> Who waits for whom: … Fix: … Outcome: <what happened>``
+(one line; the labels let a reader, and the notebook's HTML, set its parts out). With
+``commit_first=True`` the requester commits the request (a transaction that fails under faults is
+tried again by a new instance, as an application would), then waits for the reply outside any
+transaction for as long as the run lasts: the reply arrives, and ``request-reply-timeout`` says
+when it did not.
 
 The requester's transaction is recorded as a ``txn`` op (``fail`` once the coordinator aborted it),
 the responder's polls and replies as ``poll``/``send`` ops, so the black-box checker judges the
@@ -272,9 +274,9 @@ class RequestReply(Workload):
         """Return what happened to the deadlocked transaction and its request."""
         abort = run.extra.get("timeout_abort")
         parts = [abort.describe() if abort is not None else "no timeout abort was found in __transaction_state"]
-        error = run.extra.get("requester_error")
+        error = run.extra.get("requester_error")  # "Name: message"; the name says enough here
         parts.append(
-            f"the requester's next call, commit_transaction(), raised {error}"
+            f"the requester's next call, commit_transaction(), raised {error.split(':', 1)[0]}"
             if error
             else "the requester's commit_transaction() raised nothing"
         )

@@ -26,7 +26,8 @@ Which messages belong
 - AddPartitionsToTxn a partition leader sends to verify a produce (KIP-890) for this transactional
   id and producer id, in that span;
 - WriteTxnMarkers for this producer id that the coordinator sends between the PrepareCommit or
-  PrepareAbort write that follows the transaction's EndTxn (or its begin, when it sent none) and
+  PrepareAbort write that follows the transaction's begin (the producer's EndTxn, or the
+  coordinator's own abort of a fenced or timed-out transaction, which may come before it) and
   the ``txn.complete`` that ends it (or the id's next ``txn.begin``, or the end of the trace);
 - the responses to all of those, whenever they come.
 
@@ -373,8 +374,10 @@ class _Builder:
         own = self._producer_requests()
         pids = {span.producer_id} | {e.get("pid") for e in own if isinstance(e.get("pid"), int) and e.get("pid") >= 0}
         pids.discard(None)
-        end_txn = next((e.index for e in own if e.get("msg") == "EndTxnRequest"), span.begin)
-        prepare, complete = self._prepare_and_complete(end_txn)
+        # The prepare is looked for from the begin, not from the producer's EndTxn: a coordinator
+        # that aborts on its own (a newer instance fenced this one, or the timeout) writes
+        # PrepareAbort before the zombie's late EndTxn, and its markers belong to this chart.
+        prepare, complete = self._prepare_and_complete(span.begin)
         marker_end = complete if complete is not None else span.next_begin - 1
         chosen = own + self._broker_requests(pids, prepare, marker_end)
         chosen_ids = {e.get("id") for e in chosen}

@@ -10,6 +10,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from eos_magics.errors import EosUsageError
 from eos_magics.magics import FamilyMagics, kafka_views
+from eos_magics.parsing import phrase
 
 
 class _Progress:
@@ -40,7 +41,7 @@ class CatalogMagics(FamilyMagics):
     @line_magic
     @magic_arguments()
     @argument("action", choices=["list", "run", "sweep", "mutants"])
-    @argument("name", nargs="*", help="run/sweep: the scenario's name (spaces allowed, no quotes needed); sweep: all")
+    @argument("name", nargs="*", help="run/sweep: the scenario's name (spaces allowed, quotes optional); sweep: all")
     @argument("--seed", type=int, default=7, help="run: the seed (default 7)")
     @argument("--seeds", type=int, default=10, help="sweep: how many seeds (default 10)")
     @argument("--first-seed", type=int, default=1, help="sweep: the first seed (default 1)")
@@ -56,7 +57,7 @@ class CatalogMagics(FamilyMagics):
         args = parse_argstring(self.eos_scenario, line)
         views = kafka_views()
         s = self.session
-        name = " ".join(args.name)
+        name = phrase(args.name)
         if args.action in ("list", "mutants"):
             if name:
                 raise EosUsageError(f"{args.action} takes no name")

@@ -7,6 +7,7 @@ from typing import Any
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from eos_magics import said
 from eos_magics.magics import FamilyMagics
 from eos_magics.parsing import key_values, topic_partitions
 
@@ -27,12 +28,13 @@ class ClientMagics(FamilyMagics):
         %eos_producer p1 -t orders-app --config transaction.timeout.ms=10000
         """
         args = parse_argstring(self.eos_producer, line)
-        return self.session.producer(
-            args.name,
-            transactional_id=args.transactional_id,
-            config=key_values(args.config),
-            init=not args.no_init,
+        s = self.session
+        p = s.producer(
+            args.name, transactional_id=args.transactional_id, config=key_values(args.config), init=not args.no_init
         )
+        if args.transactional_id is not None and not args.no_init:
+            s.say(said.transaction(s.cluster, p, "init"))
+        return p
 
     @line_magic
     @magic_arguments()

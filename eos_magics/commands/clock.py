@@ -9,6 +9,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from eos_magics.errors import EosUsageError
 from eos_magics.magics import FamilyMagics
+from eos_magics.parsing import milliseconds
 
 
 @magics_class
@@ -19,10 +20,14 @@ class ClockMagics(FamilyMagics):
     @line_magic
     @magic_arguments()
     @argument("action", choices=["run", "step", "until", "now"])
-    @argument("amount", nargs="*", help="run: milliseconds; step: events (default 1); until: a Python condition")
+    @argument(
+        "amount",
+        nargs="*",
+        help="run: simulated time (500, 500ms, 1s, 2m); step: events (default 1); until: a Python condition",
+    )
     @argument("--max-ms", type=int, default=60_000, help="until: give up after this many simulated ms")
     def eos_time(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
-        """Move simulated time: ``run 500`` (ms), ``step 10`` (events), ``until c1.assignment()``; ``now``.
+        """Move simulated time: ``run 500`` (ms, or ``1s``), ``step 10`` (events), ``until c1.assignment()``; ``now``.
 
         Returns the simulated time in ms (``step``: the events run).
         """
@@ -42,11 +47,11 @@ class ClockMagics(FamilyMagics):
             except SyntaxError as exc:
                 raise EosUsageError(f"until: {expr!r} is not a Python expression ({exc.msg})") from None
             return s.until(lambda: eval(code, ns), args.max_ms)
-        if len(args.amount) > 1 or (args.amount and not args.amount[0].isdigit()):
-            raise EosUsageError(f"{args.action} takes one whole number, e.g. %eos_time {args.action} 100")
         if args.action == "run":
-            if not args.amount:
-                raise EosUsageError("run needs milliseconds, e.g. %eos_time run 500")
-            s.run(int(args.amount[0]))
+            if len(args.amount) != 1:
+                raise EosUsageError("run takes one amount of simulated time, e.g. %eos_time run 500 (ms) or run 1s")
+            s.run(milliseconds(args.amount[0], "run"))
             return s.cluster.now_ms
+        if len(args.amount) > 1 or (args.amount and not args.amount[0].isdigit()):
+            raise EosUsageError("step takes a whole number of events, e.g. %eos_time step 10")
         return s.step(int(args.amount[0]) if args.amount else 1)

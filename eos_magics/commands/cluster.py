@@ -61,7 +61,11 @@ class ClusterMagics(FamilyMagics):
     @argument("--replication-factor", "--rf", type=int, default=None, help="replicas per partition (default 3)")
     @argument("--config", nargs="+", metavar="KEY=VALUE", help="topic settings, e.g. min.insync.replicas=2")
     def eos_topic(self, line: str) -> Any:
-        """Create a topic, describe one (leaders, ISR, HW, LSO per partition) or list them.
+        """Create a topic, describe one (leaders, ISR, HW, LSO per partition) or list their names.
+
+        ``list`` prints names, one per line, as ``kafka-topics.sh --list`` does (internal topics
+        such as ``__consumer_offsets`` included once they exist); ``describe`` without a topic
+        describes every user topic, as ``--describe`` without ``--topic`` does.
 
         %eos_topic create orders --partitions 2 --rf 3 --config min.insync.replicas=2
         """
@@ -69,6 +73,10 @@ class ClusterMagics(FamilyMagics):
         views = kafka_views()
         s = self.session
         if args.action == "list":
+            if args.topic is not None:
+                raise EosUsageError(f"list takes no topic; describe one with %eos_topic describe {args.topic}")
+            return _topic_names(s.cluster)
+        if args.action == "describe" and args.topic is None:
             return views.topics(s.cluster)
         if args.topic is None:
             raise EosUsageError(f"%eos_topic {args.action} needs a topic name, e.g. %eos_topic {args.action} orders")
@@ -76,3 +84,11 @@ class ClusterMagics(FamilyMagics):
             s.create_topic(args.topic, args.partitions, args.replication_factor, key_values(args.config))
             return views.topics(s.cluster, args.topic)
         return views.topics(s.cluster, s.require_topic(args.topic))
+
+
+def _topic_names(cluster: Any) -> Any:
+    """``kafka-topics.sh --list``: every topic's name, one per line, sorted."""
+    from eos_magics.views.base import View
+
+    names = sorted(cluster.topics)
+    return View("\n".join(names), title=f"{len(names)} topic{'' if len(names) == 1 else 's'}", data=names)

@@ -23,8 +23,9 @@ class DashboardMagics(FamilyMagics):
         """Show a cluster live: brokers, partitions, producers, ``__transaction_state``, logs, reads, events.
 
         Play, pause and step it, click a broker or a producer to break it, drag the scrubber back
-        to see any earlier event exactly; acting while rewound forks the run there (the names in
-        the notebook then point at the forked cluster's objects).
+        to see any earlier event exactly; acting while rewound first asks whether to fork there or
+        go live, and a confirmed fork replays the run up to that event (the names in the notebook
+        then point at the forked cluster's objects).
         """
         args = parse_argstring(self.eos_dashboard, line)
         return self.session.dashboard(args.name, play=args.play, rate=args.rate)

@@ -7,6 +7,7 @@ from typing import Any
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from eos_magics import said
 from eos_magics.errors import EosUsageError
 from eos_magics.magics import FamilyMagics
 
@@ -57,11 +58,14 @@ class FaultMagics(FamilyMagics):
         s = self.session
         if args.action in NODE_FAULTS or args.action == "heal":
             s.fault(args.action, *args.nodes, power=args.power)
+            node = s.node(args.nodes[0]) if args.nodes else None
+            s.say(said.fault(s.cluster, args.action, node, power=args.power))
             return None
         if args.action == "cut":
             if not args.nodes or not args.other:
                 raise EosUsageError("cut takes two groups: %eos_fault cut 1 --from 2 3")
             s.cut(args.nodes, args.other, one_way=args.one_way)
+            s.say(said.cut(s.cluster, args.nodes, args.other, one_way=args.one_way))
             return None
         if args.action == "release":
             return s.release(args.rule)
@@ -73,7 +77,7 @@ class FaultMagics(FamilyMagics):
             raise EosUsageError("--count must be >= 0 (0: every matching message)")
         if args.action == "delay" and args.ms is None:
             raise EosUsageError("delay needs --ms, e.g. %eos_fault delay --type ProduceRequest --ms 200")
-        return s.message_rule(
+        rule = s.message_rule(
             args.action,
             args.body_type,
             kind=args.kind,
@@ -83,3 +87,5 @@ class FaultMagics(FamilyMagics):
             skip=args.skip,
             delay_ms=args.ms,
         )
+        s.say(said.message_rule(s.cluster, rule, args.action, args.body_type, args.count or None))
+        return rule

@@ -5,7 +5,7 @@ line                                    does
 ======================================  ========================================================
 ``start [--master URL] [--memory M]``   start (or reuse) the quiet session; bound as ``spark``
 ``status``                              what runs: master, version, memory, the JVM log file
-``stop``                                stop the session (the JVM stays until the kernel ends)
+``stop``                                stop the session and its JVM (a local one)
 ``views [--scenario S --seed N          register a run as temp views (``records``,
 [--mutant M] | --dir D] [--prefix P]``  ``history`` ...): the current cluster by default
 ``check [--prefix P] [--mode M]``       the EOS checks in Spark over the registered views
@@ -26,6 +26,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from eos_magics.errors import EosUsageError, did_you_mean
 from eos_magics.magics import FamilyMagics
+from eos_magics.parsing import phrase
 
 ACTIONS = ("start", "status", "stop", "views", "check", "stream", "sweep")
 
@@ -61,8 +62,8 @@ class SparkMagics(FamilyMagics):
         it, live; ``%eos_spark sweep NAME --seeds 1..50`` runs seeds on the executors.
         """
         args = parse_argstring(self.eos_spark, line)
-        args.target = _unquote(" ".join(args.target)) or None
-        args.scenario = _unquote(args.scenario) or None
+        args.target = phrase(args.target) or None
+        args.scenario = phrase(args.scenario) or None
         if args.action not in ACTIONS:
             raise EosUsageError(
                 f"unknown action {args.action!r}{did_you_mean(args.action, ACTIONS)}; use one of {', '.join(ACTIONS)}"
@@ -160,14 +161,6 @@ class ViewList:
     def __repr__(self) -> str:
         names = " ".join(shlex.quote(n) for n in self.views)
         return f"temp views: {names}\nquery them with spark.sql('SELECT ... FROM {next(iter(self.views), 'records')}')"
-
-
-def _unquote(text: str | None) -> str:
-    """IPython keeps the quotes around a quoted argument: drop one matching pair."""
-    text = (text or "").strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
 
 
 def _run_scenario(name: str, seed: int, mutant: str | None) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 from IPython.core.magic import line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
+from eos_magics import said
 from eos_magics.errors import EosUsageError
 from eos_magics.magics import FamilyMagics
 
@@ -48,6 +49,7 @@ class TxnMagics(FamilyMagics):
                 "abort": "abort_transaction",
             }[action]
             getattr(p, method)()
+            s.say(said.transaction(s.cluster, p, action))
             return None
         if len(args.args) != 1:
             raise EosUsageError("use %%eos_txn PRODUCER [--offsets-from CONSUMER] [--abort] on the first line")
@@ -55,6 +57,13 @@ class TxnMagics(FamilyMagics):
         code = self.shell.transform_cell(cell)
         filename = self.shell.compile.cache(code)  # linecache knows the body: tracebacks show its lines
         compiled = self.shell.compile(code, filename, "exec")
-        with s.transaction(args.args[0], offsets_from=args.offsets_from, abort=args.abort):
-            exec(compiled, self.shell.user_ns)  # the user's own cell, in their namespace
+        p = s.transactional(args.args[0])
+        try:
+            with s.transaction(p, offsets_from=args.offsets_from, abort=args.abort):
+                exec(compiled, self.shell.user_ns)  # the user's own cell, in their namespace
+        except Exception as exc:
+            if p.txn.state.name == "READY":  # the body raised and the transaction was aborted: say so first
+                s.say(said.transaction(s.cluster, p, "abort", because=f"the cell raised {type(exc).__name__}"))
+            raise
+        s.say(said.transaction(s.cluster, p, "abort" if args.abort else "commit"))
         return None

@@ -18,7 +18,8 @@ Where it runs
 Memory
 ------
 ``spark.driver.memory`` is honoured only when the JVM first starts: a later session in the same
-process reuses that JVM. :func:`driver_memory` picks it: ``EOS_SPARK_DRIVER_MEMORY`` when set,
+process reuses that JVM unless :func:`stop` ended it (it does, for a local master).
+:func:`driver_memory` picks it: ``EOS_SPARK_DRIVER_MEMORY`` when set,
 else a quarter of ``MEM_LIMIT`` (set by JupyterHub and mybinder.org) between 256m and 2g, else
 512m, which fits mybinder.org's 2 GB pod beside the kernel. Asking for another size after the
 JVM started gives a warning in :attr:`SparkStatus.notes`, not a silent no-op.
@@ -311,11 +312,42 @@ def status() -> SparkStatus | None:
     )
 
 
-def stop() -> bool:
-    """Stop the session; return False when none was running. The JVM itself lives until the process ends."""
+def stop(*, keep_jvm: bool = False) -> bool:
+    """Stop the session and its JVM; return False when none was running.
+
+    ``SparkSession.stop()`` alone leaves the JVM (about 1 GB) alive until the kernel dies, since
+    PySpark keeps its gateway for the next session. A local JVM is ended here too: the gateway is
+    shut and its process, which exits when its stdin closes, is waited for; the next ``start``
+    launches a fresh one, so its driver memory can change. ``keep_jvm`` leaves it up for the next
+    session of this process (the test suite's modules share one JVM so).
+    """
     s = active()
     if s is None:
         return False
     s.stop()
     _STATE.session = None
+    if not keep_jvm and not _STATE.master.startswith("sc://"):
+        _end_jvm()
     return True
+
+
+def _end_jvm() -> None:
+    """Shut PySpark's gateway and wait for the JVM process to exit (a remote session has none here)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    if proc is not None:
+        with contextlib.suppress(Exception):
+            proc.stdin.close()  # PythonGatewayServer exits on EOF of its stdin
+        try:
+            proc.wait(timeout=20)
+        except Exception:
+            proc.kill()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    _STATE.first_memory = None

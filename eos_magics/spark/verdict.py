@@ -15,6 +15,13 @@ catalog scenario's own (``Spec.allowed``: ``at-least-once`` for the at-least-onc
 harness does; ``L4-duplicate-marker`` (a marker rewritten after a lost answer) is allowed, as in
 the harness.
 
+Display
+-------
+``repr`` (and ``print``) give the plain text; in a notebook a :class:`SparkVerdicts` shows as the
+house's table (:class:`~eos_magics.views.base.TableView`: one row per run) with each failing
+run's anomalies under it, one table per run (the columns of ``%eos_check``'s), and a
+:class:`RunVerdict` as its run's table. ``.view()`` returns that table (``.view().to_pandas()``).
+
 What it does not do
 -------------------
 The invariants left to Python (L11, L12, L13: see ``PYTHON_ONLY``) and the workload oracles
@@ -34,7 +41,13 @@ from eos_magics.spark.errors import SparkBridgeError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["RunVerdict", "SparkVerdicts", "check_views"]
+    from eos_magics.views.base import TableView
+
+__all__ = ["RUN_COLUMNS", "RunVerdict", "SparkVerdicts", "check_views"]
+
+#: The columns of the runs table: the verdict, the forbidden kinds, and how many forbidden anomalies
+#: the history checks (``history``) and the brokers' white-box invariants (``white_box``) found.
+RUN_COLUMNS = ("run_id", "mode", "verdict", "forbidden", "history", "white_box")
 
 #: White-box kinds a correct cluster may show: the harness's, so a run passes here when it passes there.
 ALLOWED_WHITE_BOX = ALLOWED_INVARIANT_KINDS
@@ -72,6 +85,40 @@ class RunVerdict:
         what = ", ".join(self.kinds) or "no forbidden anomalies"
         return f"{'PASS' if self.ok else 'FAIL'} {self.run_id} ({self.mode}): {what}"
 
+    def detail_lines(self) -> list[str]:
+        """The history report and the forbidden white-box anomalies, indented, as the text prints them."""
+        lines = [f"{self.run_id}:"]
+        lines.extend("  " + s for s in str(self.report).splitlines())
+        lines.extend(f"  {a.kind:<22} {a.key or '-'} {a.message}" for a in self.forbidden_invariants)
+        return lines
+
+    def view(self) -> TableView:
+        """This run's anomalies as the house's table: ``%eos_check``'s columns, history then white-box."""
+        from eos_magics.views.base import TableView
+        from eos_magics.views.results import ANOMALY_COLUMNS, anomaly_rows
+
+        allowed_white = [a for a in self.invariants if a.kind in ALLOWED_WHITE_BOX]
+        rows = (
+            anomaly_rows(self.report.forbidden, forbidden=True)
+            + anomaly_rows(self.forbidden_invariants, forbidden=True)
+            + anomaly_rows(self.report.allowed, forbidden=False)
+            + anomaly_rows(allowed_white, forbidden=False)
+        )
+        forbidden = len(self.report.forbidden) + len(self.forbidden_invariants)
+        return TableView(
+            "\n".join([self.line(), *self.detail_lines()]),
+            ANOMALY_COLUMNS,
+            rows,
+            title=f"{self.run_id} ({self.mode}): {forbidden} forbidden, {len(rows) - forbidden} allowed anomalies",
+            summary=_not_checked_note(self.not_checked),
+            badge=("PASS", "ok") if self.ok else ("FAIL", "fail"),
+            text_label="text",
+            data=self,
+        )
+
+    def _repr_html_(self) -> str:
+        return self.view()._repr_html_()
+
 
 @dataclasses.dataclass(frozen=True)
 class SparkVerdicts:
@@ -101,10 +148,59 @@ class SparkVerdicts:
         for v in self.runs.values():
             if not v.ok:
                 lines.append("")
-                lines.append(f"{v.run_id}:")
-                lines.extend("  " + s for s in str(v.report).splitlines())
-                lines.extend(f"  {a.kind:<22} {a.key or '-'} {a.message}" for a in v.forbidden_invariants)
+                lines.extend(v.detail_lines())
         return "\n".join(lines)
+
+    def view(self) -> TableView:
+        """The runs as the house's table (one row per run); ``.view().to_pandas()`` for pandas."""
+        from eos_magics.views.base import TableView
+
+        runs = list(self)
+        rows = [
+            (
+                v.run_id,
+                v.mode,
+                "PASS" if v.ok else "FAIL",
+                tuple(v.kinds),
+                len(v.report.forbidden),
+                len(v.forbidden_invariants),
+            )
+            for v in runs
+        ]
+        failed = sum(1 for v in runs if not v.ok)
+        not_checked = runs[0].not_checked if runs else ()
+        return TableView(
+            repr(self),
+            RUN_COLUMNS,
+            rows,
+            title=f"Spark checks: {_runs(len(runs))}, {len(runs) - failed} passed, {failed} failed",
+            summary=_not_checked_note(not_checked),
+            badge=("FAIL", "fail") if failed else ("PASS", "ok"),
+            text_label="text",
+            data=self,
+        )
+
+    def _repr_html_(self) -> str:
+        """The runs table, then each failing run's anomalies (open when only one run failed)."""
+        from eos_magics.views.base import details
+
+        failing = [v for v in self if not v.ok]
+        parts = [self.view()._repr_html_()]
+        for v in failing:
+            count = len(v.report.forbidden) + len(v.forbidden_invariants)
+            parts.append(details(f"{v.run_id}: {count} forbidden anomalies", v._repr_html_(), open_=len(failing) == 1))
+        return "".join(parts)
+
+
+def _runs(n: int) -> str:
+    """Say ``1 run`` or ``N runs``: the title is read, not parsed."""
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
+def _not_checked_note(not_checked: tuple[str, ...]) -> str:
+    """Say which checks the Spark verdict leaves to Python (by their ids: L11, L12 ...)."""
+    ids = [n.split(":", 1)[0] for n in not_checked]
+    return f"not checked in Spark (Python only): {', '.join(ids)}" if ids else ""
 
 
 def _mode_of(scenario: str, mode: str | None) -> str:

@@ -94,9 +94,15 @@ def transactions(cluster: Cluster, action: str, **kw: Any) -> TableView:
             (r.transactional_id, r.coordinator_id, r.producer_id, r.state)
             for r in txn_views.list_transactions_rows(cluster, ms)
         ]
-        return _table(
-            text, txn_views.LIST_HEADERS, rows, "list" + (f" --duration-filter {ms}" if ms is not None else "")
+        writing = [r[0] for r in rows if r[3] in ("PrepareCommit", "PrepareAbort")]
+        summary = (
+            f"{', '.join(writing)}: ended by the producer, markers still being written; "
+            "the state becomes CompleteCommit/CompleteAbort once they land (time must move: %eos_time run 100)"
+            if writing
+            else ""
         )
+        title = "list" + (f" --duration-filter {ms}" if ms is not None else "")
+        return _table(text, txn_views.LIST_HEADERS, rows, title, summary=summary)
     if name == "describe":
         tid = kw.get("transactional_id")
         if tid is None:
@@ -258,16 +264,22 @@ def consumer_groups(
     else:
         columns, flags = OFFSETS_COLUMNS, ""
     rows = _cut(text, columns)
-    picture = ""
+    picture = summary = ""
     if rows and columns is OFFSETS_COLUMNS:
         bars = [(f"{r[1]}-{r[2]}", r[3], r[9], r[4]) for r in rows]
         picture = svg.lag_bars(bars, label=f"lag of group {group_id}")
+        if any(r[3] is None for r in rows):
+            summary = (
+                "CURRENT-OFFSET '-': nothing committed yet, or offsets sent with a transaction whose "
+                "markers are still being written (they show once the markers land: %eos_time run 100)"
+            )
     return TableView(
         text,
         columns,
         rows,
         title=f"kafka-consumer-groups.sh --describe --group {group_id}{flags}",
         picture=picture,
+        summary=summary,
         text_label="kafka-consumer-groups.sh output",
         data=cluster.group_view(group_id),
     )

@@ -211,6 +211,9 @@ def transaction_state(cluster: Cluster, transactional_id: str | None = None) -> 
 
 # -- producer state ---------------------------------------------------------------------------------
 
+#: How to read the ``window`` column, said under the title: its notation is the engine's, not Kafka's.
+WINDOW_LEGEND = "window: [first..last sequence]@first offset of each cached batch, oldest first"
+
 
 def producer_state(cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None) -> TableView:
     """A replica's producer-state table: one row per producer, and each dedup window as a picture.
@@ -241,6 +244,8 @@ def producer_state(cluster: Cluster, topic: str, partition: int = 0, broker: int
     summary = f"broker {view.broker_id} · {len(view.producers)} producers · window of {view.window_size} batches"
     if not view.producers:
         summary += " · no producer state (none wrote here, or the broker has not loaded the partition)"
+    else:
+        summary += f"\n{WINDOW_LEGEND}"
     return TableView(
         str(view),
         (

@@ -16,6 +16,11 @@ Invariants
   the call). Deliveries and messages have no tool of their own: a plain text table.
 * Rows keep keys and values as the client returned them (bytes stay bytes); text and HTML
   decode bytes as UTF-8 for display.
+* A contrast (a positive control: a scenario whose ``Spec.must_report`` names the anomaly it
+  exists to show) says so in its HTML: ``contrast: shows effect-lost, as expected``; a sweep's
+  table puts what a contrast showed in a column of its own, ``shows``, apart from ``forbidden``.
+* A long finding written as ``kind: headline. Label: text. Label: text.`` (the request-reply
+  deadlock's) reads in HTML as its headline over a small table of its labelled parts.
 
 What it does not do
 -------------------
@@ -31,13 +36,18 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from eos_magics.views.base import TableView, View, details, plain_table, pre
+from eos_magics.views.base import TableView, View, details, heading, html_table, plain_table, pre
 
 __all__ = [
+    "ANOMALY_COLUMNS",
     "CheckView",
     "ScenarioView",
+    "anomaly_rows",
     "check_report",
+    "contrast_note",
     "deliveries",
+    "finding_html",
+    "finding_parts",
     "messages",
     "mutants",
     "scenario_result",
@@ -47,6 +57,10 @@ __all__ = [
 
 #: The short log in a scenario view's HTML keeps its last this many lines.
 SHORT_LOG_TAIL = 300
+#: A scenario view's HTML sets out at most this many findings (the text has them all).
+MAX_FINDINGS_HTML = 5
+#: A labelled part of a finding: ``Label: `` opening a sentence (``Fix: commit ...``, ``Who waits for whom: ...``).
+_LABEL = re.compile(r"(?<=\. )([A-Z][a-z]+(?: [a-z]+){0,3}): ")
 
 
 def _captured(fn: Callable[[], Any]) -> str:
@@ -95,7 +109,8 @@ def deliveries(reports: Sequence[tuple[Any, Any]]) -> TableView:
         err, m = item
         rows.append((m.topic(), m.partition(), m.offset(), m.key(), m.value(), _error_name(err)))
     failed = sum(1 for r in rows if r[5] is not None)
-    title = f"{len(rows) - failed} records delivered" + (f", {failed} failed" if failed else "")
+    delivered = len(rows) - failed
+    title = f"{delivered} record{'' if delivered == 1 else 's'} delivered" + (f", {failed} failed" if failed else "")
     tone = ("fail", "FAILED") if failed else ("ok", "DELIVERED")
     return TableView(
         plain_table(DELIVERY_COLUMNS, rows),
@@ -138,6 +153,8 @@ def messages(msgs: Sequence[Any]) -> TableView:
 # -- eos check --------------------------------------------------------------------------------------
 
 ANOMALY_COLUMNS = ("forbidden", "kind", "check", "topic", "partition", "offsets", "values", "ops", "message")
+#: A white-box invariant's kind names its check first: ``L3-epoch-regression`` is L3's.
+_INVARIANT = re.compile(r"^(L\d+)-")
 
 
 class CheckView(TableView):
@@ -154,30 +171,27 @@ class CheckView(TableView):
         return self.data
 
 
+def anomaly_rows(anomalies: Sequence[Any], *, forbidden: bool) -> list[tuple[Any, ...]]:
+    """Return one :data:`ANOMALY_COLUMNS` row per :class:`~engine.check.anomaly.Anomaly` (history or white-box)."""
+    from engine.check.anomaly import KINDS
+
+    rows = []
+    for a in anomalies:
+        topic, partition = a.key if a.key is not None else (None, None)
+        invariant = _INVARIANT.match(a.kind)
+        check = KINDS.get(a.kind, (invariant.group(1) if invariant else "?", ""))[0]
+        rows.append((forbidden, a.kind, check, topic, partition, a.offsets, a.values, a.ops, a.message))
+    return rows
+
+
 def check_report(report: Any) -> CheckView:
     """``eos check``'s verdict for a report: text = ``str(report)``, an OK/FAIL badge, a table of anomalies."""
-    from engine.check.anomaly import KINDS, Report
+    from engine.check.anomaly import Report
 
     if not isinstance(report, Report):
         msg = f"check_report() takes an engine.check.anomaly.Report, got {type(report).__name__}"
         raise TypeError(msg)
-    rows = []
-    for forbidden, group in ((True, report.forbidden), (False, report.allowed)):
-        for a in group:
-            topic, partition = a.key if a.key is not None else (None, None)
-            rows.append(
-                (
-                    forbidden,
-                    a.kind,
-                    KINDS.get(a.kind, ("?", ""))[0],
-                    topic,
-                    partition,
-                    a.offsets,
-                    a.values,
-                    a.ops,
-                    a.message,
-                )
-            )
+    rows = anomaly_rows(report.forbidden, forbidden=True) + anomaly_rows(report.allowed, forbidden=False)
     stats = " ".join(f"{k}={v}" for k, v in report.stats.items())
     title = f"{len(report.forbidden)} forbidden, {len(report.allowed)} allowed anomalies"
     return CheckView(
@@ -265,13 +279,60 @@ class ScenarioView(View):
     def _body_html(self) -> str:
         trace = self.data.cluster.world.trace
         faults = _fault_events(trace)
-        parts = [pre(self.text)]
+        parts = [self._findings_html(), pre(self.text)]
         for label, events in (("faults and state changes", faults), ("short log", trace.events)):
             tail = events[-SHORT_LOG_TAIL:]
             cut = len(events) - len(tail)
             note = f" (last {len(tail)} of {len(events)} lines)" if cut else f" ({len(events)} lines)"
             parts.append(details(label + note, pre(trace.short_log(tail))))
         return "".join(parts)
+
+    def _findings_html(self) -> str:
+        """Set out the findings that have labelled parts (what a contrast caught, why a run failed) as tables.
+
+        The text keeps each finding on one line, as ``eos run`` prints it; a one-sentence finding
+        reads well there, so only the long, labelled ones get a table.
+        """
+        evidence = list(getattr(self.data.extra, "evidence", ()))
+        labelled = [f for f in evidence + list(self.data.findings) if finding_parts(f)[1]]
+        return "".join(finding_html(f) for f in labelled[:MAX_FINDINGS_HTML])
+
+
+def finding_parts(finding: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split ``kind: headline. Label: text. Label: text.`` into the headline and its (label, text) parts.
+
+    A finding is one line wherever it is printed (``eos run``, a sweep's failures, a log); the
+    labels let a reader, and the HTML, find its parts: who waits for whom, since when, the fix.
+    A finding without labels is all headline.
+    """
+    marks = list(_LABEL.finditer(finding))
+    if not marks:
+        return finding, []
+    ends = [m.start() for m in marks[1:]] + [len(finding)]
+    parts = [(m.group(1), finding[m.end() : end].strip()) for m, end in zip(marks, ends, strict=True)]
+    return finding[: marks[0].start()].strip(), parts
+
+
+def finding_html(finding: str) -> str:
+    """Return a finding as its headline over a two-column table of its labelled parts."""
+    head, parts = finding_parts(finding)
+    table = html_table(("part", "what"), parts, head=False) if parts else ""
+    return heading(head) + table
+
+
+def contrast_note(expected: Sequence[str], caught: Sequence[str], status: str) -> str:
+    """Return what a contrast's run demonstrates, in one line; ``""`` for a scenario that is no contrast.
+
+    A contrast (``Spec.must_report``) exists to show an anomaly, so showing it is the expected
+    outcome (``CAUGHT``), and missing it is the failure.
+    """
+    if not expected:
+        return ""
+    if status == "CAUGHT":
+        return f"contrast: shows {', '.join(caught)}, as expected (the anomaly this scenario exists to show)"
+    if status == "SKIP":
+        return f"contrast: could not show {' or '.join(expected)} on this seed (see the reason below)"
+    return f"contrast: meant to show {' or '.join(expected)}, and did not"
 
 
 def _fault_events(trace: Any) -> list[Any]:
@@ -307,20 +368,71 @@ def scenario_result(result: Any) -> ScenarioView:
         replay=replay,
         title=f"{r.name} · seed {r.seed}",
         badge=(status, tone),
+        summary=contrast_note(getattr(run, "expected", ()), r.caught, status),
     )
 
 
 # -- eos sweep, eos scenarios, eos mutants ----------------------------------------------------------
 
-SWEEP_COLUMNS = ("scenario", "seed", "verdict", "forbidden", "ops", "sim_ms", "fingerprint", "replay")
+SWEEP_COLUMNS = ("scenario", "seed", "verdict", "shows", "forbidden", "ops", "sim_ms", "fingerprint", "replay")
 _MUTANT_FLAG = re.compile(r" --mutant (\S+)")
+
+
+def _expected(name: str) -> tuple[str, ...]:
+    """Return the anomaly kinds a catalog scenario exists to show (a contrast's ``must_report``), else ()."""
+    from engine.scenarios.catalog import BY_NAME
+
+    spec = BY_NAME.get(name)
+    return spec.must_report if spec is not None else ()
+
+
+def _sweep_row(r: Any) -> tuple[Any, ...]:
+    """One row of a sweep's table: what a contrast showed under ``shows``, what failed a run under ``forbidden``.
+
+    ``eos sweep`` prints both under ``forbidden``; the table keeps a contrast's catch apart, so a
+    reader does not take the anomaly a contrast exists to show for a failure.
+    """
+    caught = r.status == "CAUGHT"
+    shows = r.kinds if caught else "-"
+    forbidden = "-" if caught else r.kinds
+    return (r.name, r.seed, r.status, shows, forbidden, r.ops, r.sim_ms, r.fingerprint, r.replay)
+
+
+def _contrast_lines(rows: Sequence[Any]) -> list[str]:
+    """Return one line per contrast in a sweep: what it showed, on how many seeds, and where it did not."""
+    lines = []
+    for name in dict.fromkeys(r.name for r in rows):
+        expected = _expected(name)
+        if not expected:
+            continue
+        mine = [r for r in rows if r.name == name]
+        caught = [r for r in mine if r.status == "CAUGHT"]
+        kinds = sorted({k for r in caught for k in r.kinds.split(",")}) or list(expected)
+        line = f"contrast: {name} shows {', '.join(kinds)}, as expected, on {len(caught)} of {len(mine)} seeds"
+        missed = [str(r.seed) for r in mine if r.status != "CAUGHT"]
+        if missed:
+            line += f"; not on seed {', '.join(missed)}"
+        lines.append(line)
+    return lines
+
+
+def _sweep_badge(passed: int, caught: int, failed: int) -> tuple[str, str]:
+    """FAIL when a run failed; CAUGHT when every judged run was a contrast's catch; else PASS."""
+    if failed:
+        return ("FAIL", "fail")
+    if caught and not passed:
+        return ("CAUGHT", "ok")
+    if not passed:
+        return ("SKIP", "warn")
+    return ("PASS", "ok")
 
 
 def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
     """A sweep's rows (``engine.commands.sweep.Row``) as ``eos sweep`` prints them, and as a table.
 
     ``mutant`` names the sweep's mutant for the summary line (``N runs with M10: ...``); by
-    default it is read from the rows' replay commands when they all name the same one.
+    default it is read from the rows' replay commands when they all name the same one. A
+    contrast's runs say what they showed: a ``shows`` column, and one summary line per contrast.
     """
     from engine.commands import sweep as cmd
 
@@ -336,22 +448,25 @@ def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
     failed_text = _captured(lambda: cmd._print_failures(failures))
     if failed_text:
         text += "\n" + failed_text
-    table = [(r.name, r.seed, r.status, r.kinds, r.ops, r.sim_ms, r.fingerprint, r.replay) for r in rows]
     passed = sum(1 for r in rows if r.status == "PASS")
     caught = sum(1 for r in rows if r.status == "CAUGHT")
     return TableView(
         text,
         SWEEP_COLUMNS,
-        table,
+        [_sweep_row(r) for r in rows],
         title=f"sweep: {len(rows)} runs, {passed} passed, {caught} caught, {len(failures)} failed",
-        badge=("FAIL", "fail") if failures else ("PASS", "ok"),
+        summary="\n".join(_contrast_lines(rows)),
+        badge=_sweep_badge(passed, caught, len(failures)),
         text_label="eos sweep output",
         data=rows,
     )
 
 
 def scenarios() -> TableView:
-    """Every scenario ``eos run`` knows, as ``eos scenarios`` prints them (name, description, mutants caught)."""
+    """Every scenario ``eos run`` knows, as ``eos scenarios`` prints them (name, description, mutants caught).
+
+    ``shows`` names the anomaly a contrast (a positive control) exists to show; None for the others.
+    """
     from engine.commands import scenarios as cmd
     from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.registry import DESCRIPTIONS, load_all
@@ -362,10 +477,10 @@ def scenarios() -> TableView:
     for name in sorted(DESCRIPTIONS):
         spec = BY_NAME.get(name)
         catches = ", ".join(f"{m}->{c}" for m, c in spec.catches) if spec is not None and spec.catches else None
-        rows.append((name, DESCRIPTIONS[name], catches))
+        rows.append((name, DESCRIPTIONS[name], ", ".join(_expected(name)) or None, catches))
     return TableView(
         text,
-        ("scenario", "description", "catches"),
+        ("scenario", "description", "shows", "catches"),
         rows,
         title=f"{len(rows)} scenarios",
         text_label="eos scenarios output",

@@ -8,9 +8,11 @@
   with ``CHROMIUM_ARGS`` (never ``playwright install``: browser downloads are blocked). Without chromium the
   tests are skipped, except with ``CI=true``, where that is a failure.
 * ``page`` (per test): a fresh browser context and page, recording console errors and page errors.
-* ``lab`` (per test): a ``Lab`` helper over ``page`` to open a notebook, run cells, wait for output
-  and take screenshots into ``artifacts_dir`` (``test-artifacts/browser/``, gitignored). A failing
-  test leaves ``<test name>-failed.png`` there and shows the console errors.
+* ``lab`` (per test): a ``Lab`` helper over ``page`` to open a notebook, run cells (one by one, or all
+  with the Run menu), wait for output and take screenshots into ``artifacts_dir``
+  (``test-artifacts/browser/``, gitignored); ``Lab.screenshot_output`` takes a cell's output at
+  :data:`SCREENSHOT_WIDTH` px, the width of the pictures in ``docs/screenshots/``. A failing test
+  leaves ``<test name>-failed.png`` there and shows the console errors.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT = 60.0
 # Playwright's default timeout for each wait, in milliseconds: a kernel start or a cell's output.
 WAIT_MS = 30_000
+# The browser's width for screenshots of outputs (docs/screenshots/ are taken at this width).
+SCREENSHOT_WIDTH = 1280
 
 
 def _jupyter_executable() -> Path:
@@ -285,6 +289,38 @@ class Lab:
         """
         self.run_cell(self.next_cell)
 
+    def run_all(self, timeout_ms: float = 120_000) -> None:
+        """Run every cell with the Run menu's "Run All Cells", as a reader does; wait until the last code cell ran.
+
+        Done when the last code cell's prompt shows an execution count it did not show before and the
+        kernel is idle. Run All stops at an error (a cell tagged ``raises-exception`` excepted): the wait
+        then fails with the error outputs of the notebook.
+        """
+        prompt = self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt").last
+        before = (prompt.text_content() or "").strip()
+        self.page.locator(".lm-MenuBar-item", has_text="Run").first.click()
+        self.page.locator(".lm-Menu-item:visible", has_text="Run All Cells").first.click()
+        try:
+            self.page.wait_for_function(
+                r"""(before) => { const all = document.querySelectorAll(
+                        ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt");
+                    const t = (all[all.length - 1].textContent || "").trim();
+                    return /^\[\d+\]:$/.test(t) && t !== before; }""",
+                arg=before,
+                timeout=timeout_ms,
+            )
+        except Exception as exc:
+            raise AssertionError(
+                f"Run All did not reach the last cell; error outputs:\n{self.error_outputs()}"
+            ) from exc
+        self.wait_for_kernel_idle()
+
+    def error_outputs(self) -> str:
+        """The text of every error output in the open notebook (tracebacks), for failure messages."""
+        stderr = "[data-mime-type='application/vnd.jupyter.stderr']"
+        errors = self.page.locator(f".jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output{stderr}")
+        return "\n---\n".join((errors.nth(i).text_content() or "")[-1500:] for i in range(errors.count()))
+
     def wait_for_output(self, text: str, cell: int | None = None):
         """Wait for an output containing ``text`` (in cell ``cell`` if given); returns its locator.
 
@@ -298,6 +334,25 @@ class Lab:
     def screenshot(self, name: str) -> Path:
         path = self.artifacts_dir / f"{name}.png"
         self.page.screenshot(path=str(path))
+        return path
+
+    def screenshot_output(self, cell: int, name: str, *, width: int = SCREENSHOT_WIDTH, height: int = 2400) -> Path:
+        """Save the output area of cell ``cell`` as ``<artifacts>/<name>.png``, the browser ``width`` px wide.
+
+        The left sidebar (the file browser) is closed, so the notebook has the width, and the viewport
+        is made tall enough for a dashboard, so the picture is the whole output, not a scrolled window
+        of it (JupyterLab scrolls the notebook panel, not the page). To refresh a picture in
+        ``docs/screenshots/``, copy it from ``test-artifacts/browser/`` (see the README there).
+        """
+        open_tab = self.page.locator("#jp-left-stack:not(.lm-mod-hidden)")
+        if open_tab.count():  # clicking the current tab of the left bar closes its panel
+            self.page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()
+        self.page.set_viewport_size({"width": width, "height": height})
+        output = self._cells().nth(cell - 1).locator(".jp-OutputArea").first
+        output.scroll_into_view_if_needed()
+        self.page.wait_for_timeout(300)  # the layout settles after the resize (panels re-flow)
+        path = self.artifacts_dir / f"{name}.png"
+        output.screenshot(path=str(path))
         return path
 
 

@@ -15,9 +15,27 @@ Method: the ``jupyter_server`` fixture serves a copy of ``notebooks/``; headless
 
 Screenshots of the dashboard go to ``test-artifacts/browser/`` (``dashboard-live.png`` after step 4,
 ``dashboard-rewound.png`` after step 5). No console error is allowed.
+
+A second test runs the tour as a newcomer does, Run All, twice in one kernel (Run All twice is common:
+``%eos_cluster create`` and the clients then replace what the first run made):
+
+6. After the second run the dashboard is live: its head reads "event N of N", it is not rewound, and
+   the sequence chart's title says how the zombie's transaction ended ("aborted by the coordinator,
+   then fenced (EndTxn PRODUCER_FENCED)"). ``tour-dashboard.png`` is taken then, 1280 px wide (the
+   picture in ``docs/screenshots/``).
+7. The focused time slider takes the keys: ArrowLeft three times shows the event three back, End is
+   live again, Home the first event.
+8. Rewound, broker-1's **crash** button asks first: the question names the event and the fork button
+   says "Fork here and crash broker-1"; nothing forked (same event shown, still rewound, broker-1 up).
+   Cancel hides it; asked again, the fork button forks and crashes: live, broker-1 down.
+9. broker-1 leads ``orders-0``: its partition row now shows the LEO, HW and LSO as unknown ("—",
+   "leader 1 is down"), never ``-1``, and so do the read_committed vs read_uncommitted panel and the
+   log strip. Screenshots: ``dashboard-fork-question.png``, ``dashboard-leader-down.png``.
 """
 
 from __future__ import annotations
+
+import re
 
 TOUR = "00-tour.ipynb"
 #: 1-based cell numbers in the tour (markdown cells count).
@@ -103,4 +121,91 @@ def test_the_tour_dashboard_updates_live_breaks_on_click_and_scrubs_back(lab):
     page.locator(".eos-dash .eos-live").click()
     page.wait_for_selector(f"{BROKER2} .eos-down")
     assert int(_text(page, TXN_EPOCH)) == epoch_now
+    assert lab.console_errors == []
+
+
+HEAD = ".eos-dash .eos-head"
+CONFIRM = ".eos-dash .eos-confirm"
+BROKER1 = ".eos-brokers tr[data-node='broker-1']"
+ORDERS0 = ".eos-partitions tr[data-tp='orders-0']"
+#: ``-1`` as a number (not the end of ``orders-1``, nor the ``(HW-1)`` lag note).
+MINUS_ONE = re.compile(r"(?<![\w-])-1(?!\d)")
+
+
+def _head(page) -> tuple[int, int]:
+    """The event shown and the latest event, from the dashboard's head ("... event N of M")."""
+    found = re.search(r"event (\d+) of (\d+)", _text(page, HEAD))
+    assert found, _text(page, HEAD)
+    return int(found[1]), int(found[2])
+
+
+def _wait_head(page, predicate_js: str) -> None:
+    """Wait until the head's "event N of M" makes ``predicate_js`` (on ``n`` and ``m``) true."""
+    _wait_text(page, HEAD, f"(([, n, m]) => {predicate_js})((t.match(/event (\\d+) of (\\d+)/) || []).map(Number))")
+
+
+def test_the_tour_run_twice_ends_live_asks_before_forking_and_says_unknown(lab):
+    page = lab.page
+    lab.open(TOUR)
+    lab.wait_for_kernel_idle()
+
+    # 6. Run All, twice in one kernel: the dashboard ends live
+    lab.run_all()
+    lab.run_all()
+    dash = page.locator(".eos-dash").first
+    page.wait_for_selector(".eos-dash:not(.eos-rewound) .eos-partitions")
+    _wait_head(page, "n === m")
+    assert "rewound" not in _text(page, HEAD)
+    # the chart is drawn at most once a second while live: wait for the zombie's whole story
+    story = "aborted by the coordinator, then fenced (EndTxn PRODUCER_FENCED)"
+    _wait_text(page, ".eos-dash .eos-p-msc", f"t.includes({story!r})")
+    lab.screenshot_output(DASHBOARD_CELL, "tour-dashboard")
+
+    # 7. the slider's keys
+    slider = page.locator(".eos-dash .eos-scrub").first
+    slider.focus()
+    _, last = _head(page)
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+    _wait_head(page, f"n === {last - 3}")
+    page.wait_for_selector(".eos-dash.eos-rewound")
+    page.keyboard.press("End")
+    _wait_head(page, "n === m")
+    page.keyboard.press("Home")
+    _wait_head(page, f"n < {last - 3}")
+    page.keyboard.press("End")
+    _wait_head(page, "n === m")
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+    _wait_head(page, f"n === {last - 3}")
+    shown, last = _head(page)
+
+    # 8. crash while rewound: a question, nothing forked
+    page.wait_for_selector(f"{BROKER1} .eos-up")
+    page.locator(f"{BROKER1} button[data-op='crash']").click()
+    page.wait_for_selector(f"{CONFIRM}:not([hidden])")
+    question = _text(page, f"{CONFIRM} .eos-confirm-text")
+    assert f"You are looking at event {shown} of {last}" in question and "forks the run" in question, question
+    assert _text(page, f"{CONFIRM} .eos-confirm-fork") == "Fork here and crash broker-1"
+    dash.screenshot(path=str(lab.artifacts_dir / "dashboard-fork-question.png"))
+    assert _head(page) == (shown, last) and page.locator(".eos-dash.eos-rewound").count() == 1
+    assert page.locator(f"{BROKER1} .eos-up").count() == 1  # not crashed: nothing forked
+    page.locator(f"{CONFIRM} .eos-confirm-cancel").click()
+    page.wait_for_selector(f"{CONFIRM}[hidden]", state="attached")
+    assert _head(page) == (shown, last)
+    page.locator(f"{BROKER1} button[data-op='crash']").click()
+    page.locator(f"{CONFIRM}:not([hidden]) .eos-confirm-fork").click()
+    page.wait_for_selector(".eos-dash:not(.eos-rewound)")
+    page.wait_for_selector(f"{BROKER1} .eos-down")
+    _wait_text(page, ".eos-dash .eos-note-bar", r"/^forked at event \d+; broker-1 crashed$/.test(t)")
+
+    # 9. the crashed leader's offsets are unknown, not -1
+    _wait_text(page, ORDERS0, "t.includes('leader 1 is down')")
+    row = _text(page, ORDERS0)
+    assert "—" in row and not MINUS_ONE.search(row), row
+    _wait_text(page, ".eos-dash .eos-reads", "t.includes('leader 1 is down')")
+    reads = _text(page, ".eos-dash .eos-reads")
+    assert not MINUS_ONE.search(reads), reads
+    _wait_text(page, ".eos-dash .eos-strip[data-tp='orders-0']", "t.includes('LSO, HW, LEO unknown: leader 1 is down')")
+    dash.screenshot(path=str(lab.artifacts_dir / "dashboard-leader-down.png"))
     assert lab.console_errors == []

@@ -329,10 +329,12 @@ def test_topic_describe_and_list(ip: Shell) -> None:
     one = run(ip, "%eos_topic describe orders")
     assert one.column("Topic") == ["orders", "orders"]
     assert one.text.startswith("Topic: orders\tPartitionCount: 2\tReplicationFactor: 3")
-    everything = run(ip, "%eos_topic list")
+    everything = run(ip, "%eos_topic describe")  # --describe without --topic: every topic
     assert everything.column("Topic") == ["orders", "orders", "out"]
     assert sorted(set(everything.column("Topic"))) == sorted(c.topics)
     assert list(everything.to_pandas().columns) == list(everything.columns)
+    names = run(ip, "%eos_topic list")  # kafka-topics.sh --list: names, one per line
+    assert names.text.splitlines() == sorted(c.topics) == ["orders", "out"]
 
 
 # -- clients -------------------------------------------------------------------------------------------------

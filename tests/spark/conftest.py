@@ -1,7 +1,7 @@
 """Shared fixtures of the Spark tests: one quiet local[2] session per test module.
 
 ``spark`` starts the session through :func:`eos_magics.spark.session.start` (the same helper the
-notebooks and ``eos-spark`` use) and stops it when the module ends. The JVM stays up for the
+notebooks and ``eos-spark`` use) and stops it when the module ends, keeping the JVM up for the
 whole pytest process, so the second module's session starts in well under a second.
 """
 
@@ -16,4 +16,4 @@ from eos_magics.spark import session as spark_session
 def spark():
     s = spark_session.start()
     yield s
-    spark_session.stop()
+    spark_session.stop(keep_jvm=True)  # the next module's session reuses the JVM

@@ -120,8 +120,12 @@ def test_bad_input_is_one_line_and_the_session_goes_on(ip, line: str, message: s
     assert run(ip, "%eos_consumer c --assign orders:0") is not None
 
 
-def test_without_spark_running_a_data_action_says_to_start_it(ip) -> None:
-    spark_session.stop()
+def test_stop_ends_the_jvm_and_without_spark_a_data_action_says_to_start_it(ip) -> None:
+    from pyspark import SparkContext
+
+    jvm = SparkContext._gateway.proc
+    assert run(ip, "%eos_spark stop") == "Spark stopped"
+    assert jvm.poll() is not None, "the JVM (about 1 GB) must end with %eos_spark stop, not with the kernel"
     try:
         with pytest.raises(UsageError, match="Spark is not running; start it first"):
             run(ip, "%eos_spark views")

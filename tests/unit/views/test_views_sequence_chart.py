@@ -194,6 +194,25 @@ def test_an_aborted_transaction_ends_with_abort_markers() -> None:
     assert [n.text for n in chart.notes if n.node == "producer-1"][-1] == "abort (epoch 1)"
 
 
+def test_a_fenced_zombies_chart_keeps_the_coordinators_abort_markers_after_its_late_end_txn() -> None:
+    """A newer instance fences the zombie: the coordinator writes PrepareAbort and sends the markers
+    before the zombie's own EndTxn arrives (answered PRODUCER_FENCED); the chart shows both."""
+    c = _cluster()
+    zombie = c.producer({"transactional.id": TXN, "client.id": "zombie"})
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.produce("out", value=b"z", partition=0)
+    zombie.flush()
+    c.producer({"transactional.id": TXN, "client.id": "fresh"}).init_transactions()
+    with pytest.raises(Exception, match="fence"):
+        zombie.commit_transaction()
+    c.run_for(1000)
+    chart = transaction_chart(c.world.trace, TXN, 0)
+    assert any(a.api == "EndTxn" and a.kind == "request" for a in chart.arrows), "the zombie's late EndTxn"
+    assert [a.label for a in chart.arrows if a.msg == "WriteTxnMarkersRequest"] == ["WriteTxnMarkers ABORT out-0"]
+    assert "PrepareAbort" in [n.text for n in chart.notes] and "CompleteAbort" in [n.text for n in chart.notes]
+
+
 def test_a_dropped_marker_reply_shows_the_drop_and_the_retry() -> None:
     c = _cluster()
     p = c.producer({"transactional.id": TXN})
