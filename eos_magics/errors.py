@@ -18,11 +18,13 @@ Invariants
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterable
+from typing import Any
 
 from IPython.core.error import UsageError
 
-__all__ = ["EosUsageError", "did_you_mean", "unknown_name"]
+__all__ = ["EosUsageError", "did_you_mean", "require", "unknown_name"]
 
 
 class EosUsageError(UsageError):
@@ -43,3 +45,22 @@ def unknown_name(what: str, name: str, choices: Iterable[str], *, how: str) -> E
     existing = sorted(str(c) for c in choices)
     known = ", ".join(existing) if existing else "none yet"
     return EosUsageError(f"no {what} '{name}'{did_you_mean(name, existing)} (known: {known}); {how}")
+
+
+def require(module: str, what: str) -> Any:
+    """Import ``module`` for ``what``, or say in one line that this kernel does not have it.
+
+    JupyterLite's Pyodide kernel has no pandas, pyarrow, pyspark or kio (they are not pure
+    Python wheels on PyPI): the magic that needs one says so instead of a ModuleNotFoundError.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        where = " (the in-browser kernel of JupyterLite has none)" if sys.platform == "emscripten" else ""
+        top = module.split(".")[0]
+        raise EosUsageError(
+            f"{what} needs {top}, which this kernel does not have{where}; "
+            "run the notebook in a Jupyter installed with eos-magics (README: Use it in a notebook) for it"
+        ) from None

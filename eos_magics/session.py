@@ -41,7 +41,7 @@ import keyword
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from eos_magics.errors import EosUsageError, did_you_mean, unknown_name
+from eos_magics.errors import EosUsageError, did_you_mean, require, unknown_name
 
 if TYPE_CHECKING:
     from engine import Cluster, Consumer, Producer
@@ -801,8 +801,7 @@ class Session:
         """Run a read-only SQL query on one of the last run's databases; return a pandas DataFrame."""
         import sqlite3
 
-        import pandas as pd
-
+        pd = require("pandas", "%eos_db sql (a pandas DataFrame)")
         if not query.strip():
             raise EosUsageError("give a query, e.g. %eos_db sql --db orders SELECT * FROM orders LIMIT 5")
         path = self.database(db)

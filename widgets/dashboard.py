@@ -12,7 +12,8 @@ drop a producer's next acknowledgement.
 
 Threads
 -------
-One pacer thread (:class:`Pacer`) wakes at most :data:`MAX_HZ` times a second. When playing it
+One pacer (:mod:`widgets.pacer`: a thread, or the asyncio loop where threads cannot start, as in
+JupyterLite's Pyodide) wakes at most :data:`MAX_HZ` times a second. When playing it
 advances the engine with ``cluster.run_for`` (journaled, under the run's lock); then it
 publishes: it reads the board at the chosen event from the recorder, renders the panels and,
 inside ``hold_sync``, sets only the traits whose text changed. Clicks arrive on the kernel's
@@ -67,10 +68,9 @@ from engine.sim import events as ev
 from engine.views.sequence_chart import transaction_chart
 from widgets import panels
 from widgets.live import LiveRun
+from widgets.pacer import MAX_HZ, pacer_for
 from widgets.sequence_svg import sequence_svg
 
-#: The pacer never publishes more often than this (Hz).
-MAX_HZ = 10
 #: Panel traits, in page order.
 PANELS = ("brokers", "partitions", "producers", "txns", "logs", "reads", "timeline", "msc")
 #: Simulated ms per wall-clock second when playing, by default.
@@ -160,7 +160,7 @@ class Dashboard(anywidget.AnyWidget):
         self.on_msg(self._on_action)
         self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
         self.publish()
-        self.pacer = Pacer(self) if pacer else None
+        self.pacer = pacer_for(self) if pacer else None
         if self.pacer is not None:
             self.pacer.start()
 
@@ -600,37 +600,6 @@ _TITLES = {
     "timeline": "Recent events",
     "msc": "Transaction sequence chart",
 }
-
-
-class Pacer(threading.Thread):
-    """Wake at most :data:`MAX_HZ` times a second: play a step if playing, then publish."""
-
-    def __init__(self, dashboard: Dashboard, hz: int = MAX_HZ) -> None:
-        super().__init__(name="eos-dashboard-pacer", daemon=True)
-        self.dashboard = dashboard
-        self.period = 1.0 / min(hz, MAX_HZ)
-        self._stop_event = threading.Event()
-        self.ticks = 0
-        self.errors: list[str] = []
-
-    def run(self) -> None:
-        # A fixed schedule: a slow tick delays the next one, never adds a full period after it.
-        due = time.monotonic() + self.period
-        while not self._stop_event.wait(max(0.0, due - time.monotonic())):
-            try:
-                self.dashboard.step_publish()
-            except Exception as exc:  # keep pacing; the status bar says what broke
-                self.errors.append(f"{type(exc).__name__}: {exc}")
-                if len(self.errors) > 100:
-                    del self.errors[:50]
-            self.ticks += 1
-            due = max(due + self.period, time.monotonic())
-
-    def stop(self) -> None:
-        """Stop pacing and wait for the thread to end."""
-        self._stop_event.set()
-        if self.is_alive() and threading.current_thread() is not self:
-            self.join(timeout=2)
 
 
 @dataclasses.dataclass

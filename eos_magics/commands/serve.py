@@ -8,7 +8,7 @@ from typing import Any
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from eos_magics.errors import EosUsageError
+from eos_magics.errors import EosUsageError, require
 from eos_magics.magics import FamilyMagics
 
 
@@ -57,5 +57,6 @@ class ServeMagics(FamilyMagics):
             if not s.stop_serving(args.name):
                 raise EosUsageError(f"cluster '{s.entry(args.name).name}' is not served; start with %eos_serve")
             return None
+        require("kio", "%eos_serve (the Kafka wire protocol's codec)")
         served = s.serve(args.name, host=args.host, port=args.port, auth=not args.no_auth, rate=args.rate)
         return ServedConfig(served)

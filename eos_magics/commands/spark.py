@@ -24,7 +24,7 @@ from typing import Any
 from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from eos_magics.errors import EosUsageError, did_you_mean
+from eos_magics.errors import EosUsageError, did_you_mean, require
 from eos_magics.magics import FamilyMagics
 from eos_magics.parsing import phrase
 
@@ -62,6 +62,7 @@ class SparkMagics(FamilyMagics):
         it, live; ``%eos_spark sweep NAME --seeds 1..50`` runs seeds on the executors.
         """
         args = parse_argstring(self.eos_spark, line)
+        require("pyspark", "%eos_spark")
         args.target = phrase(args.target) or None
         args.scenario = phrase(args.scenario) or None
         if args.action not in ACTIONS:

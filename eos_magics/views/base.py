@@ -387,7 +387,9 @@ class TableView(View):
 
     def to_pandas(self) -> Any:
         """Return a pandas DataFrame with these columns and rows (pandas is imported here)."""
-        import pandas as pd
+        from eos_magics.errors import require
+
+        pd = require("pandas", "to_pandas()")
 
         return pd.DataFrame([list(r) for r in self.rows], columns=list(self.columns))
 

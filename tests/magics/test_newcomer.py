@@ -177,3 +177,29 @@ def test_eos_sweep_writes_no_carriage_returns_when_stderr_is_not_a_terminal(monk
         sweep._bar(done, 20, 0, "demo")
     assert "\r" not in err.getvalue()
     assert err.getvalue().splitlines()[-1] == "20/20 runs, 0 failed"
+
+
+# -- issue 29: a kernel without pandas, pyspark or kio (JupyterLite's Pyodide) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cell", "needs"),
+    [
+        ("%eos_spark status", "%eos_spark needs pyspark"),
+        ("%eos_serve", "%eos_serve (the Kafka wire protocol's codec) needs kio"),
+        ("%eos_topic describe out\n_.to_pandas()", "to_pandas() needs pandas"),
+    ],
+)
+def test_a_magic_needing_a_missing_package_says_so_in_one_line(ip, monkeypatch, cell: str, needs: str) -> None:
+    import sys
+
+    from IPython.core.error import UsageError
+
+    basic(ip)
+    for name in ("pyspark", "kio", "pandas"):
+        monkeypatch.setitem(sys.modules, name, None)  # import raises ImportError, as where it is absent
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    with pytest.raises(UsageError) as info:
+        for line in cell.split("\n"):
+            run(ip, line)
+    assert str(info.value).startswith(needs) and "JupyterLite" in str(info.value) and "\n" not in str(info.value)
