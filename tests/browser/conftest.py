@@ -176,8 +176,11 @@ def artifacts_dir() -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Headless chromium for one test module. Module, not session: while a sync Playwright is open it
+    marks an asyncio loop running in the main thread, and later tests that run a loop of their own
+    (``asyncio.run``, the JupyterLite tests' own Playwright) would fail behind it."""
     if not CHROMIUM.exists():
         reason = (
             f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium); "

@@ -10,7 +10,9 @@ third of a second, and a real dashboard on a live run driven by the loop pacer.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -29,13 +31,33 @@ class Counting:
             raise RuntimeError("a panel broke")
 
 
+def _in_own_thread(coro_fn: Any) -> Any:
+    """``asyncio.run(coro_fn())`` on a thread of its own: a sync Playwright still open elsewhere in the
+    session (the browser tests) marks a loop running in the main thread."""
+    out: list[Any] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            out.append(asyncio.run(coro_fn()))
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="pacer-test-loop")
+    thread.start()
+    thread.join(timeout=30)
+    if errors:
+        raise errors[0]
+    return out[0]
+
+
 def _run_loop_for(seconds: float, p: LoopPacer) -> None:
     async def main() -> None:
         p.start()
         await asyncio.sleep(seconds)
         p.stop()
 
-    asyncio.run(main())
+    _in_own_thread(main)
 
 
 def test_the_loop_pacer_ticks_on_the_event_loop_at_most_max_hz_and_survives_errors() -> None:
@@ -85,6 +107,6 @@ def test_a_dashboard_on_the_loop_pacer_publishes_a_run_that_moves(monkeypatch: p
         dash.close()
         return dash
 
-    dash = asyncio.run(main())
+    dash = _in_own_thread(main)
     assert dash.pacer.ticks >= 2 and dash.pacer.errors == []
     assert "orders-0" in dash.partitions and not dash.pacer.is_alive()
