@@ -37,6 +37,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 TOUR = "00-tour.ipynb"
 #: 1-based cell numbers in the tour (markdown cells count).
 DASHBOARD_CELL = 6

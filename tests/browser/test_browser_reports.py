@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 #: 1-based cell numbers (markdown cells count): the unclean election's ``%eos_check`` in 01, the
 #: mutant run's ``%eos_spark check --prefix m6_`` in 05.
 CHECK_01 = ("01-idempotent-producer.ipynb", 27, "check-01")

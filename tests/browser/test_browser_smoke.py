@@ -13,6 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.slow
 
 SMOKE_ESM = Path(__file__).resolve().parents[2] / "widgets" / "_smoke.js"
 

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -32,6 +33,8 @@ from engine import Cluster
 from engine.check import HistoryRecorder, Poll, Send, check_history
 from engine.client.message import TopicPartition
 from engine.errors import KafkaError
+
+pytestmark = pytest.mark.slow
 
 EXAMPLES = int(os.environ.get("API_MACHINE_EXAMPLES", "60"))
 STEPS = int(os.environ.get("API_MACHINE_STEPS", "30"))

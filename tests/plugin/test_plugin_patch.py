@@ -48,6 +48,7 @@ def test_after():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("before", ["imported", "absent"])
 def test_the_patch_is_on_during_the_test_and_restored_after_it_raises(pytester: pytest.Pytester, before: str) -> None:
     assert importlib.util.find_spec("confluent_kafka") is not None, "the test extra installs confluent-kafka"
@@ -94,6 +95,7 @@ def test_aborted_read(eos_cluster):
 """
 
 
+@pytest.mark.slow
 def test_confluent_kafka_code_is_judged_through_the_patch(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_app=APP)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")

@@ -135,6 +135,7 @@ def test_a_clean_run_passes_and_a_forbidden_anomaly_fails_with_the_checker_repor
     assert found["test_aborted_read"]["replay"] == f"pytest test_app.py::test_aborted_read --eos-seed {seed}"
 
 
+@pytest.mark.slow
 def test_every_failure_carries_the_replay_line_and_the_same_node_id_replays_the_same_run_in_any_process(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,12 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from engine.check import load_jsonl
 from engine.check.history import Send
 from engine.record import Recorder, RecordingConsumer, RecordingProducer
 from engine.record.workloads import read_to_end, run_commit_abort_read, run_committed_read
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 ABORTED = [f"a-{i}" for i in range(5)]

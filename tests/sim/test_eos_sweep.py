@@ -18,6 +18,8 @@ import pytest
 from engine.scenarios.catalog import SPECS
 from engine.scenarios.harness import run_spec
 
+pytestmark = pytest.mark.slow
+
 FIXED_SEEDS = (1, 2, 3)
 
 

@@ -22,6 +22,8 @@ from eos_magics.spark import analyses
 from eos_magics.spark.errors import SparkBridgeError
 from eos_magics.spark.views import register
 
+pytestmark = pytest.mark.slow
+
 COPIER = "copier-random-aborts-s7"
 M1 = "idempotence-lost-ack-retry-s1-M1"
 

@@ -30,6 +30,8 @@ from engine.scenarios.mutants import get_mutant
 from eos_magics.spark.errors import SparkBridgeError
 from eos_magics.spark.history_checks import check_history_spark, check_runs_spark
 
+pytestmark = pytest.mark.slow
+
 CLEAN = [
     ("transactions: zombie fencing", 1),
     ("transactions: zombie fencing", 2),

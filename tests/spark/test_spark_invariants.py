@@ -32,6 +32,8 @@ from eos_magics.spark.invariants import (
     check_invariants_spark_by_run,
 )
 
+pytestmark = pytest.mark.slow
+
 Samples = list[TimelineSample]
 
 #: Clean runs with faults: (run id, scenario, seed).

@@ -19,6 +19,8 @@ from eos_magics._testing import dispose, run, txn_setup
 from eos_magics._testing import testing_shell as new_shell
 from eos_magics.spark import session as spark_session
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def ip(spark) -> Iterator:

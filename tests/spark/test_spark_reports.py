@@ -50,6 +50,7 @@ def copier_lag(spark):
 # -- 3. %eos_spark check is a table -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_spark_check_renders_as_a_table_of_runs_then_the_failing_runs_anomalies(ip) -> None:
     run(ip, M6_VIEWS)
     verdicts = run(ip, "%eos_spark check --prefix m6_")
@@ -67,6 +68,7 @@ def test_spark_check_renders_as_a_table_of_runs_then_the_failing_runs_anomalies(
     assert verdicts.view().to_pandas().shape == (1, len(RUN_COLUMNS))
 
 
+@pytest.mark.slow
 def test_one_runs_verdict_renders_as_its_anomaly_table(ip) -> None:
     run(ip, M6_VIEWS)
     (verdict,) = list(run(ip, "%eos_spark check --prefix m6_"))
@@ -81,6 +83,7 @@ def test_one_runs_verdict_renders_as_its_anomaly_table(ip) -> None:
 # -- 4. the LSO-lag picture fits its axis to the activity ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_lso_lag_axis_fits_the_time_the_lag_moved_and_notes_the_cut(copier_lag) -> None:
     from eos_magics.spark import plots
 

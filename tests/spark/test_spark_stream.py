@@ -29,6 +29,8 @@ from eos_magics.spark.feed import Feed
 from eos_magics.spark.source import read_batch, read_stream, register
 from widgets.live import LiveRun
 
+pytestmark = pytest.mark.slow
+
 TOPIC = "out"
 RC = "read_committed"
 RU = "read_uncommitted"

@@ -22,6 +22,8 @@ from eos_magics.spark import session as spark_session
 from eos_magics.spark.errors import SparkBridgeError
 from eos_magics.spark.sweep import print_report, run_tasks, sweep, to_rows
 
+pytestmark = pytest.mark.slow
+
 FAST = "idempotence: lost ack retry"
 DEDUP = "idempotence: dedup window"
 

@@ -76,6 +76,7 @@ def _one_line(call, *fragments: str) -> str:
 # -- registering ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_run_export_becomes_one_view_per_table_with_the_arrow_row_counts(spark, copier_export):
     views = register(spark, copier_export, prefix="a_")
     assert list(views) == [f"a_{name}" for name in TABLES]
@@ -83,6 +84,7 @@ def test_a_run_export_becomes_one_view_per_table_with_the_arrow_row_counts(spark
     assert _counts(spark, "a_") == _arrow_counts(copier_export)
 
 
+@pytest.mark.slow
 def test_sql_over_the_views_reads_nested_keys_json_details_and_outcomes(spark, copier_export):
     register(spark, copier_export, prefix="q_")
     row = spark.sql(
@@ -102,6 +104,7 @@ def test_sql_over_the_views_reads_nested_keys_json_details_and_outcomes(spark, c
     assert row.last_out == max(r["offset"] for r in records if r["final_leader"] and r["topic"] == "out")
 
 
+@pytest.mark.slow
 def test_a_directory_of_two_runs_gives_the_counts_of_both(spark, two_runs):
     d, both = two_runs
     views = register(spark, d, prefix="d_")
@@ -110,6 +113,7 @@ def test_a_directory_of_two_runs_gives_the_counts_of_both(spark, two_runs):
         assert views[f"d_{name}"].schema.simpleString() == to_spark_schema(TABLES[name]).simpleString()
 
 
+@pytest.mark.slow
 def test_a_list_mixes_sources_and_run_id_picks_one_run_of_a_directory(spark, copier, copier_export, two_runs):
     d, both = two_runs
     register(spark, [copier_export, d], prefix="l_")
@@ -134,12 +138,14 @@ def test_a_list_mixes_sources_and_run_id_picks_one_run_of_a_directory(spark, cop
 # -- errors ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_missing_or_foreign_directory_is_one_error(spark, tmp_path):
     _one_line(lambda: register(spark, tmp_path / "nowhere"), "does not exist", "eos export")
     (tmp_path / "empty").mkdir()
     _one_line(lambda: register(spark, str(tmp_path / "empty")), "has no eos-export.json")
 
 
+@pytest.mark.slow
 def test_a_directory_with_a_file_of_another_schema_is_one_error(spark, tmp_path, two_runs):
     d = tmp_path / "copy"
     shutil.copytree(two_runs[0], d)
@@ -152,6 +158,7 @@ def test_a_directory_with_a_file_of_another_schema_is_one_error(spark, tmp_path,
     _one_line(lambda: register(spark, d), "table history", "column process is string, expected int64", "eos export")
 
 
+@pytest.mark.slow
 def test_a_run_given_twice_a_bad_prefix_or_source_is_one_error(spark, copier_export, two_runs):
     _one_line(lambda: register(spark, [copier_export, copier_export]), "run copier-random-aborts-s7 is given twice")
     _one_line(lambda: register(spark, copier_export, prefix="1x"), "prefix '1x'")

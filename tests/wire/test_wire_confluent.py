@@ -22,6 +22,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from engine.views.transactions import describe_transaction_row
 
+pytestmark = pytest.mark.slow
+
 
 def test_an_idempotent_producer_s_retry_after_a_lost_ack_is_written_once(served, ck, logged) -> None:
     server = served([("t", 1, 3)])

@@ -28,6 +28,8 @@ from engine.serve.realtime_server import ServedCluster
 from engine.views.consumer_groups import group_view
 from engine.views.transactions import describe_transaction_row
 
+pytestmark = pytest.mark.slow
+
 Kp = Callable[..., dict[str, Any]]
 
 #: The engine's group coordinator refuses session timeouts under 6 s (group.min.session.timeout.ms).

@@ -270,6 +270,7 @@ def test_mutated_and_random_frames_never_break_the_cluster(captured, choice, how
 # -- the journal ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_served_session_s_journal_replays_byte_for_byte_and_a_tampered_one_does_not(
     served, tmp_path, read_committed, txn_producer
 ) -> None:
