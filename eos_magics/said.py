@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["cut", "fault", "message_rule", "transaction"]
+__all__ = ["WRITING_MARKERS", "cut", "fault", "message_rule", "transaction"]
 
 #: Transaction states whose markers are still being written (``TransactionState`` display names).
-_WRITING_MARKERS = {"PrepareCommit": "commit", "PrepareAbort": "abort"}
+WRITING_MARKERS = {"PrepareCommit": "commit", "PrepareAbort": "abort"}
 
 
 def _at(cluster: Any) -> str:
@@ -54,10 +54,10 @@ def transaction(cluster: Any, producer: Any, action: str, *, because: str = "") 
         row = describe_transaction_row(cluster, producer.transactional_id)
     except KafkaError:  # the coordinator is down or moving: the call itself succeeded, say that much
         return f"{_at(cluster)}: {who} {done} its transaction{why}"
-    if row.state in _WRITING_MARKERS:
+    if row.state in WRITING_MARKERS:
         return (
             f"{_at(cluster)}: {who} {done} its transaction on {_partitions(row.topic_partitions)}{why}; "
-            f"the coordinator is still writing the {_WRITING_MARKERS[row.state]} markers ({row.state}): "
+            f"the coordinator is still writing the {WRITING_MARKERS[row.state]} markers ({row.state}): "
             f"read_committed consumers and committed offsets see them once time moves (%eos_time run 100)"
         )
     return f"{_at(cluster)}: {who} {done} its transaction{why} (now {row.state})"

@@ -138,11 +138,13 @@ class Session:
         brokers: int | None = None,
         seed: int | None = None,
         config: Mapping[str, Any] | None = None,
+        announce: bool = True,
     ) -> Cluster:
         """Build a cluster, make it current, bind it under ``name``; return it.
 
         A cluster of that name is replaced, as re-running a notebook from the top expects: its
-        clients, dashboards and served ports go with it, and :attr:`say` tells so in one line.
+        clients, dashboards and served ports go with it, and :attr:`say` tells so in one line
+        (unless ``announce`` is false: a reset was asked for, and its summary says enough).
         """
         _check_name(name, "cluster")
         owner = self._client_owner(name)
@@ -159,7 +161,8 @@ class Session:
         if name in self.entries:
             old = self.entries.pop(name)
             self._forget(old)
-            self.say(_replaced_line(old, seed))
+            if announce:
+                self.say(_replaced_line(old, seed))
         from engine.check.client_history import ClientHistory
 
         entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster), run)
@@ -235,11 +238,9 @@ class Session:
         """Rebuild a cluster from its seed and settings: same seed, same run; its clients are gone."""
         entry = self.entry(name)
         current = self.current
-        say, self.say = self.say, _silent  # a reset was asked for: the summary it returns says enough
-        try:
-            cluster = self.create_cluster(entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config))
-        finally:
-            self.say = say
+        cluster = self.create_cluster(
+            entry.name, brokers=entry.brokers, seed=entry.seed, config=dict(entry.config), announce=False
+        )
         self.current = current
         return cluster
 
@@ -997,10 +998,6 @@ def _check_writable(path: Any) -> None:
         raise EosUsageError(f"cannot write {path}: no directory {folder}")
     if os.path.isdir(path):
         raise EosUsageError(f"cannot write {path}: it is a directory; name a file such as {path}/history.jsonl")
-
-
-def _silent(line: str) -> None:
-    """A :attr:`Session.say` that tells nothing."""
 
 
 def _replaced_line(old: ClusterEntry, seed: int) -> str:

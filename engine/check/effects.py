@@ -164,15 +164,9 @@ def check_effects(
         Anomaly("effect-lost", values=(show(k),), message=f"committed {row} {show(k)} has no {effect}")
         for k in sorted(lost, key=show)
     ]
-    out += [
-        Anomaly(
-            "effect-lost",
-            values=(f"NULL ({_rows([r])})",),
-            message=f"committed {row} with a NULL key ({_rows([r])}) has no {effect}: NULL matches no key",
-        )
-        for k, r in sorted(zip(c_keys, c_rows, strict=True), key=lambda kr: kr[1][1])
-        if k is None
-    ]
+    out += _null_keys(
+        "effect-lost", c_keys, c_rows, f"committed {row} with a NULL key ({{}}) has no {effect}: NULL matches no key"
+    )
     out += [
         Anomaly(
             "effect-duplicate",
@@ -189,16 +183,14 @@ def check_effects(
         )
         for k in sorted(phantom, key=show)
     ]
-    out += [
-        Anomaly(
-            "effect-phantom",
-            values=(f"NULL ({_rows([r])})",),
-            message=f"{effect} row with a NULL key ({_rows([r])}) names no committed {row}",
-        )
-        for k, r in sorted(zip(e_keys, e_rows, strict=True), key=lambda kr: kr[1][1])
-        if k is None
-    ]
+    out += _null_keys("effect-phantom", e_keys, e_rows, f"{effect} row with a NULL key ({{}}) names no committed {row}")
     return out
+
+
+def _null_keys(kind: str, keys: list[Any], rows: list[tuple[str, int]], message: str) -> list[Anomaly]:
+    """One ``kind`` anomaly per row whose key is NULL, in row order; ``{}`` in ``message`` names the row."""
+    nulls = sorted((r for k, r in zip(keys, rows, strict=True) if k is None), key=lambda r: r[1])
+    return [Anomaly(kind, values=(f"NULL ({_rows([r])})",), message=message.format(_rows([r]))) for r in nulls]
 
 
 def _keys(values: Iterable[Any]) -> tuple[list[Any], list[tuple[str, int]]]:

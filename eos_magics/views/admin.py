@@ -94,7 +94,9 @@ def transactions(cluster: Cluster, action: str, **kw: Any) -> TableView:
             (r.transactional_id, r.coordinator_id, r.producer_id, r.state)
             for r in txn_views.list_transactions_rows(cluster, ms)
         ]
-        writing = [r[0] for r in rows if r[3] in ("PrepareCommit", "PrepareAbort")]
+        from eos_magics.said import WRITING_MARKERS
+
+        writing = [r[0] for r in rows if r[3] in WRITING_MARKERS]
         summary = (
             f"{', '.join(writing)}: ended by the producer, markers still being written; "
             "the state becomes CompleteCommit/CompleteAbort once they land (time must move: %eos_time run 100)"

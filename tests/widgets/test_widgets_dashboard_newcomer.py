@@ -41,6 +41,7 @@ from engine import Cluster
 from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from engine.views.log_batches import BatchSummary
 from engine.views.sequence_chart import transaction_chart
+from tests.widgets.test_widgets_dashboard import workload_small
 from widgets import dashboard as dashboard_module
 from widgets import panels, svg
 from widgets.dashboard import MAX_HZ, RUN_ACTIONS, Dashboard
@@ -59,14 +60,7 @@ def click(dash: Dashboard, op: str, node: str = "") -> None:
 def started(seed: int = 9) -> LiveRun:
     """A run with a topic, a few committed transactions, then a client created later."""
     run = LiveRun.start(seed=seed, brokers=3)
-    c = run.cluster
-    c.create_topic("t", partitions=1, replication_factor=3)
-    tx = c.producer({"transactional.id": "a", "client.id": "tx"})
-    tx.init_transactions()
-    for k in range(3):
-        tx.begin_transaction()
-        tx.produce("t", value=b"v%d" % k)
-        tx.commit_transaction()
+    workload_small(run.cluster)
     return run
 
 
