@@ -26,19 +26,25 @@ is set to ``""``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine import args
+from engine import trace_events as events
+from engine.client.base import wait_for
 from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from engine.rpc import RpcNode
-from engine.sim import events
 from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
     from engine.cluster import Cluster
-    from engine.views.transactions import HangingTransaction, ProducerRow, TransactionDescription, TransactionListing
+    from engine.views.transactions import (
+        HangingTransaction,
+        ProducerStateRow,
+        TransactionDescription,
+        TransactionListing,
+    )
 
 #: How long ``abort`` waits for the leader's answer (Kafka's default ``default.api.timeout.ms``).
 DEFAULT_API_TIMEOUT_MS = 60_000
@@ -74,7 +80,7 @@ class AdminClient(RpcNode):
 
     def describe_producers(
         self, topic: str, partition: int = 0, broker_id: int | None = None
-    ) -> tuple[ProducerRow, ...]:
+    ) -> tuple[ProducerStateRow, ...]:
         """Return the ``describe-producers`` rows."""
         return views.describe_producers_rows(self.cluster, topic, partition, broker_id)
 
@@ -130,14 +136,16 @@ class AdminClient(RpcNode):
             ("epoch", req.producer_epoch),
         )
         deadline = self.world.now_ms + timeout_ms
-        box: list[Any] = []
         while True:
             leader = self.cluster.leader(topic, partition)
             if leader >= 0:
-                box.clear()
-                self.request(f"broker-{leader}", req, box.append, timeout_ms=min(REQUEST_TIMEOUT_MS, timeout_ms))
-                self.world.run_until(lambda: bool(box), deadline_ms=deadline)
-                resp: WriteTxnMarkersResponse | None = box[0] if box else None
+                resp: WriteTxnMarkersResponse | None = wait_for(
+                    self,
+                    lambda done, to=f"broker-{leader}": self.request(
+                        to, req, done, timeout_ms=min(REQUEST_TIMEOUT_MS, timeout_ms)
+                    ),
+                    deadline,
+                )
                 if resp is not None and resp.error is ErrorCode.NONE:
                     return req
                 if resp is not None and not resp.error.retriable:

@@ -115,11 +115,14 @@ class IsolationLevel(enum.StrEnum):
     ``read_committed`` reads only up to the last stable offset and drops aborted transactions
     (:mod:`engine.client.read_committed`). A ``str`` subclass (``StrEnum``: ``str`` plus ``Enum``)
     equal to Kafka's spelling, so code that compares with ``"read_committed"`` keeps working, and
-    ``str()`` gives that spelling. Requests still carry the plain string (``.value``).
+    ``str()`` gives that spelling. The one type end to end: the consumer config holds it, requests
+    (``FetchRequest``, ``ListOffsetsRequest``) carry it, the broker compares with it, and the wire
+    codec converts it to and from Kafka's int at the edge. Validation messages list
+    ``tuple(IsolationLevel)``: ``read_committed`` first, as Kafka's docs name them.
     """
 
-    READ_UNCOMMITTED = "read_uncommitted"
     READ_COMMITTED = "read_committed"
+    READ_UNCOMMITTED = "read_uncommitted"
 
 
 #: Client keys a copied confluent-kafka config carries that mean nothing here: accepted, ignored.
@@ -205,8 +208,8 @@ class ConsumerConfig:
 
     client_id: str = ""
     group_id: str | None = None
-    #: Kafka's spelling, a plain str (what requests carry); the consumer parses it into :class:`IsolationLevel`.
-    isolation_level: str = IsolationLevel.READ_UNCOMMITTED.value
+    #: Given as Kafka's spelling (or the enum), held as :class:`IsolationLevel`.
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     auto_offset_reset: str = "earliest"
     enable_auto_commit: bool = False
     #: librdkafka's key: store each returned record's position for commit() (False: store_offsets()).
@@ -227,8 +230,7 @@ class ConsumerConfig:
 
     def __post_init__(self) -> None:
         if self.isolation_level not in tuple(IsolationLevel):
-            raise ConfigError("isolation.level", self.isolation_level, "must be read_committed or read_uncommitted")
-        # An IsolationLevel given as the value is kept as its plain spelling, like a string would be.
-        object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level).value)
+            raise ConfigError("isolation.level", self.isolation_level, f"must be {' or '.join(IsolationLevel)}")
+        object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level))
         if self.auto_offset_reset not in ("earliest", "latest", "none"):
             raise ConfigError("auto.offset.reset", self.auto_offset_reset, "must be earliest, latest or none")

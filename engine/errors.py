@@ -697,451 +697,96 @@ class AuthorizationException(KafkaError):
     """Java's ``AuthorizationException``: the principal lacks a permission."""
 
 
-# One class per code, named as in Errors.java, with Java's parent class where it is one of the above.
-
-
-class UnknownServerException(KafkaError):
-    """``UNKNOWN_SERVER_ERROR`` (-1)."""
-
-    code = ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-class OffsetOutOfRangeException(KafkaError):
-    """``OFFSET_OUT_OF_RANGE`` (1)."""
-
-    code = ErrorCode.OFFSET_OUT_OF_RANGE
-
-
-class CorruptRecordException(RetriableException):
-    """``CORRUPT_MESSAGE`` (2)."""
-
-    code = ErrorCode.CORRUPT_MESSAGE
-
-
-class UnknownTopicOrPartitionException(InvalidMetadataException):
-    """``UNKNOWN_TOPIC_OR_PARTITION`` (3)."""
-
-    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-
-
-class InvalidFetchSizeException(KafkaError):
-    """``INVALID_FETCH_SIZE`` (4)."""
-
-    code = ErrorCode.INVALID_FETCH_SIZE
-
-
-class LeaderNotAvailableException(InvalidMetadataException):
-    """``LEADER_NOT_AVAILABLE`` (5)."""
-
-    code = ErrorCode.LEADER_NOT_AVAILABLE
-
-
-class NotLeaderOrFollowerException(InvalidMetadataException):
-    """``NOT_LEADER_OR_FOLLOWER`` (6)."""
-
-    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-
-class TimeoutException(RetriableException):
-    """``REQUEST_TIMED_OUT`` (7)."""
-
-    code = ErrorCode.REQUEST_TIMED_OUT
-
-
-class BrokerNotAvailableException(KafkaError):
-    """``BROKER_NOT_AVAILABLE`` (8)."""
-
-    code = ErrorCode.BROKER_NOT_AVAILABLE
-
-
-class ReplicaNotAvailableException(InvalidMetadataException):
-    """``REPLICA_NOT_AVAILABLE`` (9)."""
-
-    code = ErrorCode.REPLICA_NOT_AVAILABLE
-
-
-class RecordTooLargeException(KafkaError):
-    """``MESSAGE_TOO_LARGE`` (10)."""
-
-    code = ErrorCode.MESSAGE_TOO_LARGE
-
-
-class OffsetMetadataTooLarge(KafkaError):
-    """``OFFSET_METADATA_TOO_LARGE`` (12)."""
-
-    code = ErrorCode.OFFSET_METADATA_TOO_LARGE
-
-
-class NetworkException(InvalidMetadataException):
-    """``NETWORK_EXCEPTION`` (13)."""
-
-    code = ErrorCode.NETWORK_EXCEPTION
-
-
-class CoordinatorLoadInProgressException(RetriableException):
-    """``COORDINATOR_LOAD_IN_PROGRESS`` (14)."""
-
-    code = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-
-
-class CoordinatorNotAvailableException(RetriableException):
-    """``COORDINATOR_NOT_AVAILABLE`` (15)."""
-
-    code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-
-
-class NotCoordinatorException(RetriableException):
-    """``NOT_COORDINATOR`` (16)."""
-
-    code = ErrorCode.NOT_COORDINATOR
-
-
-class InvalidTopicException(KafkaError):
-    """``INVALID_TOPIC_EXCEPTION`` (17)."""
-
-    code = ErrorCode.INVALID_TOPIC_EXCEPTION
-
-
-class RecordBatchTooLargeException(KafkaError):
-    """``RECORD_LIST_TOO_LARGE`` (18)."""
-
-    code = ErrorCode.RECORD_LIST_TOO_LARGE
-
-
-class NotEnoughReplicasException(RetriableException):
-    """``NOT_ENOUGH_REPLICAS`` (19)."""
-
-    code = ErrorCode.NOT_ENOUGH_REPLICAS
-
-
-class NotEnoughReplicasAfterAppendException(RetriableException):
-    """``NOT_ENOUGH_REPLICAS_AFTER_APPEND`` (20)."""
-
-    code = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-
-
-class InvalidRequiredAcksException(KafkaError):
-    """``INVALID_REQUIRED_ACKS`` (21)."""
-
-    code = ErrorCode.INVALID_REQUIRED_ACKS
-
-
-class IllegalGenerationException(KafkaError):
-    """``ILLEGAL_GENERATION`` (22)."""
-
-    code = ErrorCode.ILLEGAL_GENERATION
-
-
-class InconsistentGroupProtocolException(KafkaError):
-    """``INCONSISTENT_GROUP_PROTOCOL`` (23)."""
-
-    code = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-
-
-class InvalidGroupIdException(KafkaError):
-    """``INVALID_GROUP_ID`` (24)."""
-
-    code = ErrorCode.INVALID_GROUP_ID
-
-
-class UnknownMemberIdException(KafkaError):
-    """``UNKNOWN_MEMBER_ID`` (25)."""
-
-    code = ErrorCode.UNKNOWN_MEMBER_ID
-
-
-class InvalidSessionTimeoutException(KafkaError):
-    """``INVALID_SESSION_TIMEOUT`` (26)."""
-
-    code = ErrorCode.INVALID_SESSION_TIMEOUT
-
-
-class RebalanceInProgressException(KafkaError):
-    """``REBALANCE_IN_PROGRESS`` (27)."""
-
-    code = ErrorCode.REBALANCE_IN_PROGRESS
-
-
-class InvalidCommitOffsetSizeException(KafkaError):
-    """``INVALID_COMMIT_OFFSET_SIZE`` (28)."""
-
-    code = ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-
-
-class TopicAuthorizationException(AuthorizationException):
-    """``TOPIC_AUTHORIZATION_FAILED`` (29)."""
-
-    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-
-
-class GroupAuthorizationException(AuthorizationException):
-    """``GROUP_AUTHORIZATION_FAILED`` (30)."""
-
-    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-
-
-class ClusterAuthorizationException(AuthorizationException):
-    """``CLUSTER_AUTHORIZATION_FAILED`` (31)."""
-
-    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-
-
-class InvalidTimestampException(KafkaError):
-    """``INVALID_TIMESTAMP`` (32)."""
-
-    code = ErrorCode.INVALID_TIMESTAMP
-
-
-class UnsupportedSaslMechanismException(KafkaError):
-    """``UNSUPPORTED_SASL_MECHANISM`` (33)."""
-
-    code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
-
-
-class IllegalSaslStateException(KafkaError):
-    """``ILLEGAL_SASL_STATE`` (34)."""
-
-    code = ErrorCode.ILLEGAL_SASL_STATE
-
-
-class UnsupportedVersionException(KafkaError):
-    """``UNSUPPORTED_VERSION`` (35)."""
-
-    code = ErrorCode.UNSUPPORTED_VERSION
-
-
-class TopicExistsException(KafkaError):
-    """``TOPIC_ALREADY_EXISTS`` (36)."""
-
-    code = ErrorCode.TOPIC_ALREADY_EXISTS
-
-
-class InvalidPartitionsException(KafkaError):
-    """``INVALID_PARTITIONS`` (37)."""
-
-    code = ErrorCode.INVALID_PARTITIONS
-
-
-class InvalidReplicationFactorException(KafkaError):
-    """``INVALID_REPLICATION_FACTOR`` (38)."""
-
-    code = ErrorCode.INVALID_REPLICATION_FACTOR
-
-
-class InvalidReplicaAssignmentException(KafkaError):
-    """``INVALID_REPLICA_ASSIGNMENT`` (39)."""
-
-    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
-
-
-class InvalidConfigurationException(KafkaError):
-    """``INVALID_CONFIG`` (40)."""
-
-    code = ErrorCode.INVALID_CONFIG
-
-
-class NotControllerException(RetriableException):
-    """``NOT_CONTROLLER`` (41)."""
-
-    code = ErrorCode.NOT_CONTROLLER
-
-
-class InvalidRequestException(KafkaError):
-    """``INVALID_REQUEST`` (42)."""
-
-    code = ErrorCode.INVALID_REQUEST
-
-
-class UnsupportedForMessageFormatException(KafkaError):
-    """``UNSUPPORTED_FOR_MESSAGE_FORMAT`` (43)."""
-
-    code = ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT
-
-
-class OutOfOrderSequenceException(KafkaError):
-    """``OUT_OF_ORDER_SEQUENCE_NUMBER`` (45)."""
-
-    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class DuplicateSequenceException(KafkaError):
-    """``DUPLICATE_SEQUENCE_NUMBER`` (46)."""
-
-    code = ErrorCode.DUPLICATE_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpochException(KafkaError):
-    """``INVALID_PRODUCER_EPOCH`` (47)."""
-
-    code = ErrorCode.INVALID_PRODUCER_EPOCH
-
-
-class InvalidTxnStateException(KafkaError):
-    """``INVALID_TXN_STATE`` (48)."""
-
-    code = ErrorCode.INVALID_TXN_STATE
-
-
-class InvalidPidMappingException(KafkaError):
-    """``INVALID_PRODUCER_ID_MAPPING`` (49)."""
-
-    code = ErrorCode.INVALID_PRODUCER_ID_MAPPING
-
-
-class InvalidTxnTimeoutException(KafkaError):
-    """``INVALID_TRANSACTION_TIMEOUT`` (50)."""
-
-    code = ErrorCode.INVALID_TRANSACTION_TIMEOUT
-
-
-class ConcurrentTransactionsException(RetriableException):
-    """``CONCURRENT_TRANSACTIONS`` (51)."""
-
-    code = ErrorCode.CONCURRENT_TRANSACTIONS
-
-
-class TransactionCoordinatorFencedException(KafkaError):
-    """``TRANSACTION_COORDINATOR_FENCED`` (52)."""
-
-    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
-
-
-class TransactionalIdAuthorizationException(AuthorizationException):
-    """``TRANSACTIONAL_ID_AUTHORIZATION_FAILED`` (53)."""
-
-    code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-
-
-class OperationNotAttemptedException(KafkaError):
-    """``OPERATION_NOT_ATTEMPTED`` (55)."""
-
-    code = ErrorCode.OPERATION_NOT_ATTEMPTED
-
-
-class KafkaStorageException(InvalidMetadataException):
-    """``KAFKA_STORAGE_ERROR`` (56)."""
-
-    code = ErrorCode.KAFKA_STORAGE_ERROR
-
-
-class SaslAuthenticationException(KafkaError):
-    """``SASL_AUTHENTICATION_FAILED`` (58)."""
-
-    code = ErrorCode.SASL_AUTHENTICATION_FAILED
-
-
-class UnknownProducerIdException(OutOfOrderSequenceException):
-    """``UNKNOWN_PRODUCER_ID`` (59)."""
-
-    code = ErrorCode.UNKNOWN_PRODUCER_ID
-
-
-class GroupNotEmptyException(KafkaError):
-    """``NON_EMPTY_GROUP`` (68)."""
-
-    code = ErrorCode.NON_EMPTY_GROUP
-
-
-class GroupIdNotFoundException(KafkaError):
-    """``GROUP_ID_NOT_FOUND`` (69)."""
-
-    code = ErrorCode.GROUP_ID_NOT_FOUND
-
-
-class FencedLeaderEpochException(InvalidMetadataException):
-    """``FENCED_LEADER_EPOCH`` (74)."""
-
-    code = ErrorCode.FENCED_LEADER_EPOCH
-
-
-class UnknownLeaderEpochException(RetriableException):
-    """``UNKNOWN_LEADER_EPOCH`` (75)."""
-
-    code = ErrorCode.UNKNOWN_LEADER_EPOCH
-
-
-class StaleBrokerEpochException(KafkaError):
-    """``STALE_BROKER_EPOCH`` (77)."""
-
-    code = ErrorCode.STALE_BROKER_EPOCH
-
-
-class OffsetNotAvailableException(RetriableException):
-    """``OFFSET_NOT_AVAILABLE`` (78)."""
-
-    code = ErrorCode.OFFSET_NOT_AVAILABLE
-
-
-class MemberIdRequiredException(KafkaError):
-    """``MEMBER_ID_REQUIRED`` (79)."""
-
-    code = ErrorCode.MEMBER_ID_REQUIRED
-
-
-class GroupMaxSizeReachedException(KafkaError):
-    """``GROUP_MAX_SIZE_REACHED`` (81)."""
-
-    code = ErrorCode.GROUP_MAX_SIZE_REACHED
-
-
-class FencedInstanceIdException(KafkaError):
-    """``FENCED_INSTANCE_ID`` (82)."""
-
-    code = ErrorCode.FENCED_INSTANCE_ID
-
-
-class UnsupportedCompressionTypeException(KafkaError):
-    """``UNSUPPORTED_COMPRESSION_TYPE`` (76)."""
-
-    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
-
-
-class InvalidRecordException(KafkaError):
-    """``INVALID_RECORD`` (87)."""
-
-    code = ErrorCode.INVALID_RECORD
-
-
-class UnstableOffsetCommitException(RetriableException):
-    """``UNSTABLE_OFFSET_COMMIT`` (88)."""
-
-    code = ErrorCode.UNSTABLE_OFFSET_COMMIT
-
-
-class ProducerFencedException(KafkaError):
-    """``PRODUCER_FENCED`` (90)."""
-
-    code = ErrorCode.PRODUCER_FENCED
-
-
-class TransactionalIdNotFoundException(KafkaError):
-    """``TRANSACTIONAL_ID_NOT_FOUND`` (105)."""
-
-    code = ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
-
-
-class FencedMemberEpochException(KafkaError):
-    """``FENCED_MEMBER_EPOCH`` (110)."""
-
-    code = ErrorCode.FENCED_MEMBER_EPOCH
-
-
-class UnreleasedInstanceIdException(KafkaError):
-    """``UNRELEASED_INSTANCE_ID`` (111)."""
-
-    code = ErrorCode.UNRELEASED_INSTANCE_ID
-
-
-class StaleMemberEpochException(KafkaError):
-    """``STALE_MEMBER_EPOCH`` (113)."""
-
-    code = ErrorCode.STALE_MEMBER_EPOCH
-
-
-class TransactionAbortableException(KafkaError):
-    """``TRANSACTION_ABORTABLE`` (120)."""
-
-    code = ErrorCode.TRANSACTION_ABORTABLE
+# One class per code, named as in Errors.java, with Java's parent class where it is one of the above
+# (KafkaError otherwise): a table, one row a code, as Errors.java is one enum.
+
+
+def _code_class(code: ErrorCode, parent: type[KafkaError] = KafkaError) -> type[KafkaError]:
+    """The exception class of ``code``: named ``code.exception_name``, documented ``CODE`` (number).
+
+    :meth:`KafkaError.__init_subclass__` registers it and takes its message and flags from the code;
+    :func:`_check_registry` checks that the module name it is bound to is its own.
+    """
+    doc = f"``{code.name}`` ({int(code)})."
+    return type(str(code.exception_name), (parent,), {"__module__": __name__, "__doc__": doc, "code": code})
+
+
+UnknownServerException = _code_class(ErrorCode.UNKNOWN_SERVER_ERROR)
+OffsetOutOfRangeException = _code_class(ErrorCode.OFFSET_OUT_OF_RANGE)
+CorruptRecordException = _code_class(ErrorCode.CORRUPT_MESSAGE, RetriableException)
+UnknownTopicOrPartitionException = _code_class(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, InvalidMetadataException)
+InvalidFetchSizeException = _code_class(ErrorCode.INVALID_FETCH_SIZE)
+LeaderNotAvailableException = _code_class(ErrorCode.LEADER_NOT_AVAILABLE, InvalidMetadataException)
+NotLeaderOrFollowerException = _code_class(ErrorCode.NOT_LEADER_OR_FOLLOWER, InvalidMetadataException)
+TimeoutException = _code_class(ErrorCode.REQUEST_TIMED_OUT, RetriableException)
+BrokerNotAvailableException = _code_class(ErrorCode.BROKER_NOT_AVAILABLE)
+ReplicaNotAvailableException = _code_class(ErrorCode.REPLICA_NOT_AVAILABLE, InvalidMetadataException)
+RecordTooLargeException = _code_class(ErrorCode.MESSAGE_TOO_LARGE)
+OffsetMetadataTooLarge = _code_class(ErrorCode.OFFSET_METADATA_TOO_LARGE)
+NetworkException = _code_class(ErrorCode.NETWORK_EXCEPTION, InvalidMetadataException)
+CoordinatorLoadInProgressException = _code_class(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, RetriableException)
+CoordinatorNotAvailableException = _code_class(ErrorCode.COORDINATOR_NOT_AVAILABLE, RetriableException)
+NotCoordinatorException = _code_class(ErrorCode.NOT_COORDINATOR, RetriableException)
+InvalidTopicException = _code_class(ErrorCode.INVALID_TOPIC_EXCEPTION)
+RecordBatchTooLargeException = _code_class(ErrorCode.RECORD_LIST_TOO_LARGE)
+NotEnoughReplicasException = _code_class(ErrorCode.NOT_ENOUGH_REPLICAS, RetriableException)
+NotEnoughReplicasAfterAppendException = _code_class(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, RetriableException)
+InvalidRequiredAcksException = _code_class(ErrorCode.INVALID_REQUIRED_ACKS)
+IllegalGenerationException = _code_class(ErrorCode.ILLEGAL_GENERATION)
+InconsistentGroupProtocolException = _code_class(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+InvalidGroupIdException = _code_class(ErrorCode.INVALID_GROUP_ID)
+UnknownMemberIdException = _code_class(ErrorCode.UNKNOWN_MEMBER_ID)
+InvalidSessionTimeoutException = _code_class(ErrorCode.INVALID_SESSION_TIMEOUT)
+RebalanceInProgressException = _code_class(ErrorCode.REBALANCE_IN_PROGRESS)
+InvalidCommitOffsetSizeException = _code_class(ErrorCode.INVALID_COMMIT_OFFSET_SIZE)
+TopicAuthorizationException = _code_class(ErrorCode.TOPIC_AUTHORIZATION_FAILED, AuthorizationException)
+GroupAuthorizationException = _code_class(ErrorCode.GROUP_AUTHORIZATION_FAILED, AuthorizationException)
+ClusterAuthorizationException = _code_class(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, AuthorizationException)
+InvalidTimestampException = _code_class(ErrorCode.INVALID_TIMESTAMP)
+UnsupportedSaslMechanismException = _code_class(ErrorCode.UNSUPPORTED_SASL_MECHANISM)
+IllegalSaslStateException = _code_class(ErrorCode.ILLEGAL_SASL_STATE)
+UnsupportedVersionException = _code_class(ErrorCode.UNSUPPORTED_VERSION)
+TopicExistsException = _code_class(ErrorCode.TOPIC_ALREADY_EXISTS)
+InvalidPartitionsException = _code_class(ErrorCode.INVALID_PARTITIONS)
+InvalidReplicationFactorException = _code_class(ErrorCode.INVALID_REPLICATION_FACTOR)
+InvalidReplicaAssignmentException = _code_class(ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+InvalidConfigurationException = _code_class(ErrorCode.INVALID_CONFIG)
+NotControllerException = _code_class(ErrorCode.NOT_CONTROLLER, RetriableException)
+InvalidRequestException = _code_class(ErrorCode.INVALID_REQUEST)
+UnsupportedForMessageFormatException = _code_class(ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT)
+OutOfOrderSequenceException = _code_class(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+DuplicateSequenceException = _code_class(ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
+InvalidProducerEpochException = _code_class(ErrorCode.INVALID_PRODUCER_EPOCH)
+InvalidTxnStateException = _code_class(ErrorCode.INVALID_TXN_STATE)
+InvalidPidMappingException = _code_class(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+InvalidTxnTimeoutException = _code_class(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+ConcurrentTransactionsException = _code_class(ErrorCode.CONCURRENT_TRANSACTIONS, RetriableException)
+TransactionCoordinatorFencedException = _code_class(ErrorCode.TRANSACTION_COORDINATOR_FENCED)
+TransactionalIdAuthorizationException = _code_class(
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, AuthorizationException
+)
+OperationNotAttemptedException = _code_class(ErrorCode.OPERATION_NOT_ATTEMPTED)
+KafkaStorageException = _code_class(ErrorCode.KAFKA_STORAGE_ERROR, InvalidMetadataException)
+SaslAuthenticationException = _code_class(ErrorCode.SASL_AUTHENTICATION_FAILED)
+UnknownProducerIdException = _code_class(ErrorCode.UNKNOWN_PRODUCER_ID, OutOfOrderSequenceException)
+GroupNotEmptyException = _code_class(ErrorCode.NON_EMPTY_GROUP)
+GroupIdNotFoundException = _code_class(ErrorCode.GROUP_ID_NOT_FOUND)
+FencedLeaderEpochException = _code_class(ErrorCode.FENCED_LEADER_EPOCH, InvalidMetadataException)
+UnknownLeaderEpochException = _code_class(ErrorCode.UNKNOWN_LEADER_EPOCH, RetriableException)
+StaleBrokerEpochException = _code_class(ErrorCode.STALE_BROKER_EPOCH)
+OffsetNotAvailableException = _code_class(ErrorCode.OFFSET_NOT_AVAILABLE, RetriableException)
+MemberIdRequiredException = _code_class(ErrorCode.MEMBER_ID_REQUIRED)
+GroupMaxSizeReachedException = _code_class(ErrorCode.GROUP_MAX_SIZE_REACHED)
+FencedInstanceIdException = _code_class(ErrorCode.FENCED_INSTANCE_ID)
+UnsupportedCompressionTypeException = _code_class(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+InvalidRecordException = _code_class(ErrorCode.INVALID_RECORD)
+UnstableOffsetCommitException = _code_class(ErrorCode.UNSTABLE_OFFSET_COMMIT, RetriableException)
+ProducerFencedException = _code_class(ErrorCode.PRODUCER_FENCED)
+TransactionalIdNotFoundException = _code_class(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+FencedMemberEpochException = _code_class(ErrorCode.FENCED_MEMBER_EPOCH)
+UnreleasedInstanceIdException = _code_class(ErrorCode.UNRELEASED_INSTANCE_ID)
+StaleMemberEpochException = _code_class(ErrorCode.STALE_MEMBER_EPOCH)
+TransactionAbortableException = _code_class(ErrorCode.TRANSACTION_ABORTABLE)
 
 
 # Client-side exceptions: in Kafka's client, but never sent as a code.

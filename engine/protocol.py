@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+from engine.config import IsolationLevel
 from engine.errors import ErrorCode
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 #: The messages of the produce and fetch path: slotted but not frozen, because a frozen
 #: dataclass's ``__init__`` sets each field through ``object.__setattr__`` and costs about four
 #: times as much (1.9 µs against 0.43 µs for six fields, measured). Nothing mutates them after
@@ -74,7 +74,7 @@ class FetchRequest:
     partition: int
     fetch_offset: int
     replica_id: int = -1
-    isolation_level: str = "read_uncommitted"
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     max_bytes: int = 1 << 20
     max_wait_ms: int = 0
     last_fetched_epoch: int = -1
@@ -167,17 +167,17 @@ class ReplicaFetchResponse:
         return (("partitions", len(self.partitions)),)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ListOffsetsRequest:
     """Ask a leader for the earliest or latest offset (``timestamp`` -2 or -1, as in Kafka)."""
 
     topic: str
     partition: int
     timestamp: int
-    isolation_level: str = "read_uncommitted"
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ListOffsetsResponse:
     """The offset asked for."""
 
@@ -187,7 +187,7 @@ class ListOffsetsResponse:
     offset: int = -1
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetForLeaderEpochRequest:
     """Where a leader epoch ends on the partition's leader (a consumer's or follower's truncation check)."""
 
@@ -197,7 +197,7 @@ class OffsetForLeaderEpochRequest:
     current_leader_epoch: int = -1
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetForLeaderEpochResponse:
     """The largest epoch at most the one asked for, and its end offset; (-1, -1) when none."""
 
@@ -211,7 +211,7 @@ class OffsetForLeaderEpochResponse:
 # -- metadata and control ------------------------------------------------------------------
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class PartitionState:
     """What the controller decided for one partition: leader, epochs, ISR and replicas."""
 
@@ -224,14 +224,14 @@ class PartitionState:
     partition_epoch: int = 0
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class MetadataRequest:
     """Ask for brokers and partition leaders."""
 
     topics: tuple[str, ...] | None = None
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class MetadataResponse:
     """The brokers that are up and every partition's state (as the answering broker knows it)."""
 
@@ -240,7 +240,7 @@ class MetadataResponse:
     controller_id: int = -1
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class LeaderAndIsrRequest:
     """The controller tells a broker the state of partitions it hosts (KRaft: a metadata delta)."""
 
@@ -256,7 +256,7 @@ class LeaderAndIsrRequest:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerHeartbeatRequest:
     """A broker tells the controller it is alive."""
 
@@ -264,14 +264,14 @@ class BrokerHeartbeatRequest:
     incarnation: int
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerHeartbeatResponse:
     """The controller acknowledges a heartbeat."""
 
     error: ErrorCode = ErrorCode.NONE
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AlterPartitionRequest:
     """A leader asks the controller to change a partition's ISR (shrink or expand)."""
 
@@ -283,7 +283,7 @@ class AlterPartitionRequest:
     new_isr: tuple[int, ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AlterPartitionResponse:
     """The controller's answer: the new state, or an error (stale epoch)."""
 
@@ -294,7 +294,7 @@ class AlterPartitionResponse:
 # -- producer ids ----------------------------------------------------------------------------
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class InitProducerIdRequest:
     """Get a producer id and epoch; with a transactional id it goes to that id's coordinator."""
 
@@ -308,7 +308,7 @@ class InitProducerIdRequest:
         return (("txn_id", self.transactional_id), ("pid", self.producer_id), ("epoch", self.producer_epoch))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class InitProducerIdResponse:
     """A producer id and epoch, or an error."""
 
@@ -325,7 +325,7 @@ class InitProducerIdResponse:
 # -- coordinators ----------------------------------------------------------------------------
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class FindCoordinatorRequest:
     """Which broker coordinates this group (key_type 0) or transactional id (key_type 1)?"""
 
@@ -337,7 +337,7 @@ class FindCoordinatorRequest:
         return (("key", self.key), ("type", self.key_type))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class FindCoordinatorResponse:
     """The coordinator's broker id, or an error (COORDINATOR_NOT_AVAILABLE while it is being set up)."""
 
@@ -345,7 +345,7 @@ class FindCoordinatorResponse:
     node_id: int = -1
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class CreateTopicsRequest:
     """A broker asks the controller to create an internal topic on first use."""
 
@@ -354,7 +354,7 @@ class CreateTopicsRequest:
     replication_factor: int
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnOffsetCommitRequest:
     """Offsets committed inside a transaction; they become visible with the COMMIT marker (KIP-98, KIP-447)."""
 
@@ -372,7 +372,7 @@ class TxnOffsetCommitRequest:
         return (("group", self.group_id), ("pid", self.producer_id), ("gen", self.generation_id))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnOffsetCommitResponse:
     """Per-partition results of a TxnOffsetCommit."""
 
@@ -383,7 +383,7 @@ class TxnOffsetCommitResponse:
 # -- transactions ----------------------------------------------------------------------------
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AddPartitionsToTxnRequest:
     """Add partitions to a transaction. ``from_broker``: a partition leader verifying a produce (KIP-890)."""
 
@@ -404,7 +404,7 @@ class AddPartitionsToTxnRequest:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AddPartitionsToTxnResponse:
     """The outcome of adding partitions."""
 
@@ -412,7 +412,7 @@ class AddPartitionsToTxnResponse:
     error_message: str | None = None
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AddOffsetsToTxnRequest:
     """Add a group's ``__consumer_offsets`` partition to a transaction."""
 
@@ -422,7 +422,7 @@ class AddOffsetsToTxnRequest:
     group_id: str
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class AddOffsetsToTxnResponse:
     """The outcome of AddOffsetsToTxn."""
 
@@ -430,7 +430,7 @@ class AddOffsetsToTxnResponse:
     error_message: str | None = None
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class EndTxnRequest:
     """Commit (``committed=True``) or abort the producer's transaction.
 
@@ -455,7 +455,7 @@ class EndTxnRequest:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class EndTxnResponse:
     """The outcome; under transaction version 2 it carries the bumped epoch for the next transaction."""
 
@@ -469,7 +469,7 @@ class EndTxnResponse:
         return (("error", self.error.name), ("epoch", self.producer_epoch))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class WriteTxnMarkersRequest:
     """The coordinator asks a partition leader to append a COMMIT or ABORT marker."""
 
@@ -491,7 +491,7 @@ class WriteTxnMarkersRequest:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class WriteTxnMarkersResponse:
     """The outcome of writing one marker."""
 
@@ -506,7 +506,7 @@ class WriteTxnMarkersResponse:
 # coordinator always gives every partition of a request the same answer (OffsetFetch excepted).
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class JoinGroupRequest:
     """Join (or rejoin) a group. ``protocols`` are ``(assignor name, subscribed topics)`` pairs."""
 
@@ -525,7 +525,7 @@ class JoinGroupRequest:
         return (("group", self.group_id), ("member", self.member_id or "-"))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class JoinGroupMember:
     """One member as the group leader sees it in a JoinGroup response."""
 
@@ -534,7 +534,7 @@ class JoinGroupMember:
     subscription: tuple[str, ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class JoinGroupResponse:
     """The new generation; only the leader gets ``members`` (it computes the assignment)."""
 
@@ -551,7 +551,7 @@ class JoinGroupResponse:
         return (("error", self.error.name), ("gen", self.generation_id), ("member", self.member_id or "-"))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class SyncGroupRequest:
     """Every member sends one after JoinGroup; the leader's carries the assignment of all members."""
 
@@ -566,7 +566,7 @@ class SyncGroupRequest:
         return (("group", self.group_id), ("gen", self.generation_id), ("member", self.member_id))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class SyncGroupResponse:
     """The member's partitions for this generation."""
 
@@ -579,7 +579,7 @@ class SyncGroupResponse:
         return (("error", self.error.name), ("tps", [f"{t}-{p}" for t, p in self.assignment]))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class HeartbeatRequest:
     """A member says it is alive in ``generation_id``."""
 
@@ -593,7 +593,7 @@ class HeartbeatRequest:
         return (("group", self.group_id), ("gen", self.generation_id), ("member", self.member_id))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class HeartbeatResponse:
     """NONE, or REBALANCE_IN_PROGRESS (rejoin), ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID ..."""
 
@@ -604,7 +604,7 @@ class HeartbeatResponse:
         return (("error", self.error.name),)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class LeaveGroupRequest:
     """A member leaves (``close()``, ``unsubscribe()``): the group rebalances at once."""
 
@@ -613,14 +613,14 @@ class LeaveGroupRequest:
     reason: str | None = None
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class LeaveGroupResponse:
     """The outcome of a LeaveGroup."""
 
     error: ErrorCode
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetCommitRequest:
     """Commit offsets; ``generation_id`` -1 with an empty member id is a commit outside group management."""
 
@@ -639,7 +639,7 @@ class OffsetCommitRequest:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetCommitResponse:
     """The outcome of an OffsetCommit (the same for every partition of the request)."""
 
@@ -651,7 +651,7 @@ class OffsetCommitResponse:
         return (("error", self.error.name),)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
     """Read committed offsets (``partitions`` None: all of the group's). ``require_stable``: KIP-447."""
 
@@ -664,7 +664,7 @@ class OffsetFetchRequest:
         return (("group", self.group_id), ("stable", self.require_stable))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetFetchPartition:
     """One partition's committed offset (-1: none), or its error (UNSTABLE_OFFSET_COMMIT)."""
 
@@ -674,7 +674,7 @@ class OffsetFetchPartition:
     error: ErrorCode = ErrorCode.NONE
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
     """A top-level error (coordinator errors) or one entry per partition."""
 

@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, magics_class
 from traitlets import Int, TraitError, Unicode, observe, validate
 from traitlets.config.configurable import Configurable
 
-from eos_magics.session import ISOLATION_LEVELS, Defaults, Session
+from eos_magics.session import Defaults, Session
 
 __all__ = ["EosMagics", "FamilyMagics"]
 
@@ -62,8 +62,10 @@ class EosMagics(Magics, Configurable):
 
     @validate("isolation_level")
     def _isolation(self, proposal: dict[str, Any]) -> str:
-        if proposal["value"] not in ISOLATION_LEVELS:
-            raise TraitError(f"EosMagics.isolation_level must be one of {', '.join(ISOLATION_LEVELS)}")
+        from engine.config import IsolationLevel
+
+        if proposal["value"] not in tuple(IsolationLevel):
+            raise TraitError(f"EosMagics.isolation_level must be one of {', '.join(tuple(IsolationLevel))}")
         return proposal["value"]
 
     @observe("brokers", "seed", "replication_factor", "min_insync_replicas", "partitions", "isolation_level")

@@ -64,7 +64,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from engine.sim import events as ev
+from engine import trace_events as ev
 from engine.views.sequence_chart import transaction_chart
 from widgets import panels
 from widgets.live import LiveRun

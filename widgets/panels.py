@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from engine.sim import events as ev
+from engine import trace_events as ev
 from engine.views.board import BoardState, LogTail, PartitionRow, ProducerRow
 from widgets import svg
 
@@ -241,8 +241,9 @@ def _window(board: BoardState, p: PartitionRow, pid: int) -> str:
     for e in p.producers:
         if e.producer_id == pid:
             slots = [
-                f'<span class="eos-slot" title="cached on the leader: sequences {_range(w.first_seq, w.last_seq)} '
-                f'at offset {w.first_offset}">{_range(w.first_seq, w.last_seq)}</span>'
+                f'<span class="eos-slot" title="cached on the leader: sequences '
+                f"{_range(w.first_sequence, w.last_sequence)} "
+                f'at offset {w.first_offset}">{_range(w.first_sequence, w.last_sequence)}</span>'
                 for w in e.window
             ]
             slots += ['<span class="eos-slot eos-slot-empty"></span>'] * max(0, 5 - len(e.window))

@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from xml.sax.saxutils import escape
 
-from engine.sim import events as ev
+from engine import trace_events as ev
 from engine.views.sequence_chart import APIS, Arrow, Note, SequenceChart
 
 __all__ = ["API_COLOURS", "GAP_MS", "WIDTH", "outcome", "sequence_svg"]

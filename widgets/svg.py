@@ -150,6 +150,13 @@ def _hatch(x: int, y: int, w: int, h: int, colour: str, step: int = 6) -> list[s
     return out
 
 
+def _legend_item(body: list[str], x: int, y: int, label: str, style: tuple[tuple[str, Any], ...]) -> int:
+    """Append a 10 x 10 swatch drawn in ``style`` and its ``label`` at ``x``; return where the next item starts."""
+    body.append(_el("rect", ("x", x), ("y", y - 9), ("width", 10), ("height", 10), *style))
+    body.append(_text(x + 14, y, label, size=9))
+    return x + 14 + _CHAR_W * len(label) + 12
+
+
 def _range(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}..{last}"
 
@@ -369,35 +376,12 @@ def log_strip(
     y_legend = top + _BOX_H + 28
     lx = _PAD
     for k in present:
-        body.append(
-            _el(
-                "rect",
-                ("x", lx),
-                ("y", y_legend - 9),
-                ("width", 10),
-                ("height", 10),
-                ("fill", COLOURS[k]),
-                ("fill-opacity", "0.85" if k.endswith("marker") else "0.35"),
-                ("stroke", COLOURS[k]),
-                ("stroke-dasharray", "2 2" if k == "open" else None),
-            )
-        )
-        body.append(_text(lx + 14, y_legend, KIND_LABELS[k], size=9))
-        lx += 14 + _CHAR_W * len(KIND_LABELS[k]) + 12
+        opacity = "0.85" if k.endswith("marker") else "0.35"
+        dashes = "2 2" if k == "open" else None
+        style = (("fill", COLOURS[k]), ("fill-opacity", opacity), ("stroke", COLOURS[k]), ("stroke-dasharray", dashes))
+        lx = _legend_item(body, lx, y_legend, KIND_LABELS[k], style)
     for colour, text in legend or ():
-        body.append(
-            _el(
-                "rect",
-                ("x", lx),
-                ("y", y_legend - 9),
-                ("width", 10),
-                ("height", 10),
-                ("fill", colour),
-                ("stroke", colour),
-            )
-        )
-        body.append(_text(lx + 14, y_legend, text, size=9))
-        lx += 14 + _CHAR_W * len(text) + 12
+        lx = _legend_item(body, lx, y_legend, text, (("fill", colour), ("stroke", colour)))
     width = max(width, lx + _PAD)
     height = y_legend + 8 if present else top + _BOX_H + 20
     return _svg(width, height, label, body)
@@ -415,6 +399,11 @@ _CURSOR_MEANING = {
 _SLOT_W = 108
 _SLOT_H = 40
 _SLOT_GAP = 6
+
+
+def _slot_rect(x: int, y: int, *style: tuple[str, Any]) -> str:
+    """One slot of the dedup window: a rounded ``_SLOT_W`` x ``_SLOT_H`` box drawn in ``style``."""
+    return _el("rect", ("x", x), ("y", y), ("width", _SLOT_W), ("height", _SLOT_H), ("rx", 3), *style)
 
 
 def producer_window(entry: Any, *, window_size: int = 5, label: str = "") -> str:
@@ -448,40 +437,16 @@ def producer_window(entry: Any, *, window_size: int = 5, label: str = "") -> str
                     f"offsets {_range(w.first_offset, w.last_offset)}, timestamp {w.timestamp}"
                 )
             )
-            body.append(
-                _el(
-                    "rect",
-                    ("x", x),
-                    ("y", top),
-                    ("width", _SLOT_W),
-                    ("height", _SLOT_H),
-                    ("rx", 3),
-                    ("fill", COLOURS["plain"]),
-                    ("fill-opacity", "0.18"),
-                    ("stroke", "currentColor"),
-                    ("stroke-width", 2 if newest else 1),
-                )
-            )
+            style = (("fill", COLOURS["plain"]), ("fill-opacity", "0.18"), ("stroke", "currentColor"))
+            body.append(_slot_rect(x, top, *style, ("stroke-width", 2 if newest else 1)))
             body.append(_text(x + 6, top + 16, f"seq {_range(w.first_sequence, w.last_sequence)}"))
             body.append(
                 _text(x + 6, top + 31, f"off {_range(w.first_offset, w.last_offset)}", ("fill-opacity", "0.75"))
             )
             body.append("</g>")
         else:
-            body.append(
-                _el(
-                    "rect",
-                    ("x", x),
-                    ("y", top),
-                    ("width", _SLOT_W),
-                    ("height", _SLOT_H),
-                    ("rx", 3),
-                    ("fill", "none"),
-                    ("stroke", "currentColor"),
-                    ("stroke-opacity", "0.4"),
-                    ("stroke-dasharray", "3 3"),
-                )
-            )
+            style = (("fill", "none"), ("stroke", "currentColor"), ("stroke-opacity", "0.4"))
+            body.append(_slot_rect(x, top, *style, ("stroke-dasharray", "3 3")))
             body.append(
                 _text(x + _SLOT_W // 2, top + _SLOT_H // 2 + 4, "empty", ("fill-opacity", "0.5"), anchor="middle")
             )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.broker.consumer_fetch import ConsumerFetches
 from engine.broker.isr import CONTROLLER, LeaderReplication
 from engine.broker.produce import ProducePath
@@ -40,6 +41,7 @@ from engine.broker.producer_ids import MAX_BROKERS, allocate_producer_id
 from engine.broker.purgatory import Purgatory
 from engine.broker.replica import Replica
 from engine.broker.replica_fetcher import ReplicaFetchers
+from engine.config import IsolationLevel
 from engine.coordinator_lookup import (
     CONSUMER_OFFSETS_TOPIC,
     KEY_TYPE_GROUP,
@@ -69,7 +71,6 @@ from engine.protocol import (
     ReplicaFetchRequest,
 )
 from engine.rpc import RpcNode
-from engine.sim import events
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
@@ -360,7 +361,7 @@ class Broker(RpcNode):
             return
         if req.timestamp == -2:
             offset = r.log.log_start_offset
-        elif req.isolation_level == "read_committed":
+        elif req.isolation_level == IsolationLevel.READ_COMMITTED:
             offset = r.last_stable_offset
         else:
             offset = r.high_watermark

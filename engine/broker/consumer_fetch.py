@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from engine.broker.replica import Replica
     from engine.sim.network import Message
 
-#: A str enum: equal to the request's ``"read_committed"`` string.
-READ_COMMITTED = IsolationLevel.READ_COMMITTED
-
 
 class ConsumerFetches:
     """Consumer fetch handling for every partition one broker leads."""
@@ -65,7 +62,7 @@ class ConsumerFetches:
 
     def upper_bound(self, req: FetchRequest, r: Replica) -> int:
         """Return the exclusive upper offset a consumer's fetch may read: the HW, or the LSO."""
-        if req.isolation_level == READ_COMMITTED:
+        if req.isolation_level == IsolationLevel.READ_COMMITTED:
             lso = r.last_stable_offset
             if self.broker.weak.lso_inclusive and lso < r.high_watermark:
                 return lso + 1  # mutant M10: the LSO read as an inclusive bound (Redpanda #3036)
@@ -82,7 +79,11 @@ class ConsumerFetches:
         upper = self.upper_bound(req, r)
         batches = tuple(r.log.read(req.fetch_offset, req.max_bytes, upper)) if upper > req.fetch_offset else ()
         aborted = None
-        if req.isolation_level == READ_COMMITTED and batches and self.broker.weak.send_aborted_transactions:
+        if (
+            req.isolation_level == IsolationLevel.READ_COMMITTED
+            and batches
+            and self.broker.weak.send_aborted_transactions
+        ):
             aborted = tuple(r.txn_index.collect(req.fetch_offset, upper))
         self.broker.respond(
             m,

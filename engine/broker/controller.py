@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.config import TopicConfig
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
 from engine.errors import ErrorCode
@@ -34,7 +35,6 @@ from engine.protocol import (
     PartitionState,
 )
 from engine.rpc import RpcNode
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.config import BrokerConfig

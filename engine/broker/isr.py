@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from engine import trace_events as events
 from engine.errors import ErrorCode, IllegalStateError
 from engine.protocol import (
     AlterPartitionRequest,
@@ -30,7 +31,6 @@ from engine.protocol import (
     ReplicaFetchPartitionData,
     ReplicaFetchResponse,
 )
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker

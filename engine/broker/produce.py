@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.broker.purgatory import DelayedProduce
 from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import ProduceRequest, ProduceResponse
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.errors import ErrorCode, IllegalStateError
 from engine.log.partition_log import PartitionLog
 from engine.log.producer_state import (
@@ -34,7 +35,6 @@ from engine.log.producer_state import (
 )
 from engine.log.records import RecordBatch
 from engine.log.txn_index import AbortedTxn, TransactionIndex
-from engine.sim import events
 from engine.sim.disk import DurableList
 from engine.weakenings import CORRECT, Weakenings
 
@@ -243,13 +243,7 @@ class Replica:
         log = self.log
         offset = log.log_end_offset
         if batch.producer_id < 0:
-            if log.append(batch.assigned(offset, self.state.leader_epoch)):
-                self.take_snapshot()
-            if self._emit is not None:
-                self._trace_append(batch, offset)
-            if self.offset_hooks:
-                self._offsets_moved()
-            return offset, False, None
+            return self._appended(batch, offset, log.append(batch.assigned(offset, self.state.leader_epoch)))
         producers = self.producers
         if not batch.is_control and origin is AppendOrigin.CLIENT:
             # Only client batches carry sequences worth deduplicating (Kafka's analyzeAndValidateProducerState).
@@ -261,13 +255,7 @@ class Replica:
                 # The common case, validated without a staged copy (see plain_entry).
                 rolled = log.append(batch.assigned(offset, self.state.leader_epoch))
                 producers.append_plain(entry, batch, offset)
-                if rolled:
-                    self.take_snapshot()
-                if self._emit is not None:
-                    self._trace_append(batch, offset)
-                if self.offset_hooks:
-                    self._offsets_moved()
-                return offset, False, None
+                return self._appended(batch, offset, rolled)
         info = producers.prepare_update(batch.producer_id, origin)
         done = None
         if batch.is_control:
@@ -288,6 +276,16 @@ class Replica:
         if self.offset_hooks:
             self._offsets_moved()
         return offset, False, done
+
+    def _appended(self, batch: RecordBatch, offset: int, rolled: bool) -> tuple[int, bool, None]:
+        """The tail of a data append outside a transaction's staged update: snapshot, trace, observers."""
+        if rolled:
+            self.take_snapshot()
+        if self._emit is not None:
+            self._trace_append(batch, offset)
+        if self.offset_hooks:
+            self._offsets_moved()
+        return offset, False, None
 
     def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
         """Append batches copied from the leader (their offsets are the leader's)."""

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.errors import ErrorCode
 from engine.protocol import ReplicaFetchPartition, ReplicaFetchRequest
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker

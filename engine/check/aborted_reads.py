@@ -22,10 +22,14 @@ It does not flag reads of ``info`` writes: an ``ok`` read of one *proves* that o
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, as_analysis
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_aborted_reads", "check_precommitted_reads"]
 
@@ -48,21 +52,9 @@ def check_aborted_reads(history: Analysis | History | Iterable[Op]) -> list[Anom
         ks = a.keys[key]
         for v in sorted(hits[key]):
             rows = sorted(set(readers.get((key, v), [])))
-            writer = ks.failed[v]
             reader_ops = sorted({r for r, _o in rows})
-            offsets = tuple(sorted({o for _r, o in rows}))
-            out.append(
-                Anomaly(
-                    "G1a",
-                    key,
-                    offsets,
-                    (v,),
-                    (writer, *reader_ops),
-                    f"ok op(s) {', '.join(map(str, reader_ops))} read {v!r} at offset "
-                    f"{', '.join(map(str, offsets))} of {key[0]}/{key[1]}, "
-                    f"written by op {writer} which failed",
-                )
-            )
+            offsets = sorted({o for _r, o in rows})
+            out.append(history_anomaly("G1a", key, offsets, (v,), (ks.failed[v], *reader_ops)))
     return out
 
 
@@ -72,16 +64,6 @@ def check_precommitted_reads(history: Analysis | History | Iterable[Op]) -> list
     out: list[Anomaly] = []
     for idx, key, values in sorted(a.precommitted):
         ks = a.keys[key]
-        offsets = tuple(sorted({o for v in values for o in ks.offsets_of(v)}))
-        out.append(
-            Anomaly(
-                "precommitted-read",
-                key,
-                offsets,
-                tuple(values),
-                (idx,),
-                f"op {idx} polled {', '.join(repr(v) for v in values)} from {key[0]}/{key[1]}, "
-                "which it had sent itself before committing",
-            )
-        )
+        offsets = sorted({o for v in values for o in ks.offsets_of(v)})
+        out.append(history_anomaly("precommitted-read", key, offsets, values, (idx,)))
     return out

@@ -69,11 +69,11 @@ class TimeoutAbort:
         )
 
 
-def _check_isolation(value: Any) -> str:
+def _check_isolation(value: Any) -> IsolationLevel:
     if not isinstance(value, str) or value not in tuple(IsolationLevel):
         msg = f"responder_isolation must be 'read_committed' or 'read_uncommitted', got {value!r}"
         raise ValueError(msg)
-    return IsolationLevel(value).value
+    return IsolationLevel(value)
 
 
 def _check_cluster(cluster: Any) -> Cluster:

@@ -18,10 +18,14 @@ see :mod:`engine.check.polls`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, as_analysis
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_duplicates"]
 
@@ -35,15 +39,5 @@ def check_duplicates(history: Analysis | History | Iterable[Op]) -> list[Anomaly
         rows = sorted((sorted(offs), v) for v, offs in ks.dup_offsets.items())
         for offsets, value in rows:
             writer = ks.writer.get(value)
-            out.append(
-                Anomaly(
-                    "duplicate",
-                    key,
-                    tuple(offsets),
-                    (value,),
-                    () if writer is None else (writer,),
-                    f"value {value!r} of {key[0]}/{key[1]} appears at {len(offsets)} offsets: "
-                    + ", ".join(map(str, offsets)),
-                )
-            )
+            out.append(history_anomaly("duplicate", key, offsets, (value,), () if writer is None else (writer,)))
     return out

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.check.anomaly import Anomaly
+from engine.db.database import connect_read_only
 
 __all__ = ["EFFECT_KINDS", "Column", "check_effects", "read_column"]
 
@@ -268,7 +269,7 @@ def _must_write(exc: sqlite3.OperationalError) -> bool:
 @contextmanager
 def _reading(path: Path) -> Iterator[tuple[sqlite3.Connection, str | None]]:
     """Yield a connection that reads ``path``'s committed state, and a note when it reads a copy."""
-    conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    conn = connect_read_only(path)
     try:
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # SQLite looks at the journal here
     except sqlite3.OperationalError as exc:

@@ -34,6 +34,19 @@ Invariants
   controller's leader when its log is known, else the replica with the longest log (lowest
   broker id on ties).
 
+Rows, and why they are not the views' rows
+------------------------------------------
+Each row here is one row of an exported table (:mod:`engine.export.logs` writes them to Parquet
+and reads them back): a named tuple whose fields are that table's columns, flat, keyed by broker,
+and read once at the end of a run. The views' rows (:mod:`engine.views.board`,
+:mod:`engine.views.transactions`) are a different thing: what a dashboard or a Kafka tool shows
+of the live cluster at one instant (a producer *client*, a coordinator's current entry, the
+admin tool's columns). So these carry their own names: :class:`LeaderAndIsrRow` (the
+controller's final LeaderAndIsr of a partition), :class:`TxnTransitionRow` (one transition of a
+``__transaction_state`` history, not the entry now held) and :class:`ProducerEntryRow` (the
+exported columns of one entry of a leader's producer-state table; ``describe-producers`` shows
+more of it as :class:`~engine.views.transactions.ProducerStateRow`).
+
 What it does not do
 -------------------
 No checking; no pyarrow or pandas (``to_tables`` returns plain column lists).
@@ -46,6 +59,7 @@ import functools
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
+from engine.log.flatten import records_of
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
@@ -60,11 +74,11 @@ __all__ = [
     "FaultRow",
     "FetchRow",
     "GroundTruth",
-    "PartitionRow",
-    "ProducerRow",
+    "LeaderAndIsrRow",
+    "ProducerEntryRow",
     "RecordRow",
     "ReplicaRow",
-    "TxnRow",
+    "TxnTransitionRow",
     "export_ground_truth",
 ]
 
@@ -143,7 +157,7 @@ class ReplicaRow(NamedTuple):
     lso: int | None
 
 
-class PartitionRow(NamedTuple):
+class LeaderAndIsrRow(NamedTuple):
     """The controller's final decision for one partition."""
 
     topic: str
@@ -154,7 +168,7 @@ class PartitionRow(NamedTuple):
     replicas: tuple[int, ...]
 
 
-class TxnRow(NamedTuple):
+class TxnTransitionRow(NamedTuple):
     """One ``__transaction_state`` transition of one transactional id."""
 
     source: str
@@ -182,7 +196,7 @@ class AbortedRow(NamedTuple):
     last_stable_offset: int
 
 
-class ProducerRow(NamedTuple):
+class ProducerEntryRow(NamedTuple):
     """One producer in a leader replica's in-memory producer table."""
 
     topic: str
@@ -228,10 +242,10 @@ class GroundTruth:
     transaction_version: int
     batches: tuple[BatchRow, ...]
     replicas: tuple[ReplicaRow, ...]
-    partitions: tuple[PartitionRow, ...]
-    txn_history: tuple[TxnRow, ...]
+    partitions: tuple[LeaderAndIsrRow, ...]
+    txn_history: tuple[TxnTransitionRow, ...]
     aborted_index: tuple[AbortedRow, ...]
-    producers: tuple[ProducerRow, ...]
+    producers: tuple[ProducerEntryRow, ...]
     fetches: tuple[FetchRow, ...]
     faults: tuple[FaultRow, ...]
 
@@ -247,7 +261,7 @@ class GroundTruth:
         return dict(sorted(out.items()))
 
     @functools.cached_property
-    def _partition_index(self) -> dict[TP, PartitionRow]:
+    def _partition_index(self) -> dict[TP, LeaderAndIsrRow]:
         return {(p.topic, p.partition): p for p in self.partitions}
 
     @functools.cached_property
@@ -281,7 +295,7 @@ class GroundTruth:
         keys.update((r.topic, r.partition) for r in self.replicas)
         return sorted(keys)
 
-    def partition(self, tp: TP) -> PartitionRow | None:
+    def partition(self, tp: TP) -> LeaderAndIsrRow | None:
         """Return the controller's row for a partition."""
         return self._partition_index.get(tp)
 
@@ -316,28 +330,13 @@ class GroundTruth:
         out = []
         for b in self.batches:
             final = leaders.get(b.tp) == b.broker_id
-            for i, value in enumerate(b.values):
-                seq = b.base_sequence + i if b.base_sequence >= 0 else -1
-                out.append(
-                    RecordRow(
-                        b.topic,
-                        b.partition,
-                        b.broker_id,
-                        b.base_offset + i,
-                        b.leader_epoch,
-                        b.producer_id,
-                        b.producer_epoch,
-                        b.base_sequence,
-                        seq,
-                        b.is_transactional,
-                        b.is_control,
-                        b.control_type,
-                        b.keys[i] if i < len(b.keys) else None,
-                        value,
-                        b.base_offset,
-                        final,
-                    )
-                )
+            head = (b.topic, b.partition, b.broker_id)
+            flags = (b.is_transactional, b.is_control, b.control_type)
+            producer = (b.leader_epoch, b.producer_id, b.producer_epoch, b.base_sequence)
+            out.extend(
+                RecordRow(*head, offset, *producer, seq, *flags, key, value, b.base_offset, final)
+                for offset, seq, key, value in zip(*records_of(b), strict=True)
+            )
         return out
 
     def to_tables(self) -> dict[str, dict[str, list[Any]]]:
@@ -361,10 +360,10 @@ class GroundTruth:
         put("records", RecordRow._fields, self.records())
         put("batches", BatchRow._fields, list(self.batches), skip=("keys", "values"))
         put("replicas", ReplicaRow._fields, list(self.replicas))
-        put("partitions", PartitionRow._fields, list(self.partitions))
-        put("txn_state", TxnRow._fields, list(self.txn_history))
+        put("partitions", LeaderAndIsrRow._fields, list(self.partitions))
+        put("txn_state", TxnTransitionRow._fields, list(self.txn_history))
         put("aborted_index", AbortedRow._fields, list(self.aborted_index))
-        put("producers", ProducerRow._fields, list(self.producers))
+        put("producers", ProducerEntryRow._fields, list(self.producers))
         put("fetches", FetchRow._fields, list(self.fetches))
         put("faults", FaultRow._fields, list(self.faults))
         return tables
@@ -416,8 +415,8 @@ def _replica_sources(broker: Broker, tp: TP) -> tuple[Replica | None, PartitionL
     return None, log, index, hw
 
 
-def _coordinator_rows(cluster: Cluster) -> list[TxnRow]:
-    rows: list[TxnRow] = []
+def _coordinator_rows(cluster: Cluster) -> list[TxnTransitionRow]:
+    rows: list[TxnTransitionRow] = []
     for bid in sorted(cluster.brokers):
         broker = cluster.brokers[bid]
         if broker.status.name == "DOWN":
@@ -432,8 +431,8 @@ def _coordinator_rows(cluster: Cluster) -> list[TxnRow]:
     return rows
 
 
-def _txn_row(source: str, broker_id: int, txn_id: str, index: int, offset: int, v: Any) -> TxnRow:
-    return TxnRow(
+def _txn_row(source: str, broker_id: int, txn_id: str, index: int, offset: int, v: Any) -> TxnTransitionRow:
+    return TxnTransitionRow(
         source,
         broker_id,
         txn_id,
@@ -448,8 +447,8 @@ def _txn_row(source: str, broker_id: int, txn_id: str, index: int, offset: int, 
     )
 
 
-def _log_txn_rows(gt_batches: list[BatchRow], leaders: dict[TP, int | None]) -> list[TxnRow]:
-    rows: list[TxnRow] = []
+def _log_txn_rows(gt_batches: list[BatchRow], leaders: dict[TP, int | None]) -> list[TxnTransitionRow]:
+    rows: list[TxnTransitionRow] = []
     counters: dict[str, int] = {}
     for b in gt_batches:
         if b.topic != TRANSACTION_STATE_TOPIC or b.is_control or leaders.get(b.tp) != b.broker_id:
@@ -465,7 +464,7 @@ def _log_txn_rows(gt_batches: list[BatchRow], leaders: dict[TP, int | None]) -> 
 
 
 def _fetch_rows(cluster: Cluster) -> list[FetchRow]:
-    iso = {c.name: c.config.isolation_level for c in cluster.consumers}
+    iso = {c.name: c.config.isolation_level.value for c in cluster.consumers}
     rows: list[FetchRow] = []
     if cluster.world.trace.keep:
         for e in cluster.world.trace.events:
@@ -509,13 +508,13 @@ def export_ground_truth(cluster: Cluster) -> GroundTruth:
     """Copy a cluster's final white-box state into a frozen :class:`GroundTruth` (read only)."""
     controller = cluster.controller
     partitions = [
-        PartitionRow(tp[0], tp[1], s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas))
+        LeaderAndIsrRow(tp[0], tp[1], s.leader, s.leader_epoch, tuple(s.isr), tuple(s.replicas))
         for tp, s in sorted(controller.partitions.items())
     ]
     batches: list[BatchRow] = []
     replicas: list[ReplicaRow] = []
     aborted: list[AbortedRow] = []
-    producers: list[ProducerRow] = []
+    producers: list[ProducerEntryRow] = []
     for part in partitions:
         tp = (part.topic, part.partition)
         for bid in sorted(part.replicas):
@@ -549,7 +548,9 @@ def export_ground_truth(cluster: Cluster) -> GroundTruth:
                 for pid in sorted(live.producers.producers):
                     e = live.producers.producers[pid]
                     producers.append(
-                        ProducerRow(tp[0], tp[1], bid, pid, e.producer_epoch, e.last_seq, e.current_txn_first_offset)
+                        ProducerEntryRow(
+                            tp[0], tp[1], bid, pid, e.producer_epoch, e.last_seq, e.current_txn_first_offset
+                        )
                     )
     gt = GroundTruth(
         seed=cluster.seed,

@@ -27,10 +27,14 @@ writes (their absence is correct; reading them is ``G1a``).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, KeyState, as_analysis
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_lost_writes"]
 
@@ -71,28 +75,10 @@ def check_lost_writes(history: Analysis | History | Iterable[Op]) -> list[Anomal
 
 
 def _lost(key: Key, ks: KeyState, value: str, offset: int, bound: int) -> Anomaly:
-    writer = ks.writer[value]
-    return Anomaly(
-        "lost-write",
-        key,
-        (offset, bound),
-        (value,),
-        (writer,),
-        f"value {value!r} written by op {writer} at offset {offset} of {key[0]}/{key[1]} was never read, "
-        f"although ok reads reached offset {bound}",
-    )
+    return history_anomaly("lost-write", key, (offset, bound), (value,), (ks.writer[value],))
 
 
 def _unseen(key: Key, ks: KeyState, rows: list[tuple[int, str]]) -> Anomaly:
     values = tuple(v for _o, v in rows)
     offsets = tuple(o for o, _v in rows if o != _UNPLACED)
-    writers = tuple(sorted({ks.writer[v] for v in values}))
-    shown = ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
-    return Anomaly(
-        "unseen",
-        key,
-        offsets,
-        values,
-        writers,
-        f"{len(values)} committed value(s) of {key[0]}/{key[1]} never read by an ok poll: {shown}",
-    )
+    return history_anomaly("unseen", key, offsets, values, sorted({ks.writer[v] for v in values}))

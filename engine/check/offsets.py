@@ -17,10 +17,14 @@ It does not say which value is right; with replicas that diverged, both are susp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, as_analysis
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_inconsistent_offsets"]
 
@@ -34,14 +38,5 @@ def check_inconsistent_offsets(history: Analysis | History | Iterable[Op]) -> li
         for offset in sorted(ks.conflicts):
             values = tuple(sorted(ks.conflicts[offset]))
             writers = sorted({ks.writer[v] for v in values if v in ks.writer})
-            out.append(
-                Anomaly(
-                    "inconsistent-offsets",
-                    key,
-                    (offset,),
-                    values,
-                    tuple(writers),
-                    f"offset {offset} of {key[0]}/{key[1]} holds {len(values)} values: {', '.join(values)}",
-                )
-            )
+            out.append(history_anomaly("inconsistent-offsets", key, (offset,), values, writers))
     return out

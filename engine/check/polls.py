@@ -26,10 +26,14 @@ It does not decide whether subscribe-mode skips are acceptable; the allowed set 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, KeyState, as_analysis
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_polls"]
 
@@ -45,19 +49,11 @@ def _between(ks: KeyState, before: int, after: int) -> list[str]:
 
 
 def _describe(ks: KeyState, key: Key, kind: str, before: int, after: int, delta: int, ops: tuple[int, ...]) -> Anomaly:
-    where = f"{key[0]}/{key[1]}"
     if delta > 1:
-        skipped = _between(ks, before, after)
-        msg = f"read offset {after} right after offset {before} of {where}, skipping {delta - 1} value(s)"
-        values = tuple(skipped)
+        values = _between(ks, before, after)
     else:
-        msg = f"read offset {after} after offset {before} of {where}: went back {1 - delta} position(s)"
-        values = tuple(ks.offsets[o] for o in (before, after) if o in ks.offsets)
-    if len(ops) == 2:
-        msg = f"op {ops[1]} " + msg + f" (previous poll: op {ops[0]})"
-    else:
-        msg = f"op {ops[0]} " + msg
-    return Anomaly(kind, key, (before, after), values, ops, msg)
+        values = [ks.offsets[o] for o in (before, after) if o in ks.offsets]
+    return history_anomaly(kind, key, (before, after), values, ops, n=delta)
 
 
 def check_polls(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:

@@ -23,13 +23,13 @@ Messages are one sentence naming the order and both states.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from engine.check.anomaly import Anomaly
+from engine.db.database import connect_read_only
 
 __all__ = ["KIND", "OUTCOMES", "check_sagas", "outcomes", "read_rows"]
 
@@ -149,7 +149,7 @@ def read_rows(path: str | Path, table: str) -> list[dict[str, Any]]:
         raise ValueError(f"table must be a plain SQL name (letters, digits, '_'), got {table!r}")
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file; give the path of a SQLite database")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = connect_read_only(path)
     try:
         cur = conn.execute(f"SELECT * FROM {table} ORDER BY rowid")
         cols = [d[0] for d in cur.description]

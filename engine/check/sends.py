@@ -24,10 +24,14 @@ Sends whose position is unknown (no offset, never read) are skipped, not guessed
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from engine.check.analysis import Analysis, KeyState, as_analysis, send_summary
-from engine.check.anomaly import Anomaly
 from engine.check.history import History, Key, Op
+from engine.check.messages import history_anomaly
+
+if TYPE_CHECKING:
+    from engine.check.anomaly import Anomaly
 
 __all__ = ["check_sends"]
 
@@ -65,18 +69,7 @@ def check_sends(history: Analysis | History | Iterable[Op]) -> list[Anomaly]:
             d = keys[key].delta(before, o)
             if d != 1:
                 kind = "int-send-skip" if d > 1 else "int-nonmonotonic-send"
-                how = f"{d - 1} other value(s) landed between" if d > 1 else "the later send landed first"
-                out.append(
-                    Anomaly(
-                        kind,
-                        key,
-                        (before, o),
-                        (bv, v),
-                        (idx,),
-                        f"op {idx} sent {bv!r} then {v!r} to {key[0]}/{key[1]}; they landed at offsets "
-                        f"{before} and {o}: {how}",
-                    )
-                )
+                out.append(history_anomaly(kind, key, (before, o), (bv, v), (idx,), n=d))
         it = iter(firsts)
         for key, o, v, last in zip(it, it, it, it, strict=True):
             earlier = mine.get(key)
@@ -93,12 +86,5 @@ def _nonmonotonic(ks: KeyState, key: Key, process: int, idx: int, o: int, v: str
     placed), so the later send lands at or below the earlier one exactly when its offset is
     not greater: no rank is needed to decide.
     """
-    return Anomaly(
-        "nonmonotonic-send",
-        key,
-        (earlier[0], o),
-        (ks.offsets.get(earlier[0], ""), v),
-        (earlier[1], idx),
-        f"op {idx} of process {process} sent {v!r} to {key[0]}/{key[1]} at offset {o}, "
-        f"at or below offset {earlier[0]} of its previous send op {earlier[1]}",
-    )
+    values = (ks.offsets.get(earlier[0], ""), v)
+    return history_anomaly("nonmonotonic-send", key, (earlier[0], o), values, (earlier[1], idx), process=process)

@@ -14,12 +14,50 @@ from __future__ import annotations
 
 import bisect
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from engine.client.partitioner import partition_for_key
 from engine.log.records import NO_SEQUENCE, estimate_size
+
+if TYPE_CHECKING:
+    import random
 
 #: Per-record overhead used for ``batch.size`` accounting.
 RECORD_OVERHEAD_BYTES = 8
+
+#: The types a record's key and value may have (confluent-kafka takes bytes or str; None is a null).
+VALUE_TYPES = frozenset({bytes, bytearray, str, type(None)})
+
+
+def record_size(key: Any, value: Any) -> int:
+    """Return a record's size as ``batch.size`` and ``max.request.size`` count it."""
+    return RECORD_OVERHEAD_BYTES + (len(key) if key is not None else 0) + (len(value) if value is not None else 0)
+
+
+def check_record(topic: Any, value: Any, key: Any, partition: Any, cb: Any, timestamp: Any, headers: Any) -> None:
+    """Reject a bad produce() argument with a one-line TypeError/ValueError that says what to pass."""
+    if not isinstance(topic, str) or not topic:
+        raise TypeError(f"produce: topic must be a non-empty str, not {topic!r}")
+    for name, x in (("value", value), ("key", key)):
+        if type(x) not in VALUE_TYPES:
+            msg = f"produce: {name} must be bytes, str or None, not {type(x).__name__}; encode it first"
+            raise TypeError(msg)
+    if isinstance(partition, bool) or not isinstance(partition, int):
+        raise TypeError(f"produce: partition must be an int (-1 lets the partitioner choose), not {partition!r}")
+    if partition < -1:
+        raise ValueError(f"produce: partition must be >= 0, or -1 to let the partitioner choose; got {partition}")
+    if cb is not None and not callable(cb):
+        raise TypeError("produce: on_delivery must be a function (err, msg) or None")
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int) or timestamp < 0:
+        raise ValueError(f"produce: timestamp must be an int >= 0 in ms (0: now), not {timestamp!r}")
+    if headers is not None:
+        pairs = headers.items() if isinstance(headers, dict) else headers
+        if not isinstance(headers, (dict, list, tuple)) or not all(
+            isinstance(h, tuple) and len(h) == 2 and isinstance(h[0], str) and type(h[1]) in VALUE_TYPES
+            for h in (tuple(x) if isinstance(x, list) else x for x in pairs)
+        ):
+            msg = "produce: headers must be a dict or a list of (str, bytes|str|None) pairs"
+            raise TypeError(msg)
 
 
 class ProducerBatch:
@@ -172,3 +210,53 @@ class PartitionQueue:
     def first_unacked_sequence(self) -> int:
         """Return the lowest unacknowledged sequence, or -1."""
         return self.unacked[0].base_sequence if self.unacked else NO_SEQUENCE
+
+
+class RecordAccumulator:
+    """The batches of every partition, and how a record joins one (Kafka's ``RecordAccumulator``).
+
+    A record without a key goes to its topic's *sticky* partition until that partition's batch
+    is full; then the sticky partition moves on (KIP-480). A keyed record goes by murmur2.
+    """
+
+    def __init__(self, rng: random.Random, batch_size: int, delivery_timeout_ms: int) -> None:
+        self.rng = rng
+        self.batch_size = batch_size
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.queues: dict[tuple[str, int], PartitionQueue] = {}
+        self.sticky: dict[str, int] = {}
+
+    def queue(self, topic: str, partition: int) -> PartitionQueue:
+        """Return the queue of ``(topic, partition)``, made on first use."""
+        key = (topic, partition)
+        q = self.queues.get(key)
+        if q is None:
+            q = self.queues[key] = PartitionQueue()
+        return q
+
+    def choose_partition(self, topic: str, key: Any, partitions: int) -> int:
+        """Return the partition of a record (murmur2 of the key, else the sticky partition)."""
+        if key is not None:
+            return partition_for_key(key, partitions)
+        p = self.sticky.get(topic)
+        if p is None:
+            p = self.sticky[topic] = self.rng.randrange(partitions)
+        return p
+
+    def append(
+        self, topic: str, p: int, partitions: int, key: Any, value: Any, headers: Any, ts: int, cb: Any, now_ms: int
+    ) -> ProducerBatch:
+        """Add one record to the open batch of ``(topic, p)`` (or of the next sticky partition); return it."""
+        q = self.queue(topic, p)
+        size = record_size(key, value)
+        b = q.open_batch()
+        if b is None or (b.size + size > self.batch_size and b.count > 0):
+            if b is not None and key is None:
+                self.sticky.pop(topic, None)  # KIP-480: a full batch moves the sticky partition on
+                p2 = self.choose_partition(topic, None, partitions)
+                if p2 != p:
+                    return self.append(topic, p2, partitions, key, value, headers, ts, cb, now_ms)
+            b = ProducerBatch(topic, p, now_ms, now_ms + self.delivery_timeout_ms)
+            q.queue.append(b)
+        b.add(key, value, headers, ts, cb, size)
+        return b

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.args import call_wait_ms
 from engine.client.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
@@ -75,14 +75,15 @@ class ClientNode(RpcNode):
         if not self.is_up:
             msg = f"{self.name} is not running ({self.status.value}); create a new client"
             raise TimeoutException(msg)
-        box: list[MetadataResponse] = []
         target = self._pick_broker()
-        self.request(target, MetadataRequest(), lambda resp: box.append(resp) if resp else None, timeout_ms=wait_ms)
-        end = self.world.now_ms + wait_ms
-        self.world.run_until(lambda: bool(box) or not self.is_up, deadline_ms=end)
-        if not box:
+        resp: MetadataResponse | None = wait_for(
+            self,
+            lambda done: self.request(target, MetadataRequest(), lambda r: done(r) if r else None, timeout_ms=wait_ms),
+            self.world.now_ms + wait_ms,
+        )
+        if resp is None:
             raise TimeoutException(f"list_topics: no broker answered within {wait_ms} ms of simulated time")
-        return _cluster_metadata(box[0], topic, target)
+        return _cluster_metadata(resp, topic, target)
 
     def request_timeout_ms(self) -> int:
         """Return how long a request may take (the client's ``request.timeout.ms``)."""
@@ -166,6 +167,20 @@ class ClientNode(RpcNode):
         self._metadata_waiters = []
         self._metadata_in_flight = False
         self._metadata_timer_set = False
+
+
+def wait_for(node: RpcNode, start: Callable[[Callable[[Any], None]], object], deadline_ms: int) -> Any:
+    """Request and wait: start an asynchronous call, run the simulation until it answers; return the answer.
+
+    ``start(done)`` sends the request (or a chain of them) and calls ``done(answer)`` once with the
+    final answer. The simulation runs until that answer, until ``node`` goes down, or until
+    ``deadline_ms``; the result is None when no answer came (callers raise their own timeout).
+    Every caller that blocks an application call on the network goes through here.
+    """
+    box: list[Any] = []
+    start(box.append)
+    node.world.run_until(lambda: bool(box) or not node.is_up, deadline_ms=deadline_ms)
+    return box[0] if box else None
 
 
 def _cluster_metadata(resp: MetadataResponse, only: str | None, answered_by: str) -> ClusterMetadata:

@@ -57,6 +57,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.args import call_wait_ms, wait_ms
 from engine.client.base import ClientNode
 from engine.client.fetcher import Fetcher
@@ -77,7 +78,6 @@ from engine.client.offset_commits import OffsetCommits
 from engine.config import IGNORED_CLIENT_KEYS, ConsumerConfig, IsolationLevel, parse_config
 from engine.errors import ErrorCode, IllegalStateError, KafkaError, exception_for
 from engine.group.txn_offsets import ConsumerGroupMetadata
-from engine.sim import events
 from engine.sim.scheduler import SimulationStalled
 
 if TYPE_CHECKING:
@@ -106,8 +106,8 @@ class Consumer(ClientNode):
         super().__init__(world, name, bootstrap, self.config)
         #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
         self.observer: ConsumerObserver | None = None
-        #: ``isolation.level`` parsed (the config keeps Kafka's spelling).
-        self.isolation_level = IsolationLevel(self.config.isolation_level)
+        #: ``isolation.level`` (the config's).
+        self.isolation_level: IsolationLevel = self.config.isolation_level
         #: The assigned partitions, sorted (``assignment()`` returns them as TopicPartitions).
         self.assigned: list[tuple[str, int]] = []
         #: Paused partitions: not fetched, their buffered records held back.

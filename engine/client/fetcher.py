@@ -50,12 +50,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message
 from engine.client.read_committed import visible_batches
 from engine.config import IsolationLevel
 from engine.errors import ErrorCode, TimeoutException, UnknownTopicOrPartitionException, exception_for
 from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
@@ -309,7 +309,7 @@ class Fetcher:
             return
         self.resetting.add(key)
         gen = self.generation
-        req = ListOffsetsRequest(key[0], key[1], timestamp, self.isolation.value)
+        req = ListOffsetsRequest(key[0], key[1], timestamp, self.isolation)
         c.request(
             f"broker-{leader}",
             req,
@@ -356,7 +356,7 @@ class Fetcher:
         c = self.consumer
         boxes: tuple[list[Any], list[Any]] = ([], [])
         for ts, box in zip((EARLIEST, LATEST), boxes, strict=True):
-            req = ListOffsetsRequest(key[0], key[1], ts, self.isolation.value)
+            req = ListOffsetsRequest(key[0], key[1], ts, self.isolation)
             c.request(f"broker-{leader}", req, box.append, timeout_ms=max(1, end - c.world.now_ms))
         c.world.run_until(lambda: bool(boxes[0] and boxes[1]) or not c.is_up, deadline_ms=end)
         return [b[0] for b in boxes if b and b[0] is not None]
@@ -396,7 +396,7 @@ class Fetcher:
             key[1],
             offset,
             replica_id=-1,
-            isolation_level=self.isolation.value,
+            isolation_level=self.isolation,
             max_bytes=self.config.max_partition_fetch_bytes,
             max_wait_ms=self.config.fetch_max_wait_ms,
         )

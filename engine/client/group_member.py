@@ -33,6 +33,7 @@ import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.client.assignor import RANGE, range_assign
 from engine.client.base import METADATA_TIMEOUT_MS
 from engine.coordinator_lookup import KEY_TYPE_GROUP
@@ -54,7 +55,6 @@ from engine.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer

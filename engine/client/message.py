@@ -57,7 +57,11 @@ class TopicPartition:
 
 
 class Message:
-    """One record as a client sees it: delivered by a producer or returned by ``poll``."""
+    """One record as a client sees it: delivered by a producer or returned by ``poll``.
+
+    confluent-kafka's ``Message``; not the simulated network's envelope of a send
+    (:class:`engine.sim.network.Message`), which only shares the name.
+    """
 
     __slots__ = (
         "_error",

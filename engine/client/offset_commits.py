@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
+from engine.client.base import wait_for
 from engine.client.group_member import MemberState
 from engine.client.message import OFFSET_INVALID, Message, TopicPartition
 from engine.errors import CommitFailedException, ErrorCode, KafkaError, TimeoutException, exception_for
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.client.consumer import Consumer
@@ -80,33 +81,33 @@ class OffsetCommits:
 
     def commit_sync(self, group: GroupMember, offsets: Offsets) -> list[TopicPartition]:
         """Commit and run the simulation until the answer; raise its error, or TimeoutException."""
-        c = self.consumer
-        end = c.world.now_ms + self.config.request_timeout_ms
-        box: list[ErrorCode] = []
-        group.commit(offsets, box.append, retry_until_ms=end)
-        c.world.run_until(lambda: bool(box) or not c.is_up, deadline_ms=end)
-        if not box:
+        end = self.consumer.world.now_ms + self.config.request_timeout_ms
+        code: ErrorCode | None = wait_for(
+            self.consumer, lambda done: group.commit(offsets, done, retry_until_ms=end), end
+        )
+        if code is None:
             raise TimeoutException(
                 f"commit of {len(offsets)} offsets got no answer within {self.config.request_timeout_ms} ms",
                 group=group.group_id,
             )
-        self._done(offsets, box[0])
-        if box[0] is not ErrorCode.NONE:
-            raise commit_exception(box[0], group.group_id)
+        self._done(offsets, code)
+        if code is not ErrorCode.NONE:
+            raise commit_exception(code, group.group_id)
         return [TopicPartition(t, p, o) for t, p, o in offsets]
 
     def committed(self, group: GroupMember, keys: tuple[Key, ...], wait_ms: int) -> list[TopicPartition]:
         """Fetch the group's committed offsets of ``keys`` (-1001 when none), waiting up to ``wait_ms``."""
         c = self.consumer
-        box: list[tuple[ErrorCode, dict[Key, int]]] = []
-        group.fetch_committed(keys, lambda code, offs: box.append((code, offs)))
-        end = c.world.now_ms + wait_ms
-        c.world.run_until(lambda: bool(box) or not c.is_up, deadline_ms=end)
-        if not box:
+        answer: tuple[ErrorCode, dict[Key, int]] | None = wait_for(
+            c,
+            lambda done: group.fetch_committed(keys, lambda code, offs: done((code, offs))),
+            c.world.now_ms + wait_ms,
+        )
+        if answer is None:
             raise TimeoutException(
                 "committed() got no answer in time (an unstable offset or no coordinator)", group=group.group_id
             )
-        code, offs = box[0]
+        code, offs = answer
         if code is not ErrorCode.NONE:
             raise exception_for(code, group=group.group_id)
         return [TopicPartition(t, p, o if (o := offs.get((t, p), -1)) >= 0 else OFFSET_INVALID) for t, p in keys]

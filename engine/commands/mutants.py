@@ -45,11 +45,11 @@ def measure(max_seeds: int) -> list[tuple[str, str, str, str, int | None, str]]:
 
 def run(args: argparse.Namespace) -> int:
     """List or measure; exit 1 if a measured mutant was not caught."""
-    from engine.scenarios.mutants import MUTANTS
+    from engine.scenarios.listing import mutant_lines
 
     if not args.measure:
-        for mid, m in MUTANTS.items():
-            print(f"{mid:<4} {m.name:<55} removes: {m.removes}")
+        for line in mutant_lines():
+            print(line)
         return 0
     rows = measure(args.max_seeds)
     header = f"{'mutant':<6} {'scenario':<46} {'check':<22} {'seeds':>5}  reported"

@@ -11,13 +11,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one line per scenario."""
-    from engine.scenarios.catalog import BY_NAME
-    from engine.scenarios.registry import DESCRIPTIONS, load_all
+    from engine.scenarios.listing import scenario_lines
 
-    load_all()
-    width = max(len(n) for n in DESCRIPTIONS)
-    for name in sorted(DESCRIPTIONS):
-        spec = BY_NAME.get(name)
-        catches = f"  [catches {', '.join(f'{m}->{c}' for m, c in spec.catches)}]" if spec and spec.catches else ""
-        print(f"{name:<{width}}  {DESCRIPTIONS[name]}{catches}")
+    for line in scenario_lines():
+        print(line)
     return 0

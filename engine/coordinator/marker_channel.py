@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.coordinator.txn_state import TransactionState
 from engine.errors import ErrorCode
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-from engine.sim import events
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.log.records import ABORT, COMMIT, RecordBatch
 from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker

@@ -101,15 +101,7 @@ class TransactionMetadata:
         if epoch > MAX_PRODUCER_EPOCH - 1 and epoch != self.producer_epoch:
             msg = f"{self.transactional_id}: cannot allocate any more epochs for producer id {self.producer_id}"
             raise IllegalStateError(msg)
-        return self._stage(
-            S.EMPTY,
-            now_ms,
-            producer_epoch=epoch,
-            last_producer_epoch=last,
-            txn_timeout_ms=txn_timeout_ms,
-            partitions=(),
-            txn_start_ms=-1,
-        )
+        return self._stage_init(now_ms, txn_timeout_ms, producer_epoch=epoch, last_producer_epoch=last)
 
     def prepare_producer_id_rotation(
         self, new_producer_id: int, txn_timeout_ms: int, now_ms: int, *, record_last_epoch: bool
@@ -118,16 +110,14 @@ class TransactionMetadata:
         if self.state in (S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT):
             msg = f"{self.transactional_id}: cannot rotate producer ids while a transaction is {self.state.name}"
             raise IllegalStateError(msg)
-        return self._stage(
-            S.EMPTY,
-            now_ms,
-            producer_id=new_producer_id,
-            producer_epoch=0,
-            last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
-            txn_timeout_ms=txn_timeout_ms,
-            partitions=(),
-            txn_start_ms=-1,
+        last = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
+        return self._stage_init(
+            now_ms, txn_timeout_ms, producer_id=new_producer_id, producer_epoch=0, last_producer_epoch=last
         )
+
+    def _stage_init(self, now_ms: int, txn_timeout_ms: int, **producer: int) -> TxnLogValue:
+        """Stage what InitProducerId leaves: EMPTY, no transaction open, the new ``producer`` id and epochs."""
+        return self._stage(S.EMPTY, now_ms, txn_timeout_ms=txn_timeout_ms, partitions=(), txn_start_ms=-1, **producer)
 
     def prepare_add_partitions(self, partitions: tuple[tuple[str, int], ...], now_ms: int) -> TxnLogValue:
         """AddPartitionsToTxn: ONGOING with the partitions merged; a new transaction starts now."""

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.coordinator.txn_log import records_of
 from engine.coordinator.txn_metadata import NO_PRODUCER_EPOCH, TransactionMetadata
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC, partition_for
 from engine.errors import ErrorCode
 from engine.log.records import RecordBatch
-from engine.sim import events
 
 if TYPE_CHECKING:
     from collections.abc import Callable

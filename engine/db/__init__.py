@@ -1,5 +1,5 @@
 """Service databases: SQLite files driven at simulated instants by nodes of the world (:mod:`engine.db.database`)."""
 
-from engine.db.database import Database, DatabaseFolder, databases_of
+from engine.db.database import Database, DatabaseFolder, connect_read_only, databases_of, read_only
 
-__all__ = ["Database", "DatabaseFolder", "databases_of"]
+__all__ = ["Database", "DatabaseFolder", "connect_read_only", "databases_of", "read_only"]

@@ -32,20 +32,21 @@ by ``bench/outbox.py``, not simulated), and there is one connection per database
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sqlite3
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.errors import DatabaseUnavailableError
-from engine.sim import events
 from engine.sim.node import Node, NodeStatus
 
 if TYPE_CHECKING:
     from engine.sim.world import World
 
-__all__ = ["Database", "DatabaseFolder", "Transaction", "databases_of"]
+__all__ = ["Database", "DatabaseFolder", "Transaction", "connect_read_only", "databases_of", "read_only"]
 
 
 class DatabaseFolder:
@@ -209,27 +210,47 @@ class Database(Node):
         return [dict(zip(cols, row, strict=True)) for row in cur.fetchall()]
 
 
-def databases_of(extra: Any) -> dict[str, Path]:
-    """Return the database files a run kept in its ``extra``, by service name, sorted.
+def connect_read_only(path: str | Path) -> sqlite3.Connection:
+    """Open a SQLite file read-only (``mode=ro``): checkers and views read a run's files, never write them.
 
-    Finds :class:`DatabaseFolder` objects (every ``*.sqlite`` in them), :class:`Database` nodes,
-    and, one level down in dicts, both of those and string values under keys ending in ``_db``.
+    The caller closes the connection (or uses :func:`read_only`).
+    """
+    return sqlite3.connect(Path(path).resolve().as_uri() + "?mode=ro", uri=True)
+
+
+@contextlib.contextmanager
+def read_only(path: str | Path) -> Iterator[sqlite3.Connection]:
+    """Yield a read-only connection to a SQLite file (:func:`connect_read_only`); close it afterwards."""
+    conn = connect_read_only(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def databases_of(run: Any) -> dict[str, Path]:
+    """Return the database files a run kept, by service name, sorted.
+
+    ``run`` is a scenario's result (its ``state``) or a workload's state itself: a dataclass (or a
+    dict) whose fields hold :class:`DatabaseFolder` objects (every ``*.sqlite`` in them),
+    :class:`Database` nodes, services with a ``db`` node, and paths under names ending in ``_db``.
     """
     found: dict[str, Path] = {}
-
-    def visit(value: Any, key: str = "", depth: int = 0) -> None:
+    state = getattr(run, "state", run)
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
+        fields = vars(state)
+    elif isinstance(state, dict):
+        fields = state
+    else:
+        return found
+    for key, value in fields.items():
+        db = getattr(value, "db", None)
         if isinstance(value, DatabaseFolder):
             for f in sorted(value.path.glob("*.sqlite")):
                 found[f.stem] = f
-        elif isinstance(value, Database):
-            found[value.service] = value.path
-        elif isinstance(value, str) and key.endswith("_db") and value.endswith(".sqlite"):
+        elif isinstance(value, Database) or isinstance(db, Database):
+            node = value if isinstance(value, Database) else db
+            found[node.service] = node.path
+        elif isinstance(value, str | Path) and str(key).endswith("_db") and str(value).endswith(".sqlite"):
             found[Path(value).stem] = Path(value)
-        elif isinstance(value, dict) and depth == 0:
-            for k, v in value.items():
-                visit(v, str(k), depth + 1)
-
-    if isinstance(extra, dict):
-        for k, v in extra.items():
-            visit(v, str(k))
     return dict(sorted(found.items()))

@@ -60,7 +60,7 @@ _WHERE = {
     "export_runs": "run",
     "run_id_for": "run",
     "inspect_export": "parquet",
-    "read_export": "parquet",
+    "read_export": "run",
     "write_parquet": "parquet",
 }
 

@@ -43,11 +43,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from engine import trace_events as events
 from engine.check.timeline import TimelineSample
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC
 from engine.export.common import RunId, as_text, table
 from engine.group.records import OffsetCommitKey
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.check.ground_truth import FaultRow, GroundTruth

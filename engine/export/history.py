@@ -89,7 +89,7 @@ def history_tables(history: History, run: RunId) -> dict[str, pa.Table]:
     Parameters
     ----------
     history : History
-        The client history (``RunResult.history``, ``ClientHistory.history()``, a loaded file).
+        The client history (``ScenarioResult.history``, ``ClientHistory.history()``, a loaded file).
     run : RunId
         The run columns written on every row.
 

@@ -57,13 +57,14 @@ from engine.check.ground_truth import (
     FaultRow,
     FetchRow,
     GroundTruth,
-    PartitionRow,
-    ProducerRow,
+    LeaderAndIsrRow,
+    ProducerEntryRow,
     ReplicaRow,
-    TxnRow,
+    TxnTransitionRow,
 )
 from engine.check.timeline import TimelineSample
 from engine.export.common import KEY_LIST, RunId, as_text, table
+from engine.log.flatten import records_of
 
 __all__ = [
     "LOG_FIELDS",
@@ -194,7 +195,7 @@ LOG_TABLES: tuple[str, ...] = tuple(n for n in LOG_FIELDS if n != "partition_sta
 _ROWS: dict[str, tuple[type, tuple[str, ...]]] = {
     "replicas": (ReplicaRow, ReplicaRow._fields),
     "aborted_index": (AbortedRow, AbortedRow._fields),
-    "producers": (ProducerRow, ProducerRow._fields),
+    "producers": (ProducerEntryRow, ProducerEntryRow._fields),
     "fetches": (FetchRow, FetchRow._fields),
 }
 
@@ -237,16 +238,14 @@ def _record_columns(batches: Sequence[BatchRow], final: Sequence[bool]) -> dict[
         cols["final_leader"],
     )
     for b, is_final in zip(batches, final, strict=True):
-        n = len(b.values)
-        if n == 0:
-            continue
+        r = records_of(b)
+        n = len(r.values)
         for col, attr in targets:
             col.extend([getattr(b, attr)] * n)
-        offsets.extend(range(b.base_offset, b.base_offset + n))
-        sequences.extend(range(b.base_sequence, b.base_sequence + n) if b.base_sequence >= 0 else [-1] * n)
-        ks = [as_text(k) for k in b.keys[:n]]
-        keys.extend(ks if len(ks) == n else ks + [None] * (n - len(ks)))
-        values.extend(as_text(v) for v in b.values)
+        offsets.extend(r.offsets)
+        sequences.extend(r.sequences)
+        keys.extend(as_text(k) for k in r.keys)
+        values.extend(as_text(v) for v in r.values)
         finals.extend([is_final] * n)
     return cols
 
@@ -288,13 +287,13 @@ def log_tables(gt: GroundTruth, run: RunId) -> dict[str, pa.Table]:
     batch_cols["final_leader"] = final
     out["batches"] = table(run, LOG_FIELDS["batches"], batch_cols)
     out["replicas"] = table(run, LOG_FIELDS["replicas"], _columns(gt.replicas, ReplicaRow._fields))
-    part_cols = _columns(gt.partitions, PartitionRow._fields)
+    part_cols = _columns(gt.partitions, LeaderAndIsrRow._fields)
     part_cols["isr"] = [list(x) for x in part_cols["isr"]]
     part_cols["replicas"] = [list(x) for x in part_cols["replicas"]]
     part_cols["transaction_version"] = [gt.transaction_version] * len(gt.partitions)
     part_cols["snapshot_ms"] = [gt.time_ms] * len(gt.partitions)
     out["partitions"] = table(run, LOG_FIELDS["partitions"], part_cols)
-    txn_cols = _columns(gt.txn_history, TxnRow._fields)
+    txn_cols = _columns(gt.txn_history, TxnTransitionRow._fields)
     txn_cols["partitions"] = [[{"topic": t, "partition": p} for t, p in x] for x in txn_cols["partitions"]]
     out["txn_state"] = table(run, LOG_FIELDS["txn_state"], txn_cols)
     for name in ("aborted_index", "producers", "fetches"):
@@ -433,12 +432,12 @@ def ground_truth_from_tables(tables: Mapping[str, pa.Table], run_id: str | None 
     version = parts["transaction_version"][0].as_py() if parts.num_rows else _DEFAULT_TRANSACTION_VERSION
     snapshot = parts["snapshot_ms"][0].as_py() if parts.num_rows else 0
     partitions = [
-        PartitionRow(t, p, leader, epoch, tuple(isr), tuple(reps))
+        LeaderAndIsrRow(t, p, leader, epoch, tuple(isr), tuple(reps))
         for t, p, leader, epoch, isr, reps, *_ in _rows(parts, [f.name for f in LOG_FIELDS["partitions"]])
     ]
     txn_names = [f.name for f in LOG_FIELDS["txn_state"]]
     txn = [
-        TxnRow(*row[:8], tuple((k["topic"], k["partition"]) for k in row[8]), *row[9:])
+        TxnTransitionRow(*row[:8], tuple((k["topic"], k["partition"]) for k in row[8]), *row[9:])
         for row in _rows(picked["txn_state"], txn_names)
     ]
     simple = {name: [cls(*row) for row in _rows(picked[name], names)] for name, (cls, names) in _ROWS.items()}

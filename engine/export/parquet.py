@@ -3,7 +3,8 @@
 Role
 ----
 :func:`write_parquet` writes a :class:`~engine.export.run.RunExport` under a directory, and
-:func:`read_export` reads it back. The layout (``docs/export-schema.md``)::
+:func:`read_tables` reads its tables back (:func:`engine.export.run.read_export` makes them a
+``RunExport`` again; this module never imports ``run``, which imports it). The layout (``docs/export-schema.md``)::
 
     DIR/eos-export.json              the manifest: schema_version, tables, runs
     DIR/<table>/<run_id>.parquet     one file per table and run, also when it has no rows
@@ -35,16 +36,18 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.export.common import RunId
-from engine.export.run import RunExport
 from engine.export.schema import REEXPORT_HINT, SCHEMA_VERSION, TABLES, ExportError, validate
 
-__all__ = ["MANIFEST", "ExportDir", "check_target", "inspect_export", "read_export", "write_parquet"]
+if TYPE_CHECKING:
+    from engine.export.run import RunExport
+
+__all__ = ["MANIFEST", "ExportDir", "check_target", "inspect_export", "read_tables", "write_parquet"]
 
 #: The manifest's file name inside an export directory.
 MANIFEST = "eos-export.json"
@@ -86,7 +89,7 @@ def write_parquet(export: RunExport, directory: str | Path, *, overwrite: bool =
         For a path that is a file, a non-empty directory that is no export, an export of another
         version, a run id already there, or a write that failed.
     """
-    if not isinstance(export, RunExport):
+    if not callable(getattr(export, "select", None)):
         raise ExportError(f"write_parquet takes a RunExport, not {type(export).__name__}")
     root = _path(directory)
     manifest = check_target(root, export.run_ids, overwrite=overwrite)
@@ -270,8 +273,10 @@ def _check_file(name: str, path: Path) -> None:
     validate(name, schema, where=str(path))
 
 
-def read_export(directory: str | Path, tables: Iterable[str] | None = None) -> RunExport:
-    """Read an export directory back into a :class:`~engine.export.run.RunExport`.
+def read_tables(directory: str | Path, tables: Iterable[str] | None = None) -> tuple[dict[str, pa.Table], list[RunId]]:
+    """Read an export directory back: every table (all runs concatenated) and the runs, in the manifest's order.
+
+    :func:`engine.export.run.read_export` wraps them in a :class:`~engine.export.run.RunExport`.
 
     Parameters
     ----------
@@ -297,4 +302,4 @@ def read_export(directory: str | Path, tables: Iterable[str] | None = None) -> R
         except (pa.ArrowException, OSError):
             raise ExportError(f"table {name} under {found.path} cannot be read; {REEXPORT_HINT}") from None
         out[name] = pa.concat_tables(parts)
-    return RunExport(out, list(found.runs))
+    return out, list(found.runs)

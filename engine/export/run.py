@@ -2,7 +2,7 @@
 
 Role
 ----
-:func:`export_run` turns a catalog run (:class:`~engine.scenarios.harness.RunResult`) into every
+:func:`export_run` turns a catalog run (:class:`~engine.scenarios.result.ScenarioResult`) into every
 table of :data:`engine.export.schema.TABLES`; :func:`export_cluster` does the same for a cluster
 driven by hand (a notebook session), and :func:`export_runs` / :meth:`RunExport.concat` stack
 many runs. A :class:`RunExport` hands its tables out as Arrow (``export["records"]``), as pandas
@@ -38,6 +38,7 @@ from engine.export.common import RunId
 from engine.export.events import faults_table, group_offsets_table, trace_samples, trace_table
 from engine.export.history import history_tables
 from engine.export.logs import log_tables, partition_state_table
+from engine.export.parquet import read_tables, write_parquet
 from engine.export.schema import TABLES, ExportError, validate
 
 if TYPE_CHECKING:
@@ -141,8 +142,6 @@ class RunExport:
 
     def write_parquet(self, directory: str | Path, *, overwrite: bool = False) -> Path:
         """Write the export as Parquet (see :func:`engine.export.parquet.write_parquet`); return the directory."""
-        from engine.export.parquet import write_parquet
-
         return write_parquet(self, directory, overwrite=overwrite)
 
 
@@ -198,8 +197,8 @@ def export_run(result: Any, run_id: str | None = None) -> RunExport:
     Parameters
     ----------
     result
-        What :func:`engine.scenarios.harness.run_spec` returned (a ``RunResult``), or the
-        ``ScenarioResult`` of a catalog scenario, which carries one.
+        The :class:`~engine.scenarios.result.ScenarioResult` of a catalog scenario
+        (:func:`engine.scenarios.harness.run_spec` or the registry's function of its name).
     run_id
         The run's id in the export; default :func:`run_id_for` of scenario, seed and mutant.
 
@@ -208,14 +207,12 @@ def export_run(result: Any, run_id: str | None = None) -> RunExport:
     RunExport
         Every table of the schema, for this one run.
     """
-    from engine.scenarios.harness import RunResult
+    from engine.scenarios.result import ScenarioResult
 
-    inner = getattr(result, "extra", None)
-    if not isinstance(result, RunResult) and isinstance(inner, RunResult):
-        result = inner
-    if not isinstance(result, RunResult):
+    if not isinstance(result, ScenarioResult) or result.spec is None:
+        what = type(result).__name__ if not isinstance(result, ScenarioResult) else f"'{result.name}' (no catalog spec)"
         raise ExportError(
-            f"export_run takes the RunResult of run_spec(...), not {type(result).__name__}; "
+            f"export_run takes the result of a catalog scenario (run_spec(...) or its registry function), not {what}; "
             "for a cluster driven by hand use export_cluster(cluster, history)"
         )
     rid = run_id if run_id is not None else run_id_for(result.spec.name, result.seed, result.mutant, swarm=result.swarm)
@@ -282,10 +279,10 @@ def export_history(history: Any, run_id: str, *, scenario: str = "", seed: int =
 def export_runs(results: Iterable[Any]) -> RunExport:
     """Export many runs into one :class:`RunExport` (see :func:`export_run`); run ids must differ."""
     if isinstance(results, str | bytes) or not isinstance(results, Iterable):
-        raise ExportError("export_runs takes a list of RunResult objects")
+        raise ExportError("export_runs takes a list of scenario results (ScenarioResult)")
     exports = [export_run(r) for r in results]
     if not exports:
-        raise ExportError("export_runs got no runs; pass at least one RunResult")
+        raise ExportError("export_runs got no runs; pass at least one scenario result")
     return RunExport.concat(exports)
 
 
@@ -293,3 +290,22 @@ def _run_id(run_id: str, scenario: str, seed: int) -> RunId:
     if not isinstance(run_id, str) or not run_id or "/" in run_id or "\\" in run_id or run_id.startswith("."):
         raise ExportError(f"run_id {run_id!r} must be a non-empty name without '/', '\\' or a leading '.'")
     return RunId(run_id, scenario, seed)
+
+
+def read_export(directory: str | Path, tables: Iterable[str] | None = None) -> RunExport:
+    """Read an export directory back into a :class:`RunExport`.
+
+    Parameters
+    ----------
+    directory
+        A directory written by :func:`~engine.export.parquet.write_parquet` (or ``eos export``).
+    tables
+        Read only these tables (default: all); the others come back empty, with their schema.
+
+    Raises
+    ------
+    ExportError
+        See :func:`engine.export.parquet.inspect_export`.
+    """
+    found, runs = read_tables(directory, tables)
+    return RunExport(found, runs)

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.broker.extension import BrokerExtension
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 from engine.errors import ErrorCode, IllegalStateError
@@ -50,7 +51,6 @@ from engine.protocol import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
-from engine.sim import events
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.errors import ErrorCode
 from engine.group.metadata import GroupMetadata, MemberMetadata
 from engine.group.records import group_batch
@@ -40,7 +41,6 @@ from engine.protocol import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from engine.sim import events
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker

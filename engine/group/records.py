@@ -30,13 +30,11 @@ from typing import Any
 
 from engine.log.records import COMMIT, RecordBatch
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
-
 #: Rough encoded sizes (Kafka's key/value schemas), for the batch size estimate.
 _RECORD_OVERHEAD_BYTES = 24
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetCommitKey:
     """Key of a committed offset."""
 
@@ -48,7 +46,7 @@ class OffsetCommitKey:
         return f"offset_commit::group={self.group},partition={self.topic}-{self.partition}"
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class OffsetCommitValue:
     """A committed offset: the next record the group will read."""
 
@@ -60,7 +58,7 @@ class OffsetCommitValue:
         return f"offset={self.offset}"
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class GroupMetadataKey:
     """Key of a group's membership record."""
 
@@ -70,7 +68,7 @@ class GroupMetadataKey:
         return f"group_metadata::group={self.group}"
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class MemberRecord:
     """One member as stored with its group."""
 
@@ -84,7 +82,7 @@ class MemberRecord:
     assignment: tuple[tuple[str, int], ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class GroupMetadataValue:
     """A group's membership at the end of a rebalance (written by the leader's SyncGroup)."""
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from engine.sim.disk import DurableList
+
 
 class AbortedTxn(NamedTuple):
     """One aborted transaction, as a ``.txnindex`` line shows it."""
@@ -33,38 +35,28 @@ class AbortedTxn(NamedTuple):
         )
 
 
-class TransactionIndex:
-    """The aborted transactions of one partition replica, in marker order."""
+class TransactionIndex(DurableList):
+    """The aborted transactions of one partition replica, in marker order: a durable list with a flush mark.
 
-    __slots__ = ("entries", "flushed")
+    ``append``, ``flush`` and ``lose_unflushed`` (power loss) are :class:`~engine.sim.disk.DurableList`'s.
+    """
 
-    def __init__(self) -> None:
-        self.entries: list[AbortedTxn] = []
-        self.flushed = 0
+    __slots__ = ()
 
-    def append(self, txn: AbortedTxn) -> None:
-        """Add an aborted transaction."""
-        self.entries.append(txn)
+    @property
+    def entries(self) -> list[AbortedTxn]:
+        """The aborted transactions, flushed or not, in marker order."""
+        return self.items
 
     def collect(self, fetch_offset: int, upper_offset: int) -> list[AbortedTxn]:
         """Return the aborted transactions overlapping ``[fetch_offset, upper_offset)``."""
-        return [t for t in self.entries if t.last_offset >= fetch_offset and t.first_offset < upper_offset]
+        return [t for t in self.items if t.last_offset >= fetch_offset and t.first_offset < upper_offset]
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries whose marker is at or above ``offset``."""
-        self.entries = [t for t in self.entries if t.last_offset < offset]
-        self.flushed = min(self.flushed, len(self.entries))
-
-    def flush(self) -> None:
-        """Make every entry durable."""
-        self.flushed = len(self.entries)
-
-    def lose_unflushed(self) -> int:
-        """Drop entries written since the last flush; return how many."""
-        lost = len(self.entries) - self.flushed
-        del self.entries[self.flushed :]
-        return lost
+        self.items = [t for t in self.items if t.last_offset < offset]
+        self.flushed = min(self.flushed, len(self.items))
 
     def dump(self) -> str:
         """Return the whole index as ``kafka-dump-log.sh`` prints it."""
-        return "\n".join(t.dump() for t in self.entries)
+        return "\n".join(t.dump() for t in self.items)

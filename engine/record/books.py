@@ -26,7 +26,7 @@ It calls no client and decides no outcome: the wrappers map their library's erro
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from engine.check.client_history import PendingOp, PendingRecord
 from engine.check.history import Key, Poll
@@ -206,9 +206,22 @@ class Passthrough:
 
 
 class ConsumerCalls(Passthrough):
-    """The consumer calls both clients' recording wrappers share: rebalances, unsubscribe, assign."""
+    """The consumer calls both clients' recording wrappers share: wrap, rebalances, unsubscribe, assign."""
 
     book: ConsumerBook
+    recorder: Recorder
+
+    @classmethod
+    def wrap(cls, consumer: Any, recorder: Recorder) -> Self:
+        """Record an existing consumer from now on (its current assignment as an ``assign`` op)."""
+        self = cls.__new__(cls)
+        self._setup(consumer, recorder, [key_of(tp) for tp in consumer.assignment()])
+        return self
+
+    def _setup(self, consumer: Any, recorder: Recorder, keys: Iterable[Key]) -> None:
+        self._client = consumer
+        self.recorder = recorder
+        self.book = ConsumerBook(recorder, keys)
 
     @guarded
     def _rebalanced(self, partitions: Any, gained: bool) -> None:
@@ -229,3 +242,22 @@ class ConsumerCalls(Passthrough):
         self._client.assign(partitions)
         keys = keys_of(key_of(tp) for tp in partitions)
         self.book.assigned(keys, restarted=keys)
+
+    def close(self, *args: Any, **kwargs: Any) -> None:
+        """Close the consumer; a revocation inside is recorded as any rebalance is."""
+        self._client.close(*args, **kwargs)
+
+
+def wrap_client(client: Any, recorder: Recorder, wrappers: dict[type, Any], library: str) -> Any:
+    """Wrap ``client`` with the recording wrapper of its type in ``wrappers`` (``recording()`` of each library).
+
+    Raises
+    ------
+    TypeError
+        If ``client`` is none of ``wrappers``' types.
+    """
+    for client_type, wrapper in wrappers.items():
+        if isinstance(client, client_type):
+            return wrapper.wrap(client, recorder)
+    names = " or ".join(t.__name__ for t in wrappers)
+    raise TypeError(f"recording() wraps a {library} {names}, not {type(client).__name__}")

@@ -53,8 +53,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from engine.check.client_history import record_value
-from engine.check.history import Key, Poll
-from engine.record.books import ConsumerBook, ConsumerCalls, Passthrough, ProducerBook, key_of, keys_of
+from engine.check.history import Poll
+from engine.record.books import ConsumerCalls, Passthrough, ProducerBook, key_of, keys_of, wrap_client
 from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = [
@@ -317,18 +317,6 @@ class RecordingConsumer(ConsumerCalls, _Wrapper):
     def __init__(self, config: dict[str, Any], recorder: Recorder, **kwargs: Any) -> None:
         self._setup(Consumer(config, **kwargs), recorder, ())
 
-    @classmethod
-    def wrap(cls, consumer: Consumer, recorder: Recorder) -> RecordingConsumer:
-        """Record an existing consumer from now on (its current assignment as an ``assign`` op)."""
-        self = cls.__new__(cls)
-        self._setup(consumer, recorder, [key_of(tp) for tp in consumer.assignment()])
-        return self
-
-    def _setup(self, consumer: Consumer, recorder: Recorder, keys: Iterable[Key]) -> None:
-        self._client = consumer
-        self.recorder = recorder
-        self.book = ConsumerBook(recorder, keys)
-
     @property
     def consumer(self) -> Consumer:
         """The wrapped ``confluent_kafka.Consumer``."""
@@ -429,10 +417,6 @@ class RecordingConsumer(ConsumerCalls, _Wrapper):
         """The cluster's metadata (``Consumer.list_topics``)."""
         return self._client.list_topics(*args, **kwargs)
 
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        """Close the consumer; a revocation inside is recorded as any rebalance is."""
-        self._client.close(*args, **kwargs)
-
 
 def recording(client: Producer | Consumer, recorder: Recorder) -> RecordingProducer | RecordingConsumer:
     """Wrap an existing confluent-kafka ``Producer`` or ``Consumer`` so that ``recorder`` records it.
@@ -442,8 +426,4 @@ def recording(client: Producer | Consumer, recorder: Recorder) -> RecordingProdu
     TypeError
         If ``client`` is neither.
     """
-    if isinstance(client, Producer):
-        return RecordingProducer.wrap(client, recorder)
-    if isinstance(client, Consumer):
-        return RecordingConsumer.wrap(client, recorder)
-    raise TypeError(f"recording() wraps a confluent_kafka Producer or Consumer, not {type(client).__name__}")
+    return wrap_client(client, recorder, {Producer: RecordingProducer, Consumer: RecordingConsumer}, "confluent_kafka")

@@ -39,8 +39,8 @@ from kafka import errors as kerrors
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from engine.check.client_history import record_value
-from engine.check.history import Key, Poll
-from engine.record.books import ConsumerBook, ConsumerCalls, Passthrough, ProducerBook, key_of
+from engine.check.history import Poll
+from engine.record.books import ConsumerCalls, Passthrough, ProducerBook, key_of, wrap_client
 from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = ["NOT_WRITTEN", "RecordingKafkaConsumer", "RecordingKafkaProducer", "recording", "send_outcome"]
@@ -174,25 +174,21 @@ class _Listener(ConsumerRebalanceListener):
         self.user = user
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        try:
-            if self.user is not None:
-                self.user.on_partitions_revoked(revoked)
-        finally:
-            self.wrapper._rebalanced(revoked, gained=False)
+        self._call("on_partitions_revoked", revoked, gained=False)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
-        try:
-            if self.user is not None:
-                self.user.on_partitions_assigned(assigned)
-        finally:
-            self.wrapper._rebalanced(assigned, gained=True)
+        self._call("on_partitions_assigned", assigned, gained=True)
 
     def on_partitions_lost(self, lost: Any) -> None:
+        self._call("on_partitions_lost", lost, gained=False)
+
+    def _call(self, callback: str, partitions: Any, *, gained: bool) -> None:
+        """Call the application's ``callback``, then record the change even when it raised."""
         try:
             if self.user is not None:
-                self.user.on_partitions_lost(lost)
+                getattr(self.user, callback)(partitions)
         finally:
-            self.wrapper._rebalanced(lost, gained=False)
+            self.wrapper._rebalanced(partitions, gained=gained)
 
 
 def _reads(batches: dict[Any, list[Any]]) -> Iterable[Poll]:
@@ -218,18 +214,6 @@ class RecordingKafkaConsumer(ConsumerCalls):
         self._setup(KafkaConsumer(**configs), recorder, ())
         if topics:
             self.subscribe(list(topics))
-
-    @classmethod
-    def wrap(cls, consumer: KafkaConsumer, recorder: Recorder) -> RecordingKafkaConsumer:
-        """Record an existing consumer from now on (its current assignment as an ``assign`` op)."""
-        self = cls.__new__(cls)
-        self._setup(consumer, recorder, [key_of(tp) for tp in consumer.assignment()])
-        return self
-
-    def _setup(self, consumer: KafkaConsumer, recorder: Recorder, keys: Iterable[Key]) -> None:
-        self._client = consumer
-        self.recorder = recorder
-        self.book = ConsumerBook(recorder, keys)
 
     def poll(self, *args: Any, **kwargs: Any) -> dict[Any, list[Any]]:
         """Poll (``KafkaConsumer.poll``): a ``poll`` op with one read per record returned."""
@@ -279,10 +263,6 @@ class RecordingKafkaConsumer(ConsumerCalls):
         self._client.seek_to_end(*partitions)
         self.book.seeked([key_of(tp) for tp in partitions] if partitions else self.book.keys)
 
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        """Close the consumer; a revocation inside is recorded as any rebalance is."""
-        self._client.close(*args, **kwargs)
-
 
 def recording(client: KafkaProducer | KafkaConsumer, recorder: Recorder) -> Any:
     """Wrap an existing kafka-python producer or consumer so that ``recorder`` records it.
@@ -292,8 +272,5 @@ def recording(client: KafkaProducer | KafkaConsumer, recorder: Recorder) -> Any:
     TypeError
         If ``client`` is neither.
     """
-    if isinstance(client, KafkaProducer):
-        return RecordingKafkaProducer.wrap(client, recorder)
-    if isinstance(client, KafkaConsumer):
-        return RecordingKafkaConsumer.wrap(client, recorder)
-    raise TypeError(f"recording() wraps a kafka-python KafkaProducer or KafkaConsumer, not {type(client).__name__}")
+    wrappers = {KafkaProducer: RecordingKafkaProducer, KafkaConsumer: RecordingKafkaConsumer}
+    return wrap_client(client, recorder, wrappers, "kafka-python")

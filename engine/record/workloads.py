@@ -106,6 +106,44 @@ def _transaction(producer: RecordingProducer, topic: str, values: Iterable[str],
         producer.abort_transaction(TXN_TIMEOUT_S)
 
 
+#: The values every workload first sends with an idempotent producer.
+_IDEMPOTENT = tuple(f"i-{i}" for i in range(5))
+
+
+def _write(
+    bootstrap_config: dict[str, Any], topic: str, recorder: Recorder, transactions: Iterable[tuple[list[str], bool]]
+) -> None:
+    """Send :data:`_IDEMPOTENT` idempotently, then each (values, commit) transaction from one transactional producer."""
+    _send_idempotent(bootstrap_config, topic, recorder, _IDEMPOTENT)
+    producer = _transactional(bootstrap_config, topic, recorder)
+    try:
+        for values, commit in transactions:
+            _transaction(producer, topic, values, commit=commit)
+    finally:
+        producer.close()
+
+
+def _read(
+    bootstrap_config: dict[str, Any],
+    topic: str,
+    recorder: Recorder,
+    config: dict[str, Any],
+    expected: Iterable[str],
+    *,
+    subscribe: bool,
+) -> None:
+    """Read partition 0 to its end with a consumer of ``config`` (no auto commit), subscribed or assigned."""
+    consumer = RecordingConsumer({**bootstrap_config, **config, "enable.auto.commit": False}, recorder)
+    try:
+        if subscribe:
+            consumer.subscribe([topic])
+        else:
+            consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        read_to_end(consumer, topic, expected, recorder)
+    finally:
+        consumer.close()
+
+
 def read_to_end(consumer: RecordingConsumer, topic: str, expected: Iterable[str], recorder: Recorder) -> None:
     """Consume partition 0 until every ``expected`` value was read and the position reached the log's end.
 
@@ -138,27 +176,10 @@ def run_commit_abort_read(bootstrap_config: dict[str, Any], topic: str, recorder
     passes the checker; one that hands aborted records to read_committed readers (librdkafka's
     mock) gives one ``G1a`` per ``a-`` value read.
     """
-    _send_idempotent(bootstrap_config, topic, recorder, [f"i-{i}" for i in range(5)])
-    producer = _transactional(bootstrap_config, topic, recorder)
-    try:
-        _transaction(producer, topic, [f"c-{i}" for i in range(5)], commit=True)
-        _transaction(producer, topic, [f"a-{i}" for i in range(5)], commit=False)
-    finally:
-        producer.close()
-    consumer = RecordingConsumer(
-        {
-            **bootstrap_config,
-            "group.id": f"{topic}-reader",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        },
-        recorder,
-    )
-    try:
-        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        read_to_end(consumer, topic, [*(f"i-{i}" for i in range(5)), *(f"c-{i}" for i in range(5))], recorder)
-    finally:
-        consumer.close()
+    committed = [f"c-{i}" for i in range(5)]
+    _write(bootstrap_config, topic, recorder, [(committed, True), ([f"a-{i}" for i in range(5)], False)])
+    reader = {"group.id": f"{topic}-reader", "isolation.level": "read_committed"}
+    _read(bootstrap_config, topic, recorder, reader, [*_IDEMPOTENT, *committed], subscribe=False)
 
 
 def run_committed_read(bootstrap_config: dict[str, Any], topic: str, recorder: Recorder) -> None:
@@ -168,26 +189,8 @@ def run_committed_read(bootstrap_config: dict[str, Any], topic: str, recorder: R
     The reader joins a group (``subscribe``), so its assignment is recorded through the rebalance
     callbacks.
     """
-    _send_idempotent(bootstrap_config, topic, recorder, [f"i-{i}" for i in range(5)])
-    producer = _transactional(bootstrap_config, topic, recorder)
-    try:
-        _transaction(producer, topic, [f"c-{i}" for i in range(3)], commit=True)
-        _transaction(producer, topic, [f"d-{i}" for i in range(3)], commit=True)
-    finally:
-        producer.close()
-    consumer = RecordingConsumer(
-        {
-            **bootstrap_config,
-            "group.id": f"{topic}-group",
-            "isolation.level": "read_uncommitted",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        },
-        recorder,
-    )
-    try:
-        consumer.subscribe([topic])
-        expected = [*(f"i-{i}" for i in range(5)), *(f"c-{i}" for i in range(3)), *(f"d-{i}" for i in range(3))]
-        read_to_end(consumer, topic, expected, recorder)
-    finally:
-        consumer.close()
+    transactions = [([f"c-{i}" for i in range(3)], True), ([f"d-{i}" for i in range(3)], True)]
+    _write(bootstrap_config, topic, recorder, transactions)
+    reader = {"group.id": f"{topic}-group", "isolation.level": "read_uncommitted", "auto.offset.reset": "earliest"}
+    expected = [*_IDEMPOTENT, *(value for values, _ in transactions for value in values)]
+    _read(bootstrap_config, topic, recorder, reader, expected, subscribe=True)

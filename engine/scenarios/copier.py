@@ -18,6 +18,7 @@ from engine.check.history import Poll, Send
 from engine.client.message import TopicPartition
 from engine.errors import IllegalStateError, KafkaError, TimeoutException
 from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep
+from engine.scenarios.supervisor import read_until_idle
 from engine.scenarios.workloads import Workload, abort_after_error, read_to_end
 from engine.sim.node import NodeStatus
 
@@ -25,6 +26,24 @@ from engine.sim.node import NodeStatus
 def _resume_if_paused(run: Run, node: Any) -> None:
     if node.status is NodeStatus.PAUSED:
         run.world.resume(node.name)
+
+
+@dataclasses.dataclass
+class CopierState:
+    """What a copier run keeps: its input, what the concurrent reader saw, the committed output it was judged on."""
+
+    #: the seeded input, (topic, partition, offset, value), sorted
+    inputs: list[tuple[str, int, int, str]]
+    #: what the concurrent read_committed reader of ``out`` saw while the copiers ran
+    concurrent: list[tuple[str, int, int, str]] = dataclasses.field(default_factory=list)
+    #: the committed output at quiescence, (topic, partition, offset, source topic, partition, offset)
+    outputs: list[tuple[str, int, int, str, int, int]] = dataclasses.field(default_factory=list)
+    #: the paused copier has been paused (once a run)
+    paused: bool = False
+    #: the aggregator's running sums per copier slot, per input partition: (sum, last offset); and
+    #: the sums of each slot's transaction in flight, kept when it commits
+    sums: dict[int, dict[int, tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    pending: dict[int, dict[int, tuple[int, int]]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +90,7 @@ class Copier(Workload):
             for i in range(self.records_per_partition):
                 seeder.produce("in", value=f"in-{p}-{i}", partition=p, on_delivery=seeded)
         seeder.flush()
-        run.extra["copier_inputs"] = sorted(inputs)
+        run.state = CopierState(sorted(inputs))
         for slot in range(self.copiers):
             run.spawn(lambda r, proc, slot=slot: self._copier(r, proc, slot))
         run.spawn(self._concurrent_reader)
@@ -83,8 +102,7 @@ class Copier(Workload):
         consumer.assign(keys)
         op = run.history.invoke(proc, "assign", (), run.now_ms, keys=keys)
         run.history.complete(op, "ok", (), run.now_ms)
-        seen: list[tuple[str, int, int, str]] = []
-        run.extra["copier_concurrent"] = seen
+        seen = run.state_of(CopierState).concurrent
         while not run.stopping:
             op = run.history.invoke(proc, "poll", (), run.now_ms)
             msgs = consumer.consume(500, timeout=0.05)
@@ -212,8 +230,8 @@ class Copier(Workload):
                     )
                 if run.rng.random() < self.crash_p:
                     raise _Crash
-                if slot == self.pause_slot and self.pause_ms and not run.extra.get("paused"):
-                    run.extra["paused"] = True
+                if slot == self.pause_slot and self.pause_ms and not run.state_of(CopierState).paused:
+                    run.state_of(CopierState).paused = True
                     run.world.pause(producer.name)
                     run.world.pause(consumer.name)
                     # a heal in between may have resumed them already: resume only what is still paused
@@ -258,27 +276,26 @@ class Copier(Workload):
 
     def judge(self, run: Run) -> list[str]:
         """Kafka's copier oracle on the final committed output (X1, X2)."""
-        reader = run.cluster.consumer({"isolation.level": "read_committed", "client.id": "copier-judge"})
-        reader.assign([("out", p) for p in range(self.output_partitions)])
         outputs = []
-        while True:
-            msgs = reader.consume(2_000, timeout=1.0)
-            if not msgs:
-                break
-            for m in msgs:
-                v = m.value()
-                if isinstance(v, str) and v.count(":") == 3:
-                    t, p, o, _attempt = v.split(":")
-                    outputs.append((m.topic(), m.partition(), m.offset(), t, int(p), int(o)))
-        anomalies = check_copier(run.extra.get("copier_inputs", []), outputs, check_order=not self.group_mode)
+
+        def output(m: Any) -> None:
+            v = m.value()
+            if isinstance(v, str) and v.count(":") == 3:
+                t, p, o, _attempt = v.split(":")
+                outputs.append((m.topic(), m.partition(), m.offset(), t, int(p), int(o)))
+
+        keys = [("out", p) for p in range(self.output_partitions)]
+        read_until_idle(run.cluster, keys, "copier-judge", output, timeout_s=1.0, idle_polls=1, close=False)
+        state = run.state_of(CopierState)
+        anomalies = check_copier(state.inputs, outputs, check_order=not self.group_mode)
         # The concurrent reader saw a prefix: it may miss records, never see one twice or out of order.
-        concurrent = [(t, p, o, *_lineage(v)) for t, p, o, v in run.extra.get("copier_concurrent", []) if _lineage(v)]
-        inputs = run.extra.get("copier_inputs", [])
+        concurrent = [(t, p, o, *_lineage(v)) for t, p, o, v in state.concurrent if _lineage(v)]
+        inputs = state.inputs
         seen_inputs = {(st, sp, so) for _t, _p, _o, st, sp, so in concurrent}
         prefix = [r for r in inputs if (r[0], r[1], r[2]) in seen_inputs]
         early = check_copier(prefix, concurrent, check_order=not self.group_mode)
         anomalies += [a for a in early if a.kind != "copier-lost"]
-        run.extra["copier_outputs"] = outputs
+        state.outputs = outputs
         return [f"{a.kind}: {a.message}" for a in anomalies] + self._group_offsets_match(run, outputs)
 
     def _group_offsets_match(self, run: Run, outputs: list[tuple]) -> list[str]:
@@ -309,24 +326,25 @@ class Aggregator(Copier):
     """
 
     def _outputs(self, run: Run, slot: int, msgs: list[Any], attempt: str) -> list[Send]:
-        state = run.extra.setdefault("agg_state", {}).setdefault(slot, {})
+        state = run.state_of(CopierState).sums.setdefault(slot, {})
         pending: dict[int, tuple[int, int]] = {}
         for m in msgs:
             total, _last = pending.get(m.partition(), state.get(m.partition(), (0, -1)))
             pending[m.partition()] = (total + int(str(m.value()).rsplit("-", 1)[1]), m.offset())
-        run.extra.setdefault("agg_pending", {})[slot] = pending
+        run.state_of(CopierState).pending[slot] = pending
         return [
             Send("out", p % self.output_partitions, f"sum:{p}:{total}:{last}:{attempt}")
             for p, (total, last) in sorted(pending.items())
         ]
 
     def _settled(self, run: Run, slot: int, outcome: str) -> None:
-        pending = run.extra.get("agg_pending", {}).pop(slot, {})
+        state = run.state_of(CopierState)
+        pending = state.pending.pop(slot, {})
         if outcome == "ok":
-            run.extra.setdefault("agg_state", {}).setdefault(slot, {}).update(pending)
+            state.sums.setdefault(slot, {}).update(pending)
 
     def _restore(self, run: Run, slot: int) -> None:
-        run.extra.setdefault("agg_state", {})[slot] = _last_sums(run, self.output_partitions)
+        run.state_of(CopierState).sums[slot] = _last_sums(run, self.output_partitions)
 
     def judge(self, run: Run) -> list[str]:
         """X3: the committed sums equal those recomputed from the committed input prefix."""

@@ -8,7 +8,7 @@ request with an idempotent producer.
 With ``commit_first=False`` the requester produces its request inside a transaction and waits for
 the reply before committing. The responder cannot see the request (it sits above the LSO until
 the transaction ends), so no reply comes. After ``reply_timeout_ms`` the workload asks
-:func:`engine.check.deadlock.explain_stall` why, keeps its one-line diagnosis in ``run.extra["deadlock"]``
+:func:`engine.check.deadlock.explain_stall` why, keeps its one-line diagnosis in ``DeadlockState.deadlock``
 and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` as the requester
 would after giving up: it raises the error the coordinator's timeout abort left
 (``ProducerFencedException``: the abort bumped the epoch). The judge reports
@@ -33,7 +33,7 @@ import contextlib
 import dataclasses
 from typing import Any
 
-from engine.check.deadlock import explain_stall, timeout_abort
+from engine.check.deadlock import TimeoutAbort, explain_stall, timeout_abort
 from engine.check.history import Poll, Send
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
@@ -82,6 +82,30 @@ def _poll(run: Run, proc: int, consumer: Any) -> list[Any]:
     return msgs
 
 
+@dataclasses.dataclass
+class DeadlockState:
+    """What a request-reply run keeps: the request, the reply, the diagnosis, the coordinator's abort."""
+
+    #: (topic, partition, offset, value) of the request once it was written
+    request: tuple[str, int, int, str] | None = None
+    #: failed transactions before the request was committed (the working pattern)
+    request_attempts: int = 0
+    #: the reply and its round trip in ms
+    reply: tuple[str, int] | None = None
+    #: (offset, value) of every request the responder read
+    responder_seen: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    requester_done: bool = False
+    #: "Name: message" of the requester's commit that failed
+    requester_error: str | None = None
+    #: the coordinator's abort of the transaction on its timeout, from ``__transaction_state``
+    timeout_abort: TimeoutAbort | None = None
+    #: the one-line diagnosis of the stall, or why the cluster could not be asked
+    deadlock: str | None = None
+    diagnosis_error: str | None = None
+    #: what happened to the deadlocked transaction and its request (the verdict's)
+    deadlock_outcome: str | None = None
+
+
 @dataclasses.dataclass(frozen=True)
 class RequestReply(Workload):
     """One request, one reply; the requester waits for the reply inside its transaction or after it."""
@@ -100,7 +124,7 @@ class RequestReply(Workload):
 
     def start(self, run: Run) -> None:
         """Spawn the requester and the responder."""
-        run.extra["responder_seen"] = []
+        run.state = DeadlockState()
         run.spawn(self._requester)
         run.spawn(self._responder)
 
@@ -110,9 +134,10 @@ class RequestReply(Workload):
         )
         producer = run.cluster.producer(run.producer_config({"linger.ms": 0, "client.id": "responder-producer"}))
         _assigned(run, proc, consumer, REQUESTS)
-        while not (run.stopping and run.extra.get("requester_done")):
+        state = run.state_of(DeadlockState)
+        while not (run.stopping and state.requester_done):
             for m in _poll(run, proc, consumer):
-                run.extra["responder_seen"].append((m.offset(), m.value()))
+                state.responder_seen.append((m.offset(), m.value()))
                 reply = f"reply-to-{m.value()}"
                 op = run.history.invoke(proc, "send", (Send(REPLIES, 0, reply),), run.now_ms)
                 err, msg = yield from _delivered(producer, REPLIES, reply)
@@ -152,12 +177,13 @@ class RequestReply(Workload):
             else:
                 yield from self._request(run, proc, reader, producer, consumer)
         finally:
-            run.extra["requester_done"] = True
+            run.state_of(DeadlockState).requester_done = True
 
     def _request_committed_first(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
         """Commit the request, trying again after a failed transaction; then wait for its reply, unbounded."""
+        state = run.state_of(DeadlockState)
         attempt = 0
-        while "request" not in run.extra:
+        while state.request is None:
             request = f"p{proc}-t{attempt}-request"
             op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
             try:
@@ -166,32 +192,33 @@ class RequestReply(Workload):
             except (KafkaError, IllegalStateError) as exc:
                 run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
                 attempt += 1
-                run.extra["request_attempts"] = attempt
+                state.request_attempts = attempt
                 yield Sleep(200)
                 producer = self._producer(run, f"requester-{attempt}")
                 with contextlib.suppress(KafkaError, IllegalStateError):
                     producer.init_transactions()  # fences the failed instance and ends what it left open
                 continue
             run.history.complete(op, "ok", (Send(REQUESTS, 0, request, offset),), run.now_ms)
-            run.extra["request"] = (REQUESTS, 0, offset, request)
+            state.request = (REQUESTS, 0, offset, request)
         sent_ms = run.now_ms
         reply = yield from self._await_reply(run, reader, consumer, None)
-        run.extra["reply"] = (reply, run.now_ms - sent_ms)
+        state.reply = (reply, run.now_ms - sent_ms)
 
     def _request(self, run: Run, proc: int, reader: int, producer: Any, consumer: Any) -> Process:
         """The deadlock: the request inside the transaction, the wait for its reply, the diagnosis, the commit."""
+        state = run.state_of(DeadlockState)
         request = f"p{proc}-t0-request"
         op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
         try:
             offset = yield from _begin_with(producer, request)
-            run.extra["request"] = (REQUESTS, 0, offset, request)
+            state.request = (REQUESTS, 0, offset, request)
         except (KafkaError, IllegalStateError) as exc:
             run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
             return
         sent_ms = run.now_ms
         reply = yield from self._await_reply(run, reader, consumer, sent_ms + self.reply_timeout_ms)
         if reply is not None:
-            run.extra["reply"] = (reply, run.now_ms - sent_ms)
+            state.reply = (reply, run.now_ms - sent_ms)
         txn_start = None
         if reply is None:
             txn_start = self._diagnose(run, offset)
@@ -209,11 +236,11 @@ class RequestReply(Workload):
             kind = "ok"
         except (KafkaError, IllegalStateError) as exc:
             error = type(exc).__name__
-            run.extra["requester_error"] = f"{error}: {exc}"
+            run.state_of(DeadlockState).requester_error = f"{error}: {exc}"
         abort = None
         if txn_start is not None:
             abort = timeout_abort(run.cluster, self.transactional_id, txn_start_ms=txn_start)
-            run.extra["timeout_abort"] = abort
+            run.state_of(DeadlockState).timeout_abort = abort
         if kind != "ok" and abort is not None:
             kind = "fail"  # __transaction_state shows the abort: the request was never committed
         done = request if kind == "ok" else request._replace(offset=None)
@@ -242,46 +269,50 @@ class RequestReply(Workload):
             start = describe_transaction_row(run.cluster, self.transactional_id).start_time_ms
         except (KafkaError, ValueError) as exc:
             why, start = None, None
-            run.extra["diagnosis_error"] = f"{type(exc).__name__}: {exc}"
+            run.state_of(DeadlockState).diagnosis_error = f"{type(exc).__name__}: {exc}"
         if why is not None:
-            run.extra["deadlock"] = why
+            run.state_of(DeadlockState).deadlock = why
         return start
 
     def judge(self, run: Run) -> list[str]:
         """Report the diagnosed deadlock with its outcome, or a request that got no reply."""
-        why = run.extra.get("deadlock")
+        state = run.state_of(DeadlockState)
+        why = state.deadlock
         if why is not None:
-            run.extra["deadlock_outcome"] = outcome = self._outcome(run)
+            state.deadlock_outcome = outcome = self._outcome(state)
             return [f"request-reply-deadlock: {why.removeprefix('deadlock: ')} Outcome: {outcome}"]
-        if "reply" in run.extra or not self.commit_first:
+        if state.reply is not None or not self.commit_first:
             return []  # the deadlock control without a diagnosis: cannot_show says why, or it missed
-        request = run.extra.get("request")
+        request = state.request
         if request is None:
-            attempts = run.extra.get("request_attempts", 0)
+            attempts = state.request_attempts
             return [f"request-reply-timeout: the request was never committed ({attempts} failed transaction(s))"]
         return [f"request-reply-timeout: no reply to the committed request {request} by the end of the run"]
 
     def cannot_show(self, run: Run) -> str:
         """Why the deadlock could not be shown: the request never written, or no diagnosis possible then."""
-        if "request" not in run.extra:
+        state = run.state_of(DeadlockState)
+        if state.request is None:
             return "the request was never written (the requester's transaction failed before it), so nothing waited"
-        error = run.extra.get("diagnosis_error")
+        error = state.diagnosis_error
         if error:
             return f"when the reply was late the cluster could not be asked why ({error})"
         return ""
 
-    def _outcome(self, run: Run) -> str:
+    def _outcome(self, state: DeadlockState) -> str:
         """Return what happened to the deadlocked transaction and its request."""
-        abort = run.extra.get("timeout_abort")
+        abort = state.timeout_abort
         parts = [abort.describe() if abort is not None else "no timeout abort was found in __transaction_state"]
-        error = run.extra.get("requester_error")  # "Name: message"; the name says enough here
+        error = state.requester_error  # "Name: message"; the name says enough here
         parts.append(
             f"the requester's next call, commit_transaction(), raised {error.split(':', 1)[0]}"
             if error
             else "the requester's commit_transaction() raised nothing"
         )
-        _topic, _partition, offset, _value = run.extra["request"]
-        seen = [o for o, _v in run.extra.get("responder_seen", []) if o == offset]
+        if state.request is None:
+            raise IllegalStateError("a diagnosed deadlock has its request written")
+        _topic, _partition, offset, _value = state.request
+        seen = [o for o, _v in state.responder_seen if o == offset]
         where = f"the request at {REQUESTS}-0 offset {offset}"
         if seen:
             parts.append(f"the responder saw {where} {len(seen)} time(s)")

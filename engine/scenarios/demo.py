@@ -17,12 +17,14 @@ must be there exactly once, in send order.
 from __future__ import annotations
 
 from engine.cluster import Cluster
-from engine.scenarios.registry import ScenarioResult, scenario
+from engine.scenarios.result import ScenarioResult
 
 RECORDS = 200
 
+#: The registry's one-line description (:func:`engine.scenarios.registry.load_all` registers ``demo``).
+DESCRIPTION = "idempotent producer through a lost ack and a leader crash; exactly once, in order"
 
-@scenario("demo", "idempotent producer through a lost ack and a leader crash; exactly once, in order")
+
 def demo(seed: int = 7, *, idempotence: bool = True) -> ScenarioResult:
     """Run the demo scenario."""
     from engine.sim.network import NetworkOptions
@@ -84,4 +86,4 @@ def demo(seed: int = 7, *, idempotence: bool = True) -> ScenarioResult:
         "leader_before": leader,
         "leader_after": c.leader("demo"),
     }
-    return ScenarioResult("demo", seed, not findings, findings, c, summary)
+    return ScenarioResult("demo", seed, c, findings=findings, summary=summary)

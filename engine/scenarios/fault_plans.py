@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
@@ -25,14 +26,14 @@ def _times(rng: random.Random, n: int, start: int, end: int) -> list[int]:
     return sorted(rng.randint(start, end) for _ in range(n))
 
 
+def _lost_acks(times: list[int], count: Callable[[], int]) -> list[FaultEntry]:
+    """At each of ``times``, drop the next ``count()`` ProduceResponses (drawn in time order)."""
+    return [FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=count()) for t in times]
+
+
 def lost_acks(rng: random.Random, run: Run) -> FaultPlan:
     """Drop a few ProduceResponses after the leader appended (lost acks)."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(1, 2))
-            for t in _times(rng, 4, 200, 3_500)
-        )
-    )
+    return FaultPlan(tuple(_lost_acks(_times(rng, 4, 200, 3_500), lambda: rng.randint(1, 2))))
 
 
 def reorders(rng: random.Random, run: Run) -> FaultPlan:
@@ -41,21 +42,13 @@ def reorders(rng: random.Random, run: Run) -> FaultPlan:
         FaultEntry.of(t, "delay", body_type="ProduceRequest", delay_ms=rng.randint(3, 30), count=1)
         for t in _times(rng, 6, 200, 3_500)
     ]
-    entries += [
-        FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=1)
-        for t in _times(rng, 2, 200, 3_500)
-    ]
+    entries += _lost_acks(_times(rng, 2, 200, 3_500), lambda: 1)
     return FaultPlan(tuple(entries))
 
 
 def lost_ack_burst(rng: random.Random, run: Run) -> FaultPlan:
     """Lose 5–8 consecutive answers: every in-flight batch is retried, the oldest first."""
-    return FaultPlan(
-        tuple(
-            FaultEntry.of(t, "drop", kind="response", body_type="ProduceResponse", count=rng.randint(5, 8))
-            for t in _times(rng, 3, 300, 3_500)
-        )
-    )
+    return FaultPlan(tuple(_lost_acks(_times(rng, 3, 300, 3_500), lambda: rng.randint(5, 8))))
 
 
 def rolling_crashes(rng: random.Random, run: Run) -> FaultPlan:

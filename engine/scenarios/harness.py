@@ -34,24 +34,27 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Generator, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.check.anomaly import Report
 from engine.check.checker import check_history
 from engine.check.history import HistoryRecorder, Poll, Send
 from engine.cluster import Cluster
+from engine.errors import IllegalStateError
 from engine.scenarios.fault_plans import swarm as swarm_plan
-from engine.scenarios.registry import settled_verdict, verdict_status
+from engine.scenarios.result import ScenarioResult, finding_kind
+from engine.scenarios.result import replay_command as replay_command  # re-exported: the sweep imports it here
+from engine.scenarios.supervisor import Process, Sleep, poll_until_idle
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.scheduler import SimulationStalled
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
-    from engine.check.history import History
-    from engine.check.timeline import PartitionTimeline
     from engine.scenarios.workloads import Workload
+
+S = TypeVar("S")
 
 #: Small internal topics keep simulated runs cheap; the coordinator mapping still uses Kafka's hash.
 FAST_INTERNALS = (
@@ -85,6 +88,24 @@ TXN_PRODUCER_TIMING = (
     ("delivery.timeout.ms", 30_000),
     ("max.block.ms", 20_000),
 )
+
+
+#: The timing of a relay's idempotent producer (the outbox's and the saga's relays, the dual write's
+#: publisher): short request timeouts, as :data:`TXN_PRODUCER_TIMING`, and a 10 s delivery timeout.
+RELAY_PRODUCER_TIMING = (
+    ("enable.idempotence", True),
+    ("acks", "all"),
+    ("linger.ms", 0),
+    ("request.timeout.ms", 1_500),
+    ("retry.backoff.ms", 20),
+    ("delivery.timeout.ms", 10_000),
+    ("max.block.ms", 5_000),
+)
+
+
+def relay_producer_config(run: Run, client_id: str) -> dict[str, Any]:
+    """Return a relay producer's config (:data:`RELAY_PRODUCER_TIMING`), with the mutant's overrides."""
+    return run.producer_config({"client.id": client_id, **dict(RELAY_PRODUCER_TIMING)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,18 +154,6 @@ class Mutant:
     workload_flags: tuple[str, ...] = ()
 
 
-class Sleep:
-    """Yielded by a process: do not run me again for ``ms`` simulated milliseconds."""
-
-    __slots__ = ("ms",)
-
-    def __init__(self, ms: int) -> None:
-        self.ms = ms
-
-
-Process = Generator[Any, None, None]
-
-
 class Run:
     """Everything one run of a spec has: the cluster, the history, the processes, the mutant."""
 
@@ -180,7 +189,8 @@ class Run:
         self.next_process = 0
         self.stopping = False
         self.notes: list[str] = []
-        self.extra: dict[str, Any] = {}
+        #: the workload's own state (a dataclass it declares, set by its ``start``); the result keeps it
+        self.state: object = None
 
     # -- helpers for workloads -----------------------------------------------------------------
 
@@ -232,6 +242,12 @@ class Run:
         self.next_process += 1
         return proc
 
+    def state_of(self, kind: type[S]) -> S:
+        """Return the workload's state, a ``kind`` (the dataclass its ``start`` set as :attr:`state`)."""
+        if not isinstance(self.state, kind):
+            raise IllegalStateError(f"the run's workload state is a {type(self.state).__name__}, not a {kind.__name__}")
+        return self.state
+
     def restart_if_down(self, node: Any) -> None:
         """Restart a crashed node, unless it is up already (the heal restarts every crashed node)."""
         if not node.is_up:
@@ -276,90 +292,10 @@ class Run:
             self.world.run_for(until_ms - self.now_ms)
 
 
-@dataclasses.dataclass
-class RunResult:
-    """The outcome of one run."""
-
-    spec: Spec
-    seed: int
-    mutant: str | None
-    report: Report
-    findings: list[str]
-    missing: list[str]
-    fingerprint: str
-    cluster: Cluster
-    history_size: int
-    plan: FaultPlan = dataclasses.field(default_factory=FaultPlan)
-    #: what the workload kept for later inspection (e.g. the copier's inputs and outputs)
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
-    #: the run replaced its scenario's fault plan with a swarm plan
-    swarm: bool = False
-    #: the anomaly kinds this run had to report: a positive control's ``must_report``
-    expected: tuple[str, ...] = ()
-    #: why the run has no verdict of its own (``""`` when it has one): a positive control that could
-    #: not show its anomaly (swarm did not draw its fault kind, or its workload says why)
-    skipped: str = ""
-    #: the client history the run was judged on (exported by :mod:`engine.export`)
-    history: History | None = None
-    #: the HW/LSO samples of every leader as the run went (white-box L7)
-    timeline: PartitionTimeline | None = None
-    #: a positive control's findings of its expected kinds: what it caught, and how the tool explains it
-    evidence: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Return True when nothing forbidden was found (a positive control: and its anomaly was)."""
-        return self.report.ok and not self.findings and not self.missing
-
-    @property
-    def status(self) -> str:
-        """Return ``PASS``, ``CAUGHT``, ``SKIP`` or ``FAIL`` (see the module docstring)."""
-        return verdict_status(skipped=self.skipped, ok=self.ok, caught=self.caught)
-
-    @property
-    def kinds(self) -> list[str]:
-        """Return every forbidden anomaly kind and finding kind of the run (a catch: what it caught), sorted."""
-        return sorted(
-            {a.kind for a in self.report.forbidden} | {finding_kind(f) for f in self.findings} | set(self.caught)
-        )
-
-    @property
-    def replay(self) -> str:
-        """Return the one command that replays this run."""
-        return replay_command(self.spec.name, self.seed, mutant=self.mutant, swarm=self.swarm)
-
-    @property
-    def caught(self) -> tuple[str, ...]:
-        """Return the expected anomaly kinds a positive control showed (empty for any other run)."""
-        if not self.expected or self.missing:
-            return ()
-        shown = {finding_kind(f) for f in self.evidence} | {a.kind for a in self.report.anomalies}
-        return tuple(sorted(shown & set(self.expected)))
-
-    def verdict(self) -> str:
-        """Return a one-line verdict."""
-        settled = settled_verdict(self.spec.name, self.seed, skipped=self.skipped, caught=self.caught, ok=self.ok)
-        if settled is not None:
-            return settled
-        kinds = sorted({a.kind for a in self.report.forbidden})
-        what = ", ".join(kinds + self.findings + [f"missing {m}" for m in self.missing]) or "no forbidden anomalies"
-        return f"{self.status} {self.spec.name} seed={self.seed}: {what}"
-
-
-def replay_command(name: str, seed: int, *, mutant: str | None = None, swarm: bool = False) -> str:
-    """Return the one ``eos run`` command that replays a run (it needs no result: a run that raised has none)."""
-    return f"eos run '{name}' --seed {seed}" + (f" --mutant {mutant}" if mutant else "") + (" --swarm" if swarm else "")
-
-
 def is_caught(check: str, kinds: Iterable[str]) -> bool:
     """Return True when ``kinds`` hold the check a mutant must be caught by (``a|b``: either one)."""
     found = set(kinds)
     return any(k in found for k in check.split("|"))
-
-
-def finding_kind(finding: str) -> str:
-    """Return the kind of a finding string ``"kind: detail"``."""
-    return finding.split(":", 1)[0]
 
 
 def is_sentinel(value: object) -> bool:
@@ -383,8 +319,8 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
     op = run.history.invoke(proc, "assign", (), run.now_ms, keys=run.topic_partitions())
     run.history.complete(op, "ok", (), run.now_ms)
     seen_sentinels: set[str] = set()
-    idle = 0
-    while idle < 3:
+
+    def poll() -> list[Any]:  # one poll op per poll, as Jepsen's final polls
         op = run.history.invoke(proc, "poll", (), run.now_ms)
         msgs = reader.consume(1000, timeout=1.0)
         polls = []
@@ -395,7 +331,9 @@ def final_reads(run: Run, *, sentinel: bool = True) -> None:
                 continue
             polls.append(Poll(m.topic(), m.partition(), m.offset(), v))
         run.history.complete(op, "ok", polls, run.now_ms)
-        idle = 0 if msgs else idle + 1
+        return msgs
+
+    poll_until_idle(poll, idle_polls=3)
     if sentinel:
         missing = [f"sentinel-{t}-{p}" for t, p in run.topic_partitions() if f"sentinel-{t}-{p}" not in seen_sentinels]
         if missing:
@@ -429,7 +367,7 @@ def run_spec(
     plan: FaultPlan | None = None,
     swarm: bool = False,
     observers: Iterable[Any] = (),
-) -> RunResult:
+) -> ScenarioResult:
     """Run a scenario on one seed through its phases and judge it.
 
     ``plan`` replaces the fault plan the seed would expand into (used to replay or shrink a
@@ -452,24 +390,26 @@ def run_spec(
         skipped = _why_not_shown(run, spec, seed, mutant, plan, swarm)
         if skipped:
             missing = []
-    return RunResult(
-        spec,
+    summary = {"history_ops": len(history), "simulated_ms": run.cluster.now_ms, "fault_plan": f"{len(plan)} entries"}
+    return ScenarioResult(
+        spec.name,
         seed,
-        mutant.id if mutant else None,
+        run.cluster,
         report,
         findings,
         missing,
-        run.cluster.fingerprint(),
-        run.cluster,
-        len(history),
-        plan,
-        run.extra,
+        summary,
+        spec=spec,
+        mutant=mutant.id if mutant else None,
+        plan=plan,
+        state=run.state,
         swarm=swarm,
         expected=expected,
         skipped=skipped,
         history=history,
         timeline=run.timeline,
         evidence=evidence,
+        history_size=len(history),
     )
 
 

@@ -1,7 +1,7 @@
 """Mirroring a cluster into another (MirrorMaker 2, KIP-656): two clusters in one world.
 
 The scenario's cluster (``run.cluster``) is the *source*; the workload builds the *target* beside
-it (:meth:`Cluster.beside <engine.cluster.Cluster.beside>`, ``run.extra["target"]``): one clock,
+it (:meth:`Cluster.beside <engine.cluster.Cluster.beside>`, ``MirrorState.target``): one clock,
 one seed, one trace. A transactional producer writes transactions of :data:`TXN_RECORDS` records
 over the two partitions of ``src`` (values ``txn-<n>-<i>/5``), aborting some on purpose. A mirror
 copies ``src`` partition ``p`` to the target's ``dst`` partition ``p``, value for value:
@@ -24,7 +24,7 @@ cut by poll, not by source transaction, it sees *part* of a committed source tra
 then: the mirror copies records exactly once but not the source's atomicity. The judge reads
 ``dst`` at the end: ``mirror-lost`` (a committed source record missing), ``mirror-duplicate``
 (copied twice), ``mirror-aborted-copied`` (a record of an aborted source transaction), and
-``mirror-split-transaction`` (``run.extra["mirror_split_transactions"]``: the source transactions
+``mirror-split-transaction`` (``MirrorState.split_transactions``: the source transactions
 the reader saw only part of after some poll).
 
 Simplified here, compared with MirrorMaker 2: one mirror task, no Connect framework (no worker,
@@ -53,6 +53,7 @@ from engine.errors import (
 )
 from engine.scenarios.fault_plans import client_crashes, rolling_crashes
 from engine.scenarios.harness import FAST_FAILOVER, FAST_INTERNALS, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
+from engine.scenarios.supervisor import read_until_idle
 from engine.scenarios.workloads import Workload, abort_after_error
 
 #: The source topic, the target topic, and their partition count (partition p is copied to p).
@@ -114,25 +115,22 @@ def split_transactions(polls: list[tuple[str, ...]], committed: set[str]) -> lis
 
 def read_values(cluster: Cluster, topic: str, partitions: int, client_id: str) -> list[str]:
     """Read a topic from the start with read_committed until it is quiet; return the values (no sentinels)."""
-    reader = cluster.consumer({"isolation.level": "read_committed", "client.id": client_id})
-    reader.assign([(topic, p) for p in range(partitions)])
     values: list[str] = []
-    idle = 0
-    while idle < 2:
-        msgs = reader.consume(2_000, timeout=0.5)
-        idle = 0 if msgs else idle + 1
-        values.extend(m.value() for m in msgs if m.error() is None and not is_sentinel(m.value()))
-    reader.close()
+
+    def keep(m: Any) -> None:
+        if m.error() is None and not is_sentinel(m.value()):
+            values.append(m.value())
+
+    read_until_idle(cluster, [(topic, p) for p in range(partitions)], client_id, keep)
     return values
 
 
 def build_target(run: Run) -> Cluster:
-    """Build the target cluster beside the run's cluster (same broker config), with topic ``dst``."""
+    """Return the target cluster, built beside the run's cluster (same broker config), with topic ``dst``."""
     config = dict(FAST_INTERNALS)
     config.update(dict(run.spec.broker_config))
     target = Cluster.beside(run.cluster, TARGET, brokers=run.spec.brokers, config=config)
     target.create_topic(DST, PARTITIONS, min(3, run.spec.brokers))
-    run.extra["target"] = target
     return target
 
 
@@ -149,6 +147,29 @@ def _next_offsets(msgs: list[Any]) -> list[TopicPartition]:
     for m in msgs:
         last[m.partition()] = m.offset() + 1
     return [TopicPartition(SRC, p, o) for p, o in sorted(last.items())]
+
+
+@dataclasses.dataclass
+class MirrorState:
+    """What a mirror run keeps: the target cluster, what the mirror and the target reader did, the judge's counts."""
+
+    target: Cluster
+    #: every value the source producer tried to write (committed or not)
+    attempted: list[str] = dataclasses.field(default_factory=list)
+    #: the target reader's polls (the values of each) and the times it polled
+    reader_polls: list[tuple[str, ...]] = dataclasses.field(default_factory=list)
+    reader_poll_times: list[int] = dataclasses.field(default_factory=list)
+    #: (commit time, values) of every target transaction the exactly-once mirror committed
+    commits: list[tuple[int, tuple[str, ...]]] = dataclasses.field(default_factory=list)
+    #: mirror instances started (a crashed one is replaced), and whether one copied everything
+    instances: int = 0
+    done: bool = False
+    #: the judge's counts: records on the target, copies past the first, the source transactions
+    #: the reader saw only part of, and the committed source transactions
+    copied: int = 0
+    duplicates: int = 0
+    split_transactions: list[int] = dataclasses.field(default_factory=list)
+    committed_transactions: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,12 +194,7 @@ class Mirror(Workload):
 
     def start(self, run: Run) -> None:
         """Build the target cluster, then spawn the source producer, the mirror and the target reader."""
-        build_target(run)
-        run.extra["mirror_attempted"] = []
-        run.extra["mirror_reader_polls"] = []
-        run.extra["mirror_reader_poll_times"] = []
-        run.extra["mirror_commits"] = []
-        run.extra["mirror_instances"] = 0
+        run.state = MirrorState(build_target(run))
         run.spawn(self._source_producer)
         run.spawn(self._mirror)
         run.spawn(self._target_reader)
@@ -207,7 +223,7 @@ class Mirror(Workload):
                     continue
             yield Sleep(run.rng.randint(10, 120))
             sends = [Send(SRC, (n + i) % PARTITIONS, txn_value(n, i)) for i in range(TXN_RECORDS)]
-            run.extra["mirror_attempted"].extend(s.value for s in sends)
+            run.state_of(MirrorState).attempted.extend(s.value for s in sends)
             abort = run.rng.random() < self.abort_p
             op = run.history.invoke(proc, "txn", tuple(sends), run.now_ms)
             reports: dict[str, Any] = {}
@@ -244,15 +260,16 @@ class Mirror(Workload):
 
     def _mirror(self, run: Run, proc: int) -> Process:
         """Run mirror instances until one has copied everything; a crashed one is replaced."""
+        state = run.state_of(MirrorState)
         gen = 0
         while True:
-            run.extra["mirror_instances"] += 1
+            state.instances += 1
             try:
                 result = yield from self._instance(run, proc, gen)
             except (KafkaError, IllegalStateError):
                 result = "restart"
             if result == "done":
-                run.extra["mirror_done"] = True
+                state.done = True
                 return
             gen += 1
             proc = run.new_process()  # a restarted mirror is a new process, as in Jepsen
@@ -292,13 +309,12 @@ class Mirror(Workload):
 
     def _target_reader(self, run: Run, proc: int) -> Process:
         """Poll ``dst`` read_committed while the mirror runs; keep each poll's values."""
-        target: Cluster = run.extra["target"]
-        consumer = target.consumer({"isolation.level": "read_committed", "client.id": "target-reader"})
+        state = run.state_of(MirrorState)
+        consumer = state.target.consumer({"isolation.level": "read_committed", "client.id": "target-reader"})
         consumer.assign([(DST, p) for p in range(PARTITIONS)])
-        polls: list[tuple[str, ...]] = run.extra["mirror_reader_polls"]
-        times: list[int] = run.extra["mirror_reader_poll_times"]
+        polls, times = state.reader_polls, state.reader_poll_times
         while True:
-            done = run.extra.get("mirror_done", False)
+            done = state.done
             times.append(run.now_ms)
             msgs = consumer.consume(500, timeout=0.01)
             if msgs:
@@ -311,24 +327,21 @@ class Mirror(Workload):
 
     def judge(self, run: Run) -> list[str]:
         """Compare ``dst`` with the committed ``src``: lost, duplicated, aborted-copied, split transactions."""
-        target: Cluster = run.extra["target"]
+        state = run.state_of(MirrorState)
         committed = set(read_values(run.cluster, SRC, PARTITIONS, "mirror-judge-source"))
-        copied = read_values(target, DST, PARTITIONS, "mirror-judge-target")
-        attempted = set(run.extra.get("mirror_attempted", ()))
+        copied = read_values(state.target, DST, PARTITIONS, "mirror-judge-target")
+        attempted = set(state.attempted)
         counts: dict[str, int] = {}
         for v in copied:
             counts[v] = counts.get(v, 0) + 1
         lost = sorted(committed - set(counts))
         duplicated = sorted(v for v, k in counts.items() if k > 1)
         aborted = sorted(v for v in counts if v in attempted and v not in committed)
-        split = split_transactions(run.extra.get("mirror_reader_polls", []), committed)
-        whole = {n for n in map(txn_of, committed) if n is not None}
-        run.extra.update(
-            mirror_copied=len(copied),
-            mirror_duplicates=sum(k - 1 for k in counts.values()),
-            mirror_split_transactions=split,
-            mirror_committed_transactions=len(whole),
-        )
+        split = split_transactions(state.reader_polls, committed)
+        state.copied = len(copied)
+        state.duplicates = sum(k - 1 for k in counts.values())
+        state.split_transactions = split
+        state.committed_transactions = len({n for n in map(txn_of, committed) if n is not None})
         findings = []
         if lost:
             findings.append(f"mirror-lost: {len(lost)} committed source records missing on the target, e.g. {lost[:3]}")
@@ -350,17 +363,18 @@ class Mirror(Workload):
         """Why no split could be seen: no committed source transaction, or no reader poll while one was half copied."""
         if not self.report_splits:
             return ""
-        committed = run.extra.get("mirror_committed_transactions", 0)
+        state = run.state_of(MirrorState)
+        committed = state.committed_transactions
         if not committed:
             return "no source transaction was committed (each failed under the faults), so none could be split"
         # When did the target commit each part of a source transaction? A split is visible only to
         # a poll between the commit of its first part and that of its last.
         parts: dict[int, list[int]] = {}
-        for at_ms, values in run.extra.get("mirror_commits", ()):
+        for at_ms, values in state.commits:
             for n in {txn_of(v) for v in values} - {None}:
                 parts.setdefault(n, []).append(at_ms)  # type: ignore[arg-type]
         windows = [(min(ts), max(ts)) for ts in parts.values() if min(ts) < max(ts)]
-        polls = run.extra.get("mirror_reader_poll_times", ())
+        polls = state.reader_poll_times
         if not any(a <= t < b for t in polls for a, b in windows):
             return (
                 f"the target reader polled at no moment when one of the {committed} committed source "
@@ -375,7 +389,7 @@ class AtLeastOnceMirror(Mirror):
 
     Each batch is produced, flushed, then its offsets committed to group ``mirror`` on the source;
     a crash in between (``crash_p``) copies the batch again: duplicates are allowed by design and
-    counted in ``run.extra["mirror_duplicates"]``; lost and aborted-copied records still fail.
+    counted in ``MirrorState.duplicates``; lost and aborted-copied records still fail.
     """
 
     batch: int = 4
@@ -383,7 +397,7 @@ class AtLeastOnceMirror(Mirror):
     duplicates_allowed: bool = True
 
     def _instance(self, run: Run, proc: int, gen: int) -> Process:
-        target: Cluster = run.extra["target"]
+        target = run.state_of(MirrorState).target
         producer = target.producer({**_PRODUCER, "client.id": f"mirror-producer-{gen}"})
         consumer = run.cluster.consumer(
             run.consumer_config({**_CONSUMER, "group.id": OFFSETS_GROUP, "client.id": f"mirror-consumer-{gen}"})
@@ -436,7 +450,7 @@ class ExactlyOnceMirror(Mirror):
     report_splits: bool = True
 
     def _instance(self, run: Run, proc: int, gen: int) -> Process:
-        target: Cluster = run.extra["target"]
+        target = run.state_of(MirrorState).target
         producer = target.producer(
             {
                 **_PRODUCER,
@@ -484,7 +498,7 @@ class ExactlyOnceMirror(Mirror):
                     self._crash(run, *clients)  # the offsets are pending in the target group: aborted too
                     return "restart"
                 producer.commit_transaction()
-                run.extra["mirror_commits"].append((run.now_ms, tuple(m.value() for m in msgs)))
+                run.state_of(MirrorState).commits.append((run.now_ms, tuple(m.value() for m in msgs)))
             except (KafkaError, IllegalStateError):
                 self._crash(run, *clients)
                 return "restart"
@@ -496,7 +510,7 @@ MIRROR_SPECS = (
         "mirror: at-least-once (source connector)",
         "a source-connector mirror (offsets committed on the source after the flush) copies transactional "
         "records to a second cluster; a crash between flush and commit copies a batch twice: duplicates are "
-        "allowed by design (run.extra['mirror_duplicates']), lost or aborted records are not",
+        "allowed by design (MirrorState.duplicates), lost or aborted records are not",
         AtLeastOnceMirror(),
         rolling_crashes,
         broker_config=FAST_FAILOVER,

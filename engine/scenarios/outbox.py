@@ -20,11 +20,11 @@ passes only when the database checker catches its anomaly: the dual write (commi
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
+from pathlib import Path
 from typing import Any
 
 from engine.check.effects import check_effects, summary
-from engine.db.database import Database, DatabaseFolder
+from engine.db.database import Database, DatabaseFolder, read_only
 from engine.errors import IllegalStateError, InvalidEventError, KafkaError
 from engine.outbox import relay as relays
 from engine.outbox import schema
@@ -32,10 +32,11 @@ from engine.outbox import service as services
 from engine.outbox import sink as sinks
 from engine.outbox.event import Routes
 from engine.scenarios.fault_plans import crashes_and_lost_acks
-from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
+from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, relay_producer_config
+from engine.scenarios.supervisor import Crashes, counter, relay_crashes, supervise, supervise_consumer
 from engine.scenarios.workloads import Workload
 
-__all__ = ["MODES", "OUTBOX_SPECS", "OutboxPipeline"]
+__all__ = ["MODES", "OUTBOX_SPECS", "OutboxPipeline", "OutboxState"]
 
 #: How the events leave the service: through the outbox (two relays) or by a dual write (the contrasts).
 MODES = ("polling", "log-tailing", "dual-write: commit then publish", "dual-write: publish then roll back")
@@ -43,6 +44,32 @@ TOPIC = "orders"
 ROUTES = {"order": TOPIC}
 #: Malformed orders the service must refuse (each an InvalidEventError, nothing written).
 BAD_ORDERS = ("unknown-aggregate", "negative-amount", "payload-not-json", "empty-customer")
+
+
+@dataclasses.dataclass
+class OutboxState:
+    """What an outbox run keeps: its databases (the files live as long as the result keeps them), its counts."""
+
+    folder: DatabaseFolder
+    service: services.OrderService
+    sink_db: Database
+    #: orders the service placed, and those it refused (order id, how it was malformed, the error)
+    placed: list[str] = dataclasses.field(default_factory=list)
+    rejected: list[tuple[str, str | None, str]] = dataclasses.field(default_factory=list)
+    service_crashes: int = 0
+    relay_crashes: int = 0
+    sink_crashes: int = 0
+    #: redeliveries the sink's processed-messages table dropped
+    duplicates_dropped: int = 0
+    service_done: bool = False
+    #: the relay saw the outbox empty after the service ended (a dual write has no relay: done at once)
+    relay_done: bool = False
+    #: event ids the relays recorded as sends (a re-send is recorded once)
+    recorded: set[str] = dataclasses.field(default_factory=set)
+    #: the verdict's counts: committed orders, shipments, and the database checker's anomalies by kind
+    committed_orders: int = 0
+    shipments: int = 0
+    effects: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,24 +104,8 @@ class OutboxPipeline(Workload):
         outbox_mode = "log-tailing" if self.mode == "log-tailing" else "polling"
         service = services.OrderService(run.world, "orders", folder, Routes(ROUTES), outbox_mode)
         sink_db = sinks.sink_database(run.world, "shipping", folder)
-        state = {
-            "folder": str(folder.path),
-            "service_db": str(service.db.path),
-            "sink_db": str(sink_db.path),
-            "placed": [],
-            "rejected": [],
-            "service_crashes": 0,
-            "relay_crashes": 0,
-            "sink_crashes": 0,
-            "relay_done": self.dual_write,
-            "service_done": False,
-            "duplicates_dropped": 0,
-            "recorded": set(),
-        }
-        run.extra["outbox"] = state
-        run.extra["outbox_folder"] = folder  # the files live as long as the run's result keeps it
-        run.extra["outbox_service"] = service
-        run.extra["outbox_sink_db"] = sink_db
+        state = OutboxState(folder, service, sink_db, relay_done=self.dual_write)
+        run.state = state
         run.spawn(lambda r, proc: self._service(r, proc, service, state))
         if not self.dual_write:
             run.spawn(lambda r, proc: self._relay(r, proc, folder, state))
@@ -105,7 +116,7 @@ class OutboxPipeline(Workload):
 
     # -- the service ----------------------------------------------------------------------------
 
-    def _service(self, run: Run, proc: int, service: services.OrderService, state: dict[str, Any]) -> Process:
+    def _service(self, run: Run, proc: int, service: services.OrderService, state: OutboxState) -> Process:
         rng = run.rng
         producer = None
         gen = 0
@@ -119,7 +130,7 @@ class OutboxPipeline(Workload):
             try:
                 if self.dual_write:
                     if producer is None:
-                        producer = run.cluster.producer(_producer_config(run, f"orders-publisher-{gen}"))
+                        producer = run.cluster.producer(relay_producer_config(run, f"orders-publisher-{gen}"))
                     publish_first = self.mode.endswith("roll back")
                     point = services.DUAL_WRITE_CRASH_POINTS[1 if publish_first else 0] if crash else None
                     service.place_order_dual_write(
@@ -128,11 +139,11 @@ class OutboxPipeline(Workload):
                 else:
                     point = rng.choice(services.CRASH_POINTS) if crash else None
                     service.place_order(order_id, crash_at=point, **_order_args(bad, customer, amount))
-                state["placed"].append(order_id)
+                state.placed.append(order_id)
             except InvalidEventError as exc:
-                state["rejected"].append((order_id, bad, str(exc)))
+                state.rejected.append((order_id, bad, str(exc)))
             except services.ServiceCrashed:
-                state["service_crashes"] += 1
+                state.service_crashes += 1
                 if producer is not None and producer.is_up:
                     run.world.crash(producer.name)
                 producer = None
@@ -145,89 +156,53 @@ class OutboxPipeline(Workload):
                 )
                 gen += 1
             yield Sleep(rng.randint(5, 30))
-        state["service_done"] = True
+        state.service_done = True
 
     # -- the relay ------------------------------------------------------------------------------
 
-    def _relay(self, run: Run, proc: int, folder: DatabaseFolder, state: dict[str, Any]) -> Process:
-        rng = run.rng
+    def _relay(self, run: Run, proc: int, folder: DatabaseFolder, state: OutboxState) -> Process:
         db = Database(run.world, "orders", folder, schema.SERVICE, client="relay")
         cls = relays.LogTailer if self.mode == "log-tailing" else relays.PollingRelay
-        gen = 0
-        while True:
-            producer = run.cluster.producer(_producer_config(run, f"relay-{gen}"))
-            relay = cls(
-                db,
-                producer,
-                Routes(ROUTES),
-                self._partitions(run),
-                batch=self.relay_batch,
-                history=(run.history, proc, state["recorded"]),
-            )
-            while True:
-                point = rng.choice(self.relay_crash_points) if rng.random() < self.relay_crash_p else None
-                try:
-                    sent = relay.step(point)
-                except relays.RelayCrashed:
-                    state["relay_crashes"] += 1
-                    if db.is_up:
-                        run.world.crash(db.name)
-                    break
-                if sent == 0:
-                    if run.stopping and state["service_done"] and relay.pending() == 0:
-                        state["relay_done"] = True
-                        return
-                    yield Sleep(self.poll_ms)
-                else:
-                    yield Sleep(1)
-            yield Sleep(rng.randint(50, 300))
-            run.restart_if_down(db)
-            gen += 1
-            proc = run.new_process()  # a restarted relay is a new process, as in Jepsen
+
+        def make(gen: int, proc: int) -> relays.PollingRelay:
+            producer = run.cluster.producer(relay_producer_config(run, f"relay-{gen}"))
+            history = (run.history, proc, state.recorded)
+            return cls(db, producer, Routes(ROUTES), self._partitions(run), batch=self.relay_batch, history=history)
+
+        def done(relay: relays.PollingRelay, idle: int) -> bool:
+            return idle > 0 and run.stopping and state.service_done and relay.pending() == 0
+
+        crashes = relay_crashes(run, db, state, self.relay_crash_points, self.relay_crash_p)
+        yield from supervise(run, proc, make, crashes, restart=db, poll_ms=self.poll_ms, done=done)
+        state.relay_done = True
 
     # -- the sink -------------------------------------------------------------------------------
 
-    def _sink(self, run: Run, proc: int, db: Database, state: dict[str, Any]) -> Process:
-        rng = run.rng
+    def _sink(self, run: Run, proc: int, db: Database, state: OutboxState) -> Process:
         parts = [(TOPIC, p) for p in range(run.cluster.topics[TOPIC])]
-        gen = 0
-        while True:
-            consumer = run.cluster.consumer(
-                run.consumer_config({"isolation.level": "read_committed", "client.id": f"sink-{gen}"})
-            )
-            sink = sinks.IdempotentSink(db, consumer, parts, dedup=self.dedup, history=(run.history, proc))
-            idle = 0
-            while True:
-                point = rng.choice(sinks.CRASH_POINTS) if rng.random() < self.sink_crash_p else None
-                try:
-                    n = sink.step(crash_at=point)
-                except sinks.SinkCrashed:
-                    state["sink_crashes"] += 1
-                    break
-                except (KafkaError, IllegalStateError):
-                    n = 0
-                state["duplicates_dropped"] += sink.skipped
-                sink.skipped = 0
-                idle = 0 if n else idle + 1
-                if run.stopping and state["service_done"] and state["relay_done"] and idle > 10:
-                    return
-                yield Sleep(1 if n else self.poll_ms)
-            yield Sleep(rng.randint(50, 300))
-            run.restart_if_down(db)
-            gen += 1
-            proc = run.new_process()
+
+        def make(gen: int, proc: int) -> sinks.IdempotentSink:
+            config = {"isolation.level": "read_committed", "client.id": f"sink-{gen}"}
+            consumer = run.cluster.consumer(run.consumer_config(config))
+            return sinks.IdempotentSink(db, consumer, parts, dedup=self.dedup, history=(run.history, proc))
+
+        def done(_sink: sinks.IdempotentSink, idle: int) -> bool:
+            return run.stopping and state.service_done and state.relay_done and idle > 10
+
+        crashes = Crashes(sinks.SinkCrashed, sinks.CRASH_POINTS, self.sink_crash_p, counter(state, "sink_crashes"))
+        yield from supervise_consumer(run, proc, make, crashes, db=db, state=state, poll_ms=self.poll_ms, done=done)
 
     # -- the verdict ----------------------------------------------------------------------------
 
     def judge(self, run: Run) -> list[str]:
         """The database checker: every committed order has exactly one shipment, and no shipment more."""
-        state = run.extra["outbox"]
-        committed = _read(state["service_db"], "SELECT order_id FROM orders ORDER BY order_id")
-        shipped = _read(state["sink_db"], "SELECT order_id FROM shipments ORDER BY shipment_id")
+        state = run.state_of(OutboxState)
+        committed = _read(state.service.db.path, "SELECT order_id FROM orders ORDER BY order_id")
+        shipped = _read(state.sink_db.path, "SELECT order_id FROM shipments ORDER BY shipment_id")
         anomalies = check_effects(committed, shipped, row="order", effect="shipment")
-        state["committed_orders"] = len(committed)
-        state["shipments"] = len(shipped)
-        state["effects"] = summary(anomalies)
+        state.committed_orders = len(committed)
+        state.shipments = len(shipped)
+        state.effects = summary(anomalies)
         return [f"{a.kind}: {a.message}" for a in anomalies]
 
 
@@ -245,28 +220,10 @@ def _order_args(bad: str | None, customer: str, amount: int) -> dict[str, Any]:
     return args
 
 
-def _producer_config(run: Run, client_id: str) -> dict[str, Any]:
-    return run.producer_config(
-        {
-            "client.id": client_id,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 0,
-            "request.timeout.ms": 1_500,
-            "retry.backoff.ms": 20,
-            "delivery.timeout.ms": 10_000,
-            "max.block.ms": 5_000,
-        }
-    )
-
-
-def _read(path: str, sql: str) -> list[Any]:
+def _read(path: Path, sql: str) -> list[Any]:
     """Read one column from a database file, read-only (the verdict never writes)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
+    with read_only(path) as conn:
         return [r[0] for r in conn.execute(sql)]
-    finally:
-        conn.close()
 
 
 def _specs() -> tuple[Any, ...]:

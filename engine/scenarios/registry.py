@@ -1,76 +1,35 @@
 """The scenario registry: hierarchical names mapped to functions of a seed.
 
-A scenario function takes ``seed`` (and keyword options) and returns a :class:`ScenarioResult`:
-the cluster it ran, a verdict (``ok`` and the findings), and the fingerprint. Scenarios are
-registered with the :func:`scenario` decorator under names like ``"demo"`` or
-``"idempotence: lost ack retry"``.
+A scenario function takes ``seed`` (and keyword options) and returns a
+:class:`~engine.scenarios.result.ScenarioResult`: the cluster it ran, a verdict (``ok`` and the
+findings), and the fingerprint. Scenarios are registered with :func:`scenario` under names
+like ``"demo"`` or ``"idempotence: lost ack retry"``; :func:`load_all` registers ``demo`` and
+every catalog spec.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from collections.abc import Callable
 from typing import Any
 
+from engine.scenarios.result import ScenarioResult, settled_verdict, verdict_status
+
+__all__ = [
+    "DESCRIPTIONS",
+    "SCENARIOS",
+    "ScenarioResult",
+    "get_scenario",
+    "load_all",
+    "scenario",
+    "settled_verdict",
+    "verdict_status",
+]
+
 SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {}
 
 
-def verdict_status(*, skipped: str, ok: bool, caught: tuple[str, ...]) -> str:
-    """Return PASS, CAUGHT (a positive control showed its anomaly), SKIP (with a reason) or FAIL."""
-    if skipped:
-        return "SKIP"
-    if not ok:
-        return "FAIL"
-    return "CAUGHT" if caught else "PASS"
-
-
-def settled_verdict(name: str, seed: int, *, skipped: str, caught: tuple[str, ...], ok: bool) -> str | None:
-    """Return the verdict line of a SKIP or a CAUGHT run (they read the same for every result type), else None."""
-    status = verdict_status(skipped=skipped, ok=ok, caught=caught)
-    if status == "SKIP":
-        return f"SKIP {name} seed={seed}: {skipped}"
-    if status == "CAUGHT":
-        return f"CAUGHT {name} seed={seed}: caught {', '.join(caught)}"
-    return None
-
-
 DESCRIPTIONS: dict[str, str] = {}
-
-
-@dataclasses.dataclass
-class ScenarioResult:
-    """What one scenario run produced."""
-
-    name: str
-    seed: int
-    ok: bool
-    findings: list[str]
-    cluster: Any
-    summary: dict[str, Any] = dataclasses.field(default_factory=dict)
-    extra: Any = None
-    #: why the run has no verdict of its own (a positive control that could not show its anomaly)
-    skipped: str = ""
-    #: the anomaly kinds a positive control showed (its catch); empty for any other run
-    caught: tuple[str, ...] = ()
-
-    @property
-    def fingerprint(self) -> str:
-        """Return the run's fingerprint."""
-        return self.cluster.fingerprint()
-
-    @property
-    def status(self) -> str:
-        """Return PASS, CAUGHT (a positive control showed its anomaly), SKIP or FAIL."""
-        return verdict_status(skipped=self.skipped, ok=self.ok, caught=self.caught)
-
-    def verdict(self) -> str:
-        """Return a one-line verdict: PASS, CAUGHT, FAIL, or SKIP with the reason."""
-        settled = settled_verdict(self.name, self.seed, skipped=self.skipped, caught=self.caught, ok=self.ok)
-        if settled is not None:
-            return settled
-        detail = "; ".join(self.findings) if self.findings else "no anomalies"
-        return f"{self.status} {self.name} seed={self.seed}: {detail}"
 
 
 def scenario(name: str, description: str) -> Callable[[Callable[..., ScenarioResult]], Callable[..., ScenarioResult]]:
@@ -97,10 +56,12 @@ def get_scenario(name: str) -> Callable[..., ScenarioResult]:
 
 
 def load_all() -> None:
-    """Register every scenario: the ``@scenario`` functions (on import) and the catalog's specs."""
-    from engine.scenarios import demo  # noqa: F401
+    """Register every scenario: ``demo`` (a plain function) and the catalog's specs."""
+    from engine.scenarios import demo
     from engine.scenarios.catalog import SPECS
 
+    if "demo" not in SCENARIOS:
+        scenario("demo", demo.DESCRIPTION)(demo.demo)
     for spec in SPECS:
         if spec.name not in SCENARIOS:
             SCENARIOS[spec.name] = _spec_runner(spec)
@@ -111,17 +72,7 @@ def _spec_runner(spec: Any) -> Callable[..., ScenarioResult]:
     def run(seed: int, *, mutant: Any = None, swarm: bool = False) -> ScenarioResult:
         from engine.scenarios.harness import run_spec
 
-        r = run_spec(spec, seed, mutant=mutant, swarm=swarm)
-        summary = {
-            "history_ops": r.history_size,
-            "simulated_ms": r.cluster.now_ms,
-            "fault_plan": f"{len(r.plan)} entries",
-        }
-        findings = [f"{a.kind}: {a.message}" for a in r.report.forbidden] + r.findings
-        findings += [f"missing positive-control anomaly: {m}" for m in r.missing]
-        return ScenarioResult(
-            spec.name, seed, r.ok, findings, r.cluster, summary, extra=r, skipped=r.skipped, caught=r.caught
-        )
+        return run_spec(spec, seed, mutant=mutant, swarm=swarm)
 
     run.spec = spec  # type: ignore[attr-defined]
     return run

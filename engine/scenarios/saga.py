@@ -19,24 +19,49 @@ never says so): a positive control that passes only when the checker reports ``s
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from engine.check.saga import check_sagas, outcomes, read_rows
 from engine.db.database import Database, DatabaseFolder
-from engine.errors import IllegalStateError, KafkaError
 from engine.outbox import relay as relays
 from engine.outbox import saga
 from engine.outbox.service import CRASH_POINTS as SERVICE_CRASH_POINTS
 from engine.outbox.service import ServiceCrashed
 from engine.scenarios.fault_plans import crashes_and_lost_acks
-from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
+from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, relay_producer_config
+from engine.scenarios.supervisor import Crashes, counter, relay_crashes, supervise, supervise_consumer
 from engine.scenarios.workloads import Workload
 
-__all__ = ["SAGA_SPECS", "SagaWorkload"]
+__all__ = ["SAGA_SPECS", "SagaState", "SagaWorkload"]
 
 TOPICS = ("order-events", "payment-events")
 ITEMS = ("book", "lamp", "mug")
 CUSTOMERS = tuple(f"customer-{i}" for i in range(1, 7))
+
+
+@dataclasses.dataclass
+class SagaState:
+    """What a saga run keeps: its two databases (the files live as long as the result keeps them), its counts."""
+
+    folder: DatabaseFolder
+    orders_db: Path
+    payments_db: Path
+    #: orders the API created (a crashed create rolled back and is not counted)
+    created: int = 0
+    service_crashes: int = 0
+    relay_crashes: int = 0
+    consumer_crashes: int = 0
+    #: redeliveries the consumers' processed-messages tables dropped
+    duplicates_dropped: int = 0
+    api_done: bool = False
+    #: the verdict's counts: how the sagas ended, the payments refunded and rejected, money conserved
+    done: int = 0
+    compensated: int = 0
+    incomplete: int = 0
+    refunded: int = 0
+    rejected: int = 0
+    money_conserved: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,18 +87,8 @@ class SagaWorkload(Workload):
             run.world, folder, stock=dict.fromkeys(ITEMS, self.units), compensate=self.compensate
         )
         payments = saga.PaymentsService(run.world, folder, accounts=accounts)
-        state: dict[str, Any] = {
-            "orders_db": str(orders.db.path),
-            "payments_db": str(payments.db.path),
-            "created": 0,
-            "service_crashes": 0,
-            "relay_crashes": 0,
-            "consumer_crashes": 0,
-            "duplicates_dropped": 0,
-            "api_done": False,
-        }
-        run.extra["saga"] = state
-        run.extra["saga_folder"] = folder  # the files live as long as the run's result keeps it
+        state = SagaState(folder, orders.db.path, payments.db.path)
+        run.state = state
         run.spawn(lambda r, proc: self._api(r, orders, state))
         for service in (orders, payments):
             recorded: set[str] = set()
@@ -83,7 +98,7 @@ class SagaWorkload(Workload):
 
     # -- the orders API -------------------------------------------------------------------------
 
-    def _api(self, run: Run, service: saga.OrdersService, state: dict[str, Any]) -> Process:
+    def _api(self, run: Run, service: saga.OrdersService, state: SagaState) -> Process:
         rng = run.rng
         for i in range(self.orders):
             customer, item = rng.choice(CUSTOMERS), rng.choice(ITEMS)
@@ -93,104 +108,63 @@ class SagaWorkload(Workload):
                 yield Sleep(20)
             try:
                 service.create_order(f"order-{i:04d}", customer, amount, item, qty, crash_at=point)
-                state["created"] += 1
+                state.created += 1
             except ServiceCrashed:  # the order rolled back: it never existed, in either service
-                state["service_crashes"] += 1
+                state.service_crashes += 1
                 yield Sleep(rng.randint(50, 200))
                 run.restart_if_down(service.db)
             yield Sleep(rng.randint(5, 30))
-        state["api_done"] = True
+        state.api_done = True
 
     # -- the relays -----------------------------------------------------------------------------
 
-    def _relay(self, run: Run, proc: int, service: Any, recorded: set[str], state: dict[str, Any]) -> Process:
-        rng = run.rng
+    def _relay(self, run: Run, proc: int, service: Any, recorded: set[str], state: SagaState) -> Process:
         name = service.db.service
         db = service.connection("relay")
         parts = {t: run.cluster.topics[t] for t in TOPICS}
-        gen = 0
-        while True:
-            producer = run.cluster.producer(_producer_config(run, f"{name}-relay-{gen}"))
+
+        def make(gen: int, proc: int) -> relays.PollingRelay:
+            producer = run.cluster.producer(relay_producer_config(run, f"{name}-relay-{gen}"))
             # a short flush: a batch stuck on a crashed broker is sent again at the next poll, not waited on for
             # 10 s while every other process of the run stands still
-            relay = relays.PollingRelay(
-                db, producer, saga.ROUTES, parts, flush_timeout=2.0, history=(run.history, proc, recorded)
-            )
-            while True:
-                point = rng.choice(relays.CRASH_POINTS) if rng.random() < self.relay_crash_p else None
-                try:
-                    sent = relay.step(point)
-                except relays.RelayCrashed:
-                    state["relay_crashes"] += 1
-                    if db.is_up:
-                        run.world.crash(db.name)
-                    break
-                yield Sleep(1 if sent else self.poll_ms)
-            yield Sleep(rng.randint(50, 300))
-            run.restart_if_down(db)
-            gen += 1
-            proc = run.new_process()  # a restarted relay is a new process, as in Jepsen
+            history = (run.history, proc, recorded)
+            return relays.PollingRelay(db, producer, saga.ROUTES, parts, flush_timeout=2.0, history=history)
+
+        crashes = relay_crashes(run, db, state, relays.CRASH_POINTS, self.relay_crash_p)
+        yield from supervise(run, proc, make, crashes, restart=db, poll_ms=self.poll_ms)
 
     # -- the consumers --------------------------------------------------------------------------
 
-    def _consumer(self, run: Run, proc: int, service: Any, topic: str, state: dict[str, Any]) -> Process:
-        rng = run.rng
+    def _consumer(self, run: Run, proc: int, service: Any, topic: str, state: SagaState) -> Process:
         name = service.db.service
         db: Database = service.connection("consumer")
         parts = [(topic, p) for p in range(run.cluster.topics[topic])]
-        gen = 0
-        while True:
-            consumer = run.cluster.consumer(
-                run.consumer_config({"isolation.level": "read_committed", "client.id": f"{name}-consumer-{gen}"})
-            )
-            reader = saga.SagaConsumer(db, consumer, parts, service.handle, history=(run.history, proc))
-            while True:
-                point = rng.choice(saga.CONSUMER_CRASH_POINTS) if rng.random() < self.consumer_crash_p else None
-                try:
-                    n = reader.step(crash_at=point)
-                except saga.ConsumerCrashed:
-                    state["consumer_crashes"] += 1
-                    break
-                except (KafkaError, IllegalStateError):
-                    n = 0
-                state["duplicates_dropped"] += reader.skipped
-                reader.skipped = 0
-                yield Sleep(1 if n else self.poll_ms)
-            yield Sleep(rng.randint(50, 300))
-            run.restart_if_down(db)
-            gen += 1
-            proc = run.new_process()
+
+        def make(gen: int, proc: int) -> saga.SagaConsumer:
+            config = {"isolation.level": "read_committed", "client.id": f"{name}-consumer-{gen}"}
+            consumer = run.cluster.consumer(run.consumer_config(config))
+            return saga.SagaConsumer(db, consumer, parts, service.handle, history=(run.history, proc))
+
+        on_crash = counter(state, "consumer_crashes")
+        crashes = Crashes(saga.ConsumerCrashed, saga.CONSUMER_CRASH_POINTS, self.consumer_crash_p, on_crash)
+        yield from supervise_consumer(run, proc, make, crashes, db=db, state=state, poll_ms=self.poll_ms)
 
     # -- the verdict ----------------------------------------------------------------------------
 
     def judge(self, run: Run) -> list[str]:
         """The saga checker over both database files: all-done or all-compensated, money conserved."""
-        state = run.extra["saga"]
-        orders = read_rows(state["orders_db"], "orders")
-        payments = read_rows(state["payments_db"], "payments")
-        ledger = read_rows(state["payments_db"], "ledger")
-        accounts = read_rows(state["payments_db"], "accounts")
+        state = run.state_of(SagaState)
+        orders = read_rows(state.orders_db, "orders")
+        payments = read_rows(state.payments_db, "payments")
+        ledger = read_rows(state.payments_db, "ledger")
+        accounts = read_rows(state.payments_db, "accounts")
         anomalies = check_sagas(orders, payments, ledger=ledger, accounts=accounts)
-        state.update(outcomes(orders, payments, ledger=ledger))
-        state["refunded"] = sum(p["status"] == "REFUNDED" for p in payments)
-        state["rejected"] = sum(p["status"] == "REJECTED" for p in payments)
-        state["money_conserved"] = not any(a.values == ("money",) for a in anomalies)
+        ends = outcomes(orders, payments, ledger=ledger)
+        state.done, state.compensated, state.incomplete = ends["done"], ends["compensated"], ends["incomplete"]
+        state.refunded = sum(p["status"] == "REFUNDED" for p in payments)
+        state.rejected = sum(p["status"] == "REJECTED" for p in payments)
+        state.money_conserved = not any(a.values == ("money",) for a in anomalies)
         return [f"{a.kind}: {a.message}" for a in anomalies]
-
-
-def _producer_config(run: Run, client_id: str) -> dict[str, Any]:
-    return run.producer_config(
-        {
-            "client.id": client_id,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 0,
-            "request.timeout.ms": 1_500,
-            "retry.backoff.ms": 20,
-            "delivery.timeout.ms": 10_000,
-            "max.block.ms": 5_000,
-        }
-    )
 
 
 def _specs() -> tuple[Spec, Spec]:

@@ -27,21 +27,31 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sqlite3
 from collections import Counter
 from typing import Any
 
 from engine.check.copier import check_copier
 from engine.check.effects import check_effects, summary
 from engine.check.history import Poll, Send
+from engine.check.messages import effect_phantom_attempts
 from engine.client.message import TopicPartition
-from engine.db.database import Database, DatabaseFolder
+from engine.db.database import Database, DatabaseFolder, read_only
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.fault_plans import late_crashes_and_lost_acks
 from engine.scenarios.harness import FAST_FAILOVER, TXN_PRODUCER_TIMING, Process, Run, Sleep, Spec, TopicSpec
+from engine.scenarios.supervisor import Crashes, counter, read_until_idle, supervise_consumer
 from engine.scenarios.workloads import Workload, abort_after_error
 
-__all__ = ["EMAIL_SCHEMA", "MODES", "SIDE_EFFECT_SPECS", "EmailSender", "InvoiceLoop", "SenderCrashed", "send_email"]
+__all__ = [
+    "EMAIL_SCHEMA",
+    "MODES",
+    "SIDE_EFFECT_SPECS",
+    "EmailSender",
+    "InvoiceLoop",
+    "InvoiceState",
+    "SenderCrashed",
+    "send_email",
+]
 
 #: Where the e-mail is sent: inside the Kafka transaction (the contrast) or from its committed output.
 MODES = ("inside", "from-output")
@@ -164,6 +174,34 @@ class _Crash(Exception):  # noqa: N818 - a control-flow signal inside the loop, 
     """The invoicing loop dies here (a hard client crash)."""
 
 
+@dataclasses.dataclass
+class InvoiceState:
+    """What an invoicing run keeps: the e-mail provider's database, the seeded orders, its counts."""
+
+    mode: str
+    db: Database
+    #: the seeded orders, (topic, partition, offset, value), sorted
+    inputs: list[tuple[str, int, int, str]]
+    aborts: int = 0
+    crashes: int = 0
+    sender_crashes: int = 0
+    #: e-mails the sender's processed-messages table kept from being sent again
+    duplicates_dropped: int = 0
+    #: invoicing loops that saw their partition's input committed, and when the last one did
+    loops_done: int = 0
+    loops_done_ms: int | None = None
+    #: the verdict's counts: committed invoices, e-mails sent, e-mails past one per order, anomalies by kind
+    invoices_committed: int = 0
+    emails_sent: int = 0
+    duplicates: int = 0
+    effects: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def orders(self) -> int:
+        """Return how many orders were seeded."""
+        return len(self.inputs)
+
+
 @dataclasses.dataclass(frozen=True)
 class InvoiceLoop(Workload):
     """Orders -> transactional invoicing loop -> ``invoices``; the invoice e-mail sent inside it or from its output."""
@@ -195,9 +233,8 @@ class InvoiceLoop(Workload):
                 seeder.produce(ORDERS, value=f"order-{p}-{i:03d}", partition=p, on_delivery=seeded)
         seeder.flush()
         db = Database(run.world, "email", DatabaseFolder(), EMAIL_SCHEMA)
-        state: dict[str, Any] = {"inputs": sorted(inputs), "aborts": 0, "crashes": 0, "sender_crashes": 0, "done": 0}
-        run.extra["side_effects_state"] = state
-        run.extra["side_effects_db"] = db
+        state = InvoiceState(self.mode, db, sorted(inputs))
+        run.state = state
         for slot in range(self.partitions):
             run.spawn(lambda r, proc, slot=slot: self._loop(r, proc, slot, db, state))
         if self.mode == "from-output":
@@ -228,7 +265,7 @@ class InvoiceLoop(Workload):
         consumer.assign([TopicPartition(ORDERS, slot)])
         return producer, consumer
 
-    def _loop(self, run: Run, proc: int, slot: int, db: Database, state: dict[str, Any]) -> Process:
+    def _loop(self, run: Run, proc: int, slot: int, db: Database, state: InvoiceState) -> Process:
         gen = 0
         while True:
             try:
@@ -242,8 +279,8 @@ class InvoiceLoop(Workload):
                 with contextlib.suppress(KafkaError, IllegalStateError):
                     consumer.close()
             if result == "done":
-                state["done"] += 1
-                state["loops_done_ms"] = run.now_ms
+                state.loops_done += 1
+                state.loops_done_ms = run.now_ms
                 return
             gen += 1
             proc = run.new_process()  # a restarted loop is a new process, as in Jepsen
@@ -253,7 +290,7 @@ class InvoiceLoop(Workload):
         return tp.offset >= self.orders_per_partition
 
     def _transactions(
-        self, run: Run, proc: int, slot: int, producer: Any, consumer: Any, db: Database, state: dict[str, Any]
+        self, run: Run, proc: int, slot: int, producer: Any, consumer: Any, db: Database, state: InvoiceState
     ) -> Process:
         idle = 0
         while True:
@@ -279,7 +316,15 @@ class InvoiceLoop(Workload):
             yield
 
     def _one_transaction(
-        self, run: Run, proc: int, slot: int, producer: Any, consumer: Any, msgs: list[Any], db: Database, state: dict
+        self,
+        run: Run,
+        proc: int,
+        slot: int,
+        producer: Any,
+        consumer: Any,
+        msgs: list[Any],
+        db: Database,
+        state: InvoiceState,
     ) -> str:
         """Invoice ``msgs`` in one transaction (e-mailing each one first, inside it, in the contrast)."""
         meta = consumer.group_metadata()
@@ -312,7 +357,7 @@ class InvoiceLoop(Workload):
             else:
                 producer.commit_transaction()
         except _Crash:
-            state["crashes"] += 1
+            state.crashes += 1
             run.world.crash(producer.name)
             run.world.crash(consumer.name)
             run.history.complete(op, "info", None, run.now_ms, error="crash")
@@ -320,7 +365,7 @@ class InvoiceLoop(Workload):
         except (KafkaError, IllegalStateError) as exc:
             error = type(exc).__name__
             outcome = "fail" if abort_after_error(producer) else "info"
-        state["aborts"] += outcome == "fail"
+        state.aborts += outcome == "fail"
         done = []
         for s in sends:
             rep = reports.get(s.value)
@@ -331,89 +376,55 @@ class InvoiceLoop(Workload):
 
     # -- the idempotent e-mail sender ---------------------------------------------------------------
 
-    def _sender(self, run: Run, proc: int, db: Database, state: dict[str, Any]) -> Process:
-        rng = run.rng
-        gen = 0
-        while True:
-            consumer = run.cluster.consumer(
-                run.consumer_config({"isolation.level": "read_committed", "client.id": f"email-sender-{gen}"})
-            )
-            sender = EmailSender(db, consumer, [(INVOICES, p) for p in range(self.partitions)], (run.history, proc))
-            idle = 0
-            while True:
-                point = rng.choice(SENDER_CRASH_POINTS) if rng.random() < self.sender_crash_p else None
-                try:
-                    n = sender.step(point)
-                except SenderCrashed:
-                    state["sender_crashes"] += 1
-                    break
-                except (KafkaError, IllegalStateError):
-                    n = 0
-                idle = 0 if n else idle + 1
-                if run.stopping and state["done"] == self.partitions and idle > 20:
-                    return
-                yield Sleep(1 if n else self.poll_ms)
-            yield Sleep(rng.randint(50, 300))
-            run.restart_if_down(db)
-            gen += 1
-            proc = run.new_process()  # a restarted sender is a new process
+    def _sender(self, run: Run, proc: int, db: Database, state: InvoiceState) -> Process:
+        parts = [(INVOICES, p) for p in range(self.partitions)]
+
+        def make(gen: int, proc: int) -> EmailSender:
+            config = {"isolation.level": "read_committed", "client.id": f"email-sender-{gen}"}
+            return EmailSender(db, run.cluster.consumer(run.consumer_config(config)), parts, (run.history, proc))
+
+        def done(_sender: EmailSender, idle: int) -> bool:
+            return run.stopping and state.loops_done == self.partitions and idle > 20
+
+        crashes = Crashes(SenderCrashed, SENDER_CRASH_POINTS, self.sender_crash_p, counter(state, "sender_crashes"))
+        yield from supervise_consumer(run, proc, make, crashes, db=db, state=state, poll_ms=self.poll_ms, done=done)
 
     # -- the verdict ------------------------------------------------------------------------------
 
     def judge(self, run: Run) -> list[str]:
         """Kafka's copier oracle over the committed invoices, then every committed invoice has exactly one e-mail."""
-        state = run.extra["side_effects_state"]
-        db: Database = run.extra["side_effects_db"]
+        state = run.state_of(InvoiceState)
+        db = state.db
         invoices = _committed_invoices(run, self.partitions)
         outputs = [(t, p, o, ORDERS, sp, so) for t, p, o, (_order, sp, so), _v in invoices]
-        findings = [f"{a.kind}: {a.message}" for a in check_copier(state["inputs"], outputs, check_order=True)]
+        findings = [f"{a.kind}: {a.message}" for a in check_copier(state.inputs, outputs, check_order=True)]
         committed_values = {v for *_rest, v in invoices}
         committed_orders = sorted({order for _t, _p, _o, (order, _sp, _so), _v in invoices})
-        conn = sqlite3.connect(f"file:{db.path}?mode=ro", uri=True)
-        try:
+        with read_only(db.path) as conn:
             emails = conn.execute("SELECT order_id, invoice FROM sent_emails ORDER BY email_id").fetchall()
-        finally:
-            conn.close()
         anomalies = check_effects(committed_orders, [o for o, _i in emails], row="order", effect="e-mail")
         findings += [f"{a.kind}: {a.message}" for a in anomalies]
         aborted = sorted(i for _o, i in emails if i not in committed_values)
         if aborted:
-            shown = ", ".join(aborted[:3]) + (f" and {len(aborted) - 3} more" if len(aborted) > 3 else "")
-            findings.append(
-                f"effect-phantom: {len(aborted)} e-mail(s) name an invoice that was never committed "
-                f"(an aborted or crashed attempt): {shown}"
-            )
+            findings.append(f"effect-phantom: {effect_phantom_attempts(aborted)}")
         per_order = Counter(o for o, _i in emails)
-        run.extra["side_effects"] = {
-            "mode": self.mode,
-            "orders": len(state["inputs"]),
-            "invoices_committed": len(invoices),
-            "emails_sent": len(emails),
-            "duplicates": sum(n - 1 for n in per_order.values() if n > 1),
-            "aborts": state["aborts"],
-            "crashes": state["crashes"],
-            "sender_crashes": state["sender_crashes"],
-            "loops_done_ms": state.get("loops_done_ms"),
-            "effects": summary(anomalies),
-            "db": str(db.path),
-        }
+        state.invoices_committed = len(invoices)
+        state.emails_sent = len(emails)
+        state.duplicates = sum(n - 1 for n in per_order.values() if n > 1)
+        state.effects = summary(anomalies)
         return findings
 
 
 def _committed_invoices(run: Run, partitions: int) -> list[tuple[str, int, int, tuple[str, int, int], str]]:
     """Read ``invoices`` read_committed from the start; return (topic, partition, offset, lineage, value)."""
-    reader = run.cluster.consumer({"isolation.level": "read_committed", "client.id": "invoices-judge"})
-    reader.assign([(INVOICES, p) for p in range(partitions)])
     out = []
-    idle = 0
-    while idle < 2:
-        msgs = reader.consume(2_000, timeout=0.5)
-        idle = 0 if msgs else idle + 1
-        for m in msgs:
-            parsed = _invoice(m.value())
-            if parsed is not None:
-                out.append((m.topic(), m.partition(), m.offset(), parsed, m.value()))
-    reader.close()
+
+    def invoice(m: Any) -> None:
+        parsed = _invoice(m.value())
+        if parsed is not None:
+            out.append((m.topic(), m.partition(), m.offset(), parsed, m.value()))
+
+    read_until_idle(run.cluster, [(INVOICES, p) for p in range(partitions)], "invoices-judge", invoice)
     return out
 
 

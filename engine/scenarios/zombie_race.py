@@ -36,6 +36,19 @@ class _Instance(NamedTuple):
         return self.order > other.order
 
 
+@dataclasses.dataclass
+class RaceState:
+    """What a zombie race keeps: every instance of the shared ``transactional.id``, and its transactions."""
+
+    instances: list[_Instance] = dataclasses.field(default_factory=list)
+    #: (instance name, invoked at ms, outcome, history index) of every transaction
+    instance_ops: list[tuple[str, int, str, int]] = dataclasses.field(default_factory=list)
+    #: the first instance's race transaction holds its epoch bump on the wire
+    held: bool = False
+    #: the second instance finished ``init_transactions``
+    second_ready: bool = False
+
+
 @dataclasses.dataclass(frozen=True)
 class ZombieAbortRace(Transactions):
     """A fenced instance's abort path races a new instance of its transactional.id (KIP-360).
@@ -62,8 +75,7 @@ class ZombieAbortRace(Transactions):
 
     def start(self, run: Run) -> None:
         """Spawn the racing instances and a reader."""
-        run.extra["instances"] = []
-        run.extra["instance_ops"] = []
+        run.state = RaceState()
         run.spawn(self._first)
         run.spawn(self._second)
         for _ in range(self.readers):
@@ -71,14 +83,14 @@ class ZombieAbortRace(Transactions):
 
     def _new_producer(self, run: Run, txn_id: str) -> Any:
         producer = super()._new_producer(run, txn_id)
-        instances = run.extra["instances"]
+        instances = run.state_of(RaceState).instances
         instances.append(
             _Instance(producer.name, producer.producer_id, producer.producer_epoch, run.now_ms, len(instances))
         )
         return producer
 
     def _txn_done(self, run: Run, producer: Any, invoke_ms: int, outcome: str, index: int) -> None:
-        run.extra["instance_ops"].append((producer.name, invoke_ms, outcome, index))
+        run.state_of(RaceState).instance_ops.append((producer.name, invoke_ms, outcome, index))
 
     def _first(self, run: Run, proc: int) -> Process:
         try:
@@ -90,7 +102,7 @@ class ZombieAbortRace(Transactions):
             run, proc, self.shared_id, producer, last_txn=self.warmup_txns, consumer=consumer
         )
         if producer is None:
-            run.extra["race_held"] = True  # no producer left after the warm-up: no race on this seed
+            run.state_of(RaceState).held = True  # no producer left after the warm-up: no race on this seed
             return
         keys = run.topic_partitions()
         topic, part = keys[run.rng.randrange(len(keys))]
@@ -114,8 +126,9 @@ class ZombieAbortRace(Transactions):
         except (KafkaError, IllegalStateError) as exc:
             outcome, error = "info", type(exc).__name__
             producer = None
-        run.extra["race_held"] = True
-        while producer is not None and "race_second_ready" not in run.extra and not run.stopping:
+        state = run.state_of(RaceState)
+        state.held = True
+        while producer is not None and not state.second_ready and not run.stopping:
             yield Sleep(10)
         if rule is not None:
             run.cluster.release(rule)
@@ -134,14 +147,15 @@ class ZombieAbortRace(Transactions):
         yield from self._txn_loop(run, proc, self.shared_id, producer, first_txn=self.warmup_txns, consumer=consumer)
 
     def _second(self, run: Run, proc: int) -> Process:
-        while "race_held" not in run.extra and not run.stopping:
+        state = run.state_of(RaceState)
+        while not state.held and not run.stopping:
             yield Sleep(10)
         try:
             producer = self._new_producer(run, self.shared_id)
         except (KafkaError, IllegalStateError):
-            run.extra["race_second_ready"] = True
+            state.second_ready = True
             return
-        run.extra["race_second_ready"] = True
+        state.second_ready = True
         # the new instance takes a moment before its first transaction (it restores its state, say):
         # time in which a zombie that won its epoch back would commit
         yield Sleep(self.second_start_delay_ms)
@@ -149,10 +163,11 @@ class ZombieAbortRace(Transactions):
 
     def judge(self, run: Run) -> list[str]:
         """Report transactions committed by an instance after a newer one finished init_transactions."""
-        instances: list[_Instance] = run.extra.get("instances", [])
+        state = run.state_of(RaceState)
+        instances = state.instances
         by_name = {i.name: i for i in instances}
         out = []
-        for name, invoke_ms, outcome, index in run.extra.get("instance_ops", []):
+        for name, invoke_ms, outcome, index in state.instance_ops:
             mine = by_name.get(name)
             if outcome != "ok" or mine is None:
                 continue

@@ -53,7 +53,12 @@ if TYPE_CHECKING:
 
 
 class Message(NamedTuple):
-    """One message on the wire. ``correlation_id`` pairs a response with its request."""
+    """One message on the simulated network: the envelope of a send (``correlation_id`` pairs a reply).
+
+    Not the record a consumer reads (:class:`engine.client.message.Message`, confluent-kafka's);
+    the two only share a name. ``body`` is what is carried (a request or response of
+    :mod:`engine.protocol`, or anything else: the world knows nothing about Kafka).
+    """
 
     msg_id: int
     src: str

@@ -248,5 +248,5 @@ class RegionTrace(Trace):
 
 
 #: :meth:`Trace.emit`, called through a name by :class:`RegionTrace`: a relay passes on the event
-#: names its callers took from :mod:`engine.sim.events` (the emit scan of the tests checks those).
+#: names its callers took from :mod:`engine.trace_events` (the emit scan of the tests checks those).
 _emit_here = Trace.emit

@@ -21,7 +21,8 @@ row                 what it holds
                     and ``__consumer_offsets`` partitions it leads (it coordinates those ids)
 ``PartitionRow``    leader, leader epoch, ISR and replicas (the controller's), the leader's LEO,
                     HW and LSO, and the leader's producer-state table: per producer id its epoch,
-                    its open transaction's first offset and its dedup window (up to 5 batches)
+                    coordinator epoch, open transaction's first offset, last timestamp and dedup
+                    window (up to 5 batches)
 ``ProducerRow``     client name, status, transactional id, producer id and epoch, client state,
                     fatal error; per partition the next sequence, the last acknowledged one, the
                     batches in flight (sequences, attempts) and how many batches wait
@@ -36,8 +37,9 @@ Only user topics have partition rows and log tails: the internal topics' partiti
 (50 each by default) and are shown through the broker and transaction rows.
 
 The small rows read most often (a producer's partitions and batches in flight, a leader's
-window) are named tuples: several are built per handler while a run is recorded, and a named
-tuple costs a third of a frozen dataclass to build.
+producer-state entries, :class:`~engine.views.snapshots.ProducerEntryView`, shared with
+:func:`~engine.views.snapshots.producer_state_view`) are named tuples: several are built per
+handler while a run is recorded, and a named tuple costs a third of a frozen dataclass to build.
 
 Invariants
 ----------
@@ -52,8 +54,10 @@ import dataclasses
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from engine.config import IsolationLevel
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
 from engine.views.log_batches import BatchSummary, summarize
+from engine.views.snapshots import ProducerEntryView, producer_entries
 from engine.views.transactions import loaded_transactions
 
 if TYPE_CHECKING:
@@ -65,7 +69,6 @@ if TYPE_CHECKING:
     from engine.cluster import Cluster
     from engine.log.records import RecordBatch
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
 #: How many batches of each partition leader's log a board keeps (the newest ones).
 LOG_TAIL = 48
@@ -73,7 +76,7 @@ LOG_TAIL = 48
 Key = tuple[str, int]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerRow:
     """One broker: status, fencing, and the coordinator partitions it leads."""
 
@@ -84,24 +87,7 @@ class BrokerRow:
     group_partitions: tuple[int, ...]
 
 
-class WindowBatch(NamedTuple):
-    """One batch of a producer's dedup window on the leader."""
-
-    first_seq: int
-    last_seq: int
-    first_offset: int
-
-
-class ProducerEntry(NamedTuple):
-    """One producer id in a partition leader's producer-state table."""
-
-    producer_id: int
-    epoch: int
-    txn_first_offset: int | None
-    window: tuple[WindowBatch, ...]
-
-
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class PartitionRow:
     """One user-topic partition: the controller's view plus its leader's offsets and producers."""
 
@@ -114,7 +100,7 @@ class PartitionRow:
     leo: int
     hw: int
     lso: int
-    producers: tuple[ProducerEntry, ...]
+    producers: tuple[ProducerEntryView, ...]
 
     @property
     def key(self) -> Key:
@@ -141,7 +127,7 @@ class ProducerPartition(NamedTuple):
     queued: int
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ProducerRow:
     """One producer client."""
 
@@ -155,18 +141,18 @@ class ProducerRow:
     partitions: tuple[ProducerPartition, ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ConsumerRow:
     """One consumer client."""
 
     name: str
     status: str
-    isolation: str
+    isolation: IsolationLevel
     group_id: str
     positions: tuple[tuple[str, int, int], ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnRow:
     """One ``__transaction_state`` entry, as its coordinator holds it."""
 
@@ -211,7 +197,7 @@ class LogTail:
         return summarize(list(self.batches))
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BoardState:
     """Every row of the board after one trace event (see :mod:`engine.views.recorder`).
 
@@ -312,12 +298,7 @@ def partition_row(cluster: Cluster, key: Key) -> PartitionRow:
     r = leader_replica(cluster, key)
     if r is None:
         return PartitionRow(key[0], key[1], state.leader, state.leader_epoch, state.isr, state.replicas, -1, -1, -1, ())
-    entries = []
-    table = r.producers.producers
-    for pid in sorted(table):
-        e = table[pid]
-        window = tuple(WindowBatch(m.first_seq, m.last_seq, m.first_offset) for m in e.batches)
-        entries.append(ProducerEntry(pid, e.producer_epoch, e.current_txn_first_offset, window))
+    entries = producer_entries(r)
     return PartitionRow(
         key[0],
         key[1],
@@ -328,7 +309,7 @@ def partition_row(cluster: Cluster, key: Key) -> PartitionRow:
         r.log_end_offset,
         r.high_watermark,
         r.last_stable_offset,
-        tuple(entries),
+        entries,
     )
 
 
@@ -408,7 +389,7 @@ def consumer_row(consumer: Consumer) -> ConsumerRow:
     """Read one consumer client's row."""
     positions = tuple((t, p, o) for (t, p), o in sorted(consumer.fetcher.positions.items()))
     group = consumer.group.group_id if consumer.group is not None else ""
-    return ConsumerRow(consumer.name, consumer.status.value, consumer.isolation_level.value, group, positions)
+    return ConsumerRow(consumer.name, consumer.status.value, consumer.isolation_level, group, positions)
 
 
 def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:

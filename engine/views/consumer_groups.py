@@ -43,10 +43,8 @@ if TYPE_CHECKING:
     from engine.cluster import Cluster
     from engine.group.coordinator import GroupCoordinator
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
-
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class MemberView:
     """One member of a group."""
 
@@ -57,7 +55,7 @@ class MemberView:
     assignment: tuple[tuple[str, int], ...]
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class GroupView:
     """A consumer group at one instant, as its coordinator holds it."""
 

@@ -35,13 +35,12 @@ if TYPE_CHECKING:
     from engine.cluster import Cluster
     from engine.log.records import RecordBatch
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
 #: Every kind a batch summary can have, in legend order.
 KINDS = ("plain", "open", "committed", "aborted", "commit-marker", "abort-marker")
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BatchSummary:
     """One record batch: its offsets, producer fields and kind (see the module table)."""
 
@@ -70,7 +69,7 @@ class BatchSummary:
         return self.is_control
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ReplicaLog:
     """A replica's log at one instant: its batches and its offsets."""
 

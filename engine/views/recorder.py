@@ -58,8 +58,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from engine.sim import events
 from engine.views import board
 from engine.views.board import LOG_TAIL, BoardState, LogTail
 

@@ -71,13 +71,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from engine import trace_events as ev
 from engine.args import check_int, check_str
-from engine.sim import events as ev
 from engine.sim.trace import TraceEvent
 
 __all__ = ["APIS", "PRODUCER_APIS", "Arrow", "Lane", "Note", "SequenceChart", "transaction_chart"]
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
 #: Every API a chart may hold, in the order a legend lists them.
 APIS = (
@@ -99,7 +98,7 @@ _ENDS = (ev.TXN_COMMIT, ev.TXN_ABORT)
 _PREPARES = ("PREPARE_COMMIT", "PREPARE_ABORT")
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Lane:
     """One node of the chart: a vertical line in the diagram."""
 
@@ -116,7 +115,7 @@ class Lane:
         return (*self.roles, *leads) or ("broker",)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Arrow:
     """One message between two lanes."""
 
@@ -167,7 +166,7 @@ class Arrow:
         return f"#{self.send_index:<5} {self.send_ms:>7} ms  {self.src} -> {self.dst}  {self.label}  [{fate}]"
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class Note:
     """A state event drawn as a small box on a lane."""
 
@@ -185,7 +184,7 @@ class Note:
     """The event's detail pairs."""
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class SequenceChart:
     """One transaction as lanes, arrows and notes (see the module docstring)."""
 
@@ -271,7 +270,7 @@ def _unknown_id_message(events: list[TraceEvent], transactional_id: str) -> str:
     return f"no transaction of transactional id {transactional_id!r} in the trace; transactional ids present: {present}"
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Span:
     """Where one transaction lies in the trace (indexes are trace indexes)."""
 

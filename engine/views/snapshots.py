@@ -8,7 +8,7 @@ never change it.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from engine.log.producer_state import NUM_BATCHES_TO_RETAIN
 from engine.views import lookup
@@ -18,10 +18,8 @@ if TYPE_CHECKING:
     from engine.broker.replica import Replica
     from engine.cluster import Cluster
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
-
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ReplicaView:
     """One replica of a partition as its broker sees it."""
 
@@ -35,7 +33,7 @@ class ReplicaView:
     batches: int
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class PartitionView:
     """A partition at one instant, as the controller and the leader see it."""
 
@@ -58,7 +56,7 @@ class PartitionView:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerView:
     """A broker at one instant."""
 
@@ -70,9 +68,13 @@ class BrokerView:
     error_counts: tuple[tuple[str, int], ...]
 
 
-@_frozen
-class BatchWindowEntry:
-    """One batch of a producer's dedup window."""
+class BatchWindowEntry(NamedTuple):
+    """One batch of a producer's dedup window.
+
+    This and :class:`ProducerEntryView` are named tuples, not frozen dataclasses: the dashboard's
+    board (:mod:`engine.views.board`) builds them for every leader on each recorded step, and a
+    named tuple costs a third of a frozen dataclass to build.
+    """
 
     first_sequence: int
     last_sequence: int
@@ -81,9 +83,8 @@ class BatchWindowEntry:
     timestamp: int
 
 
-@_frozen
-class ProducerEntryView:
-    """One producer in a partition replica's producer-state table."""
+class ProducerEntryView(NamedTuple):
+    """One producer in a partition replica's producer-state table (the board's and ``producer_state``'s)."""
 
     producer_id: int
     producer_epoch: int
@@ -98,7 +99,7 @@ class ProducerEntryView:
         return self.window[-1].last_sequence if self.window else -1
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class ProducerStateView:
     """The producer-state table of one partition replica."""
 
@@ -187,21 +188,24 @@ def producer_state_view(cluster: Cluster, topic: str, partition: int, broker: in
     """
     b = lookup.hosting_broker(cluster, topic, partition, broker)
     r = cluster.brokers[b].replicas.get((topic, partition))
-    entries = []
-    if r is not None:
-        for pid in sorted(r.producers.producers):
-            e = r.producers.producers[pid]
-            window = tuple(
+    entries = producer_entries(r) if r is not None else ()
+    return ProducerStateView(topic, partition, b, cluster.now_ms, NUM_BATCHES_TO_RETAIN, entries)
+
+
+def producer_entries(replica: Replica) -> tuple[ProducerEntryView, ...]:
+    """Return a replica's producer-state table, by producer id, each entry with its dedup window."""
+    table = replica.producers.producers
+    return tuple(
+        ProducerEntryView(
+            pid,
+            e.producer_epoch,
+            e.coordinator_epoch,
+            e.current_txn_first_offset,
+            e.last_timestamp,
+            tuple(
                 BatchWindowEntry(m.first_seq, m.last_seq, m.first_offset, m.last_offset, m.timestamp) for m in e.batches
-            )
-            entries.append(
-                ProducerEntryView(
-                    pid,
-                    e.producer_epoch,
-                    e.coordinator_epoch,
-                    e.current_txn_first_offset,
-                    e.last_timestamp,
-                    window,
-                )
-            )
-    return ProducerStateView(topic, partition, b, cluster.now_ms, NUM_BATCHES_TO_RETAIN, tuple(entries))
+            ),
+        )
+        for pid in sorted(table)
+        for e in (table[pid],)
+    )

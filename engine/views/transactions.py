@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     from engine.log.records import RecordBatch
     from engine.log.txn_index import AbortedTxn
 
-_frozen = dataclasses.dataclass(frozen=True, slots=True)
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
 DESCRIBE_HEADERS = (
@@ -131,7 +130,7 @@ def _none(value: int | None) -> str:
 # -- rows -----------------------------------------------------------------------------------
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TransactionListing:
     """One row of ``list``."""
 
@@ -145,7 +144,7 @@ class TransactionListing:
         return (self.transactional_id, str(self.coordinator_id), str(self.producer_id), self.state)
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TransactionDescription:
     """The row of ``describe``; ``start_time_ms``/``duration_ms`` are None when the start is -1."""
 
@@ -174,8 +173,8 @@ class TransactionDescription:
         )
 
 
-@_frozen
-class ProducerRow:
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProducerStateRow:
     """One active producer of a partition replica (``describe-producers``).
 
     ``coordinator_epoch`` is None when the replica has seen no marker from the producer (printed
@@ -204,7 +203,7 @@ class ProducerRow:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class HangingTransaction:
     """One row of ``find-hanging``: an open transaction its coordinator does not account for."""
 
@@ -233,7 +232,7 @@ class HangingTransaction:
         )
 
 
-@_frozen
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnLogRecord:
     """One record of ``__transaction_state`` (``value`` None: a tombstone)."""
 
@@ -412,7 +411,7 @@ def _replica_broker(cluster: Cluster, topic: str, partition: int, broker_id: int
 
 def describe_producers_rows(
     cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None
-) -> tuple[ProducerRow, ...]:
+) -> tuple[ProducerStateRow, ...]:
     """Return the active producers of a replica (the leader's unless ``broker_id``), by producer id."""
     b = _replica_broker(cluster, topic, partition, broker_id)
     r = cluster.brokers[b].replicas[(topic, partition)]
@@ -420,7 +419,7 @@ def describe_producers_rows(
     for pid in sorted(r.producers.producers):
         e = r.producers.producers[pid]
         rows.append(
-            ProducerRow(
+            ProducerStateRow(
                 topic,
                 partition,
                 b,
@@ -483,7 +482,7 @@ def find_hanging_rows(
     now = cluster.now_ms
     args.check_int(max_transaction_timeout_min, "max transaction timeout (minutes)", minimum=0)
     max_ms = max_transaction_timeout_min * MS_PER_MIN
-    candidates: list[ProducerRow] = []
+    candidates: list[ProducerStateRow] = []
     for t, p in _partitions_to_search(cluster, broker_id, topic, partition):
         try:
             producers = describe_producers_rows(cluster, t, p, broker_id)

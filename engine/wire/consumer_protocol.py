@@ -83,8 +83,7 @@ def decode_assignment(data: bytes) -> tuple[tuple[str, int], ...]:
     Raises
     ------
     ConsumerProtocolError
-        The payload is shorter than its fields, has a negative version, a null array, or a topic
-        that is null or not UTF-8.
+        On a malformed payload, as :func:`decode_subscription` does.
     """
     if not data:
         return ()

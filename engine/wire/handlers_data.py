@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.config import IsolationLevel
 from engine.errors import ErrorCode
 from engine.protocol import (
     FetchRequest,
@@ -34,7 +35,13 @@ if TYPE_CHECKING:
 Reply = Any
 
 CLUSTER_ID = "eos-magics-simulated"
-_ISOLATION = ("read_uncommitted", "read_committed")
+
+
+def _isolation(body: Any) -> IsolationLevel:
+    """Return a request's ``isolation_level`` (Kafka's int on the wire: 1 read_committed, else 0)."""
+    return (
+        IsolationLevel.READ_COMMITTED if getattr(body, "isolation_level", 0) == 1 else IsolationLevel.READ_UNCOMMITTED
+    )
 
 
 # -- Metadata ---------------------------------------------------------------------------------
@@ -176,7 +183,7 @@ def _produce_partition(index: int, answers: list[Any], refused: tuple[ErrorCode,
 def fetch(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Read each partition; wait in purgatory (step two) only when nothing was readable at once."""
     body = request.body
-    isolation = _ISOLATION[1 if body.isolation_level == 1 else 0]
+    isolation = _isolation(body)
     wanted = [(t.topic, p) for t in body.topics for p in t.partitions]
     max_wait = millis(body.max_wait)
 
@@ -272,7 +279,7 @@ def _fetch_partition(partition: int, a: Any) -> dict[str, Any]:
 def list_offsets(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Earliest (-2) and latest (-1) offsets; the latest is the LSO for read_committed, as in Kafka."""
     body = request.body
-    isolation = _ISOLATION[1 if getattr(body, "isolation_level", 0) == 1 else 0]
+    isolation = _isolation(body)
     wanted = [(t.name, p) for t in body.topics for p in t.partitions]
     sends = [ListOffsetsRequest(name, p.partition_index, p.timestamp, isolation) for name, p in wanted]
     unsupported = {i for i, (_n, p) in enumerate(wanted) if p.timestamp not in (-1, -2)}

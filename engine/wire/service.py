@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from engine.sim import events
+from engine import trace_events as events
 from engine.sim.node import NodeStatus
 from engine.wire import frames, handlers_admin, handlers_data, handlers_group, handlers_session, handlers_txn
 from engine.wire.gateway import WireConnection

@@ -121,7 +121,7 @@ def _note(args: argparse.Namespace, text: str) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from engine.commands.sweep import print_report
+    from engine.scenarios.sweep import print_report
     from eos_magics.spark import session
     from eos_magics.spark import sweep as spark_sweep
 

@@ -66,6 +66,7 @@ from engine.cluster import Cluster
 from engine.config import IsolationLevel
 from engine.errors import KafkaError
 from engine.export.common import as_text
+from engine.log.flatten import records_of
 from engine.protocol import FetchRequest
 from engine.sim.node import NodeStatus
 from engine.views import lookup
@@ -85,8 +86,10 @@ __all__ = [
     "request",
 ]
 
-#: The isolation levels a request may name, Kafka's spelling.
-ISOLATION_LEVELS = (IsolationLevel.READ_UNCOMMITTED.value, IsolationLevel.READ_COMMITTED.value)
+#: The isolation levels a request may name (equal to Kafka's spelling).
+ISOLATION_LEVELS = tuple(IsolationLevel)
+#: The end of the message that refuses any other.
+_ISOLATION_MUST_BE = f"isolation must be {' or '.join(ISOLATION_LEVELS)}"
 #: A request is a few short fields; a longer line is refused unread, so no client can fill memory.
 MAX_REQUEST_BYTES = 4096
 #: How long a connection may take to send its request line before the server drops it.
@@ -118,10 +121,10 @@ class _BadRequestError(Exception):
     """A request the feed answers with one error line (the message is that line)."""
 
 
-def _check_isolation(value: Any) -> str:
+def _check_isolation(value: Any) -> IsolationLevel:
     if value not in ISOLATION_LEVELS:
-        raise _BadRequestError(f"isolation must be read_committed or read_uncommitted, not {value!r}")
-    return str(value)
+        raise _BadRequestError(f"{_ISOLATION_MUST_BE}, not {value!r}")
+    return IsolationLevel(value)
 
 
 def _check_offset(req: dict[str, Any], name: str) -> int:
@@ -140,7 +143,7 @@ def _partition_count(cluster: Cluster, topic: Any) -> int:
         raise _BadRequestError(str(exc)) from None
 
 
-def _leader_view(cluster: Cluster, topic: str, partition: int, isolation: str) -> tuple[Any, int] | None:
+def _leader_view(cluster: Cluster, topic: str, partition: int, isolation: IsolationLevel) -> tuple[Any, int] | None:
     """Return ``(replica, readable end)`` from the partition's leader, or None when no leader serves now."""
     state = cluster.controller.partitions.get((topic, partition))
     broker = cluster.brokers.get(state.leader) if state is not None else None
@@ -157,13 +160,13 @@ def _leader_view(cluster: Cluster, topic: str, partition: int, isolation: str) -
 def _records_table(topic: str, partition: int, batches: tuple[RecordBatch, ...], start: int, end: int) -> pa.Table:
     cols: dict[str, list[Any]] = {f.name: [] for f in ARROW_SCHEMA}
     for b in batches:
-        for i, v in enumerate(b.values):
-            offset = b.base_offset + i
+        r = records_of(b)
+        for i, (offset, key, value) in enumerate(zip(r.offsets, r.keys, r.values, strict=True)):
             if offset < start or offset >= end:
                 continue
             cols["offset"].append(offset)
-            cols["key"].append(as_text(b.keys[i]))
-            cols["value"].append(as_text(v))
+            cols["key"].append(as_text(key))
+            cols["value"].append(as_text(value))
             cols["timestamp"].append(b.record_timestamp(i) * 1000)
             cols["producer_id"].append(b.producer_id)
             cols["producer_epoch"].append(b.producer_epoch)
@@ -265,8 +268,9 @@ class Feed:
         self._require_running()
         self.partitions(topic)
         if isolation not in ISOLATION_LEVELS:
-            raise SparkBridgeError(f"isolation must be read_committed or read_uncommitted, not {isolation!r}")
-        return {"port": str(self._port), "token": self._token, "topic": topic, "isolation.level": isolation}
+            raise SparkBridgeError(f"{_ISOLATION_MUST_BE}, not {isolation!r}")
+        level = IsolationLevel(isolation).value
+        return {"port": str(self._port), "token": self._token, "topic": topic, "isolation.level": level}
 
     # -- reads (also what the server answers) ---------------------------------------------------
 
@@ -333,9 +337,9 @@ class Feed:
                 )
             batches = tuple(replica.log.read(start, 1 << 62, end)) if end > start else ()
             aborted = None
-            if isolation == IsolationLevel.READ_COMMITTED and replica.weak.send_aborted_transactions:
+            if isolation is IsolationLevel.READ_COMMITTED and replica.weak.send_aborted_transactions:
                 aborted = tuple(replica.txn_index.collect(start, end))
-        visible = visible_batches(batches, start, aborted, IsolationLevel(isolation)).batches
+        visible = visible_batches(batches, start, aborted, isolation).batches
         return _records_table(topic, partition, visible, start, end)
 
     # -- lifecycle --------------------------------------------------------------------------------

@@ -141,11 +141,11 @@ def _found(spark: SparkSession, history: DataFrame, mops: DataFrame) -> dict[str
     names them.
     """
     from engine.check.cycles import cycles_of_edges
+    from engine.check.messages import history_anomaly
     from eos_magics.spark.checks.aborted_reads import aborted_reads, precommitted_reads
     from eos_magics.spark.checks.cycles import EDGE, edge_rows, edges_by_run
     from eos_magics.spark.checks.frames import build_frames
     from eos_magics.spark.checks.lost_writes import lost_writes
-    from eos_magics.spark.checks.messages import to_anomaly
     from eos_magics.spark.checks.offsets_dups import duplicates, inconsistent_offsets
     from eos_magics.spark.checks.polls import polls, skipped_values
     from eos_magics.spark.checks.sends import sends
@@ -170,9 +170,11 @@ def _found(spark: SparkSession, history: DataFrame, mops: DataFrame) -> dict[str
     for r in [*first, *second]:
         if r["kind"] in KINDS or r["kind"] == EDGE:
             continue
-        if r["ranks"] is not None:
-            r = {**r.asDict(), "values": skipped[(r["run_id"], r["topic"], r["partition"], *r["ranks"])]}
-        found[r["run_id"]].append(to_anomaly(r))
+        key = (r["topic"], r["partition"])
+        values = r["values"] if r["ranks"] is None else skipped[(r["run_id"], *key, *r["ranks"])]
+        found[r["run_id"]].append(
+            history_anomaly(r["kind"], key, r["offsets"], values, r["ops"], n=r["n"], process=r["process"])
+        )
     for run, edges in edges_by_run(second).items():
         found[run].extend(cycles_of_edges(edges))
     return {run: (found[run], stats[run]) for run in stats}

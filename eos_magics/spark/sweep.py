@@ -4,7 +4,7 @@ Role
 ----
 :func:`sweep` turns (scenario, seed) pairs into a DataFrame of tasks, maps them over the
 executors with ``mapInArrow`` and a module-level function that calls the engine's own
-:func:`engine.commands.sweep.run_one`, and returns one row per (scenario, seed). :func:`to_rows`
+:func:`engine.scenarios.sweep.run_one`, and returns one row per (scenario, seed). :func:`to_rows`
 turns that DataFrame back into the engine's ``Row`` records, and :func:`print_report` prints
 them exactly as ``eos sweep`` does. :func:`parse_seeds` and :func:`plan` check the arguments
 and build the task list without Spark, so callers (``eos-spark``) can refuse bad input before a
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
-    from engine.commands.sweep import Row
+    from engine.scenarios.sweep import Row
 
 __all__ = [
     "CONNECT_PARTITIONS",
@@ -282,7 +282,7 @@ def run_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """
     import pyarrow as pa
 
-    from engine.commands.sweep import run_one
+    from engine.scenarios.sweep import run_one
 
     schema = _arrow_schema()
     for batch in batches:
@@ -402,9 +402,9 @@ def sweep(
 
 
 def to_rows(df: DataFrame) -> list[Row]:
-    """Return a sweep DataFrame's rows as ``engine.commands.sweep.Row`` records, in the DataFrame's order.
+    """Return a sweep DataFrame's rows as ``engine.scenarios.sweep.Row`` records, in the DataFrame's order.
 
-    The rows print with :func:`engine.commands.sweep.print_report` and show in
+    The rows print with :func:`engine.scenarios.sweep.print_report` and show in
     ``eos_magics.views.results.sweep`` as the serial sweep's do.
 
     Raises
@@ -426,7 +426,7 @@ def _collected(df: DataFrame) -> pa.Table:
 
 def _rows_of(table: pa.Table) -> list[Row]:
     """Return the rows of a sweep's Arrow table as ``Row`` records, in order."""
-    from engine.commands.sweep import Row
+    from engine.scenarios.sweep import Row
 
     out = []
     for r in table.to_pylist():
@@ -457,7 +457,7 @@ def print_report(rows: DataFrame | Sequence[Row], mutant: str | None = None) -> 
     ``rows`` is a sweep DataFrame or :func:`to_rows`'s list. ``mutant`` names the mutant in the
     summary line; by default it is read from the DataFrame's ``mutant`` column.
     """
-    from engine.commands import sweep as serial
+    from engine.scenarios import sweep as serial
 
     if not hasattr(rows, "columns"):
         return serial.print_report(list(rows), mutant)

@@ -3,13 +3,13 @@
 Role
 ----
 The bridge from :mod:`engine.export` to Spark SQL. A source is a
-:class:`~engine.export.run.RunExport`, a catalog run's ``RunResult``, a directory written by
+:class:`~engine.export.run.RunExport`, a catalog run's ``ScenarioResult``, a directory written by
 ``eos export`` (or :meth:`RunExport.write_parquet`), or a list of those; every table of the
 export schema becomes one temp view, ``prefix + table``::
 
     from eos_magics.spark import session, views
     spark = session.start()
-    views.register(spark, "out/")                # or a RunExport, a RunResult, a list
+    views.register(spark, "out/")                # or a RunExport, a ScenarioResult, a list
     spark.sql("SELECT run_id, count(*) FROM records GROUP BY run_id").show()
 
 Arrow tables go to Spark with ``spark.createDataFrame(table, schema)``; a directory is read with
@@ -119,7 +119,7 @@ def _export_of(source: Any, run_id: str | None) -> Any:
         return export_run(source, run_id=run_id)
     except ExportError:
         raise SparkBridgeError(
-            f"cannot register a {type(source).__name__}: give a RunExport, a RunResult (run_spec), "
+            f"cannot register a {type(source).__name__}: give a RunExport, a catalog ScenarioResult (run_spec), "
             "an export directory (eos export ... --out DIR) or a list of those"
         ) from None
 
@@ -172,7 +172,7 @@ def register(
     spark
         The session (``eos_magics.spark.session.start()``); None starts or reuses that one.
     source
-        A ``RunExport``, a ``RunResult`` (or a catalog ``ScenarioResult``), the path of an export
+        A ``RunExport``, a catalog run's ``ScenarioResult``, the path of an export
         directory, or a list of those (their runs are stacked).
     prefix
         Put before each table name: ``prefix="m3_"`` gives ``m3_records``, ``m3_history`` ...

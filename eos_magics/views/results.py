@@ -11,9 +11,8 @@ as ``eos check`` prints it; :func:`scenario_result` a run as ``eos run`` prints 
 Invariants
 ----------
 * The text of every view that has an ``eos`` command is that command's output, produced by the
-  command's own code: functions that return text are called, functions that print are called
-  with their standard output captured (``contextlib.redirect_stdout``, in this thread only for
-  the call). Deliveries and messages have no tool of their own: a plain text table.
+  code the command prints with: the engine's functions that return its lines. Deliveries and
+  messages have no tool of their own: a plain text table.
 * Rows keep keys and values as the client returned them (bytes stay bytes); text and HTML
   decode bytes as UTF-8 for display.
 * A contrast (a positive control: a scenario whose ``Spec.must_report`` names the anomaly it
@@ -29,11 +28,8 @@ It runs nothing: the caller ran the scenario, the sweep or the check and passes 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from eos_magics.views.base import TableView, View, details, heading, html_table, plain_table, pre
@@ -61,13 +57,6 @@ SHORT_LOG_TAIL = 300
 MAX_FINDINGS_HTML = 5
 #: A labelled part of a finding: ``Label: `` opening a sentence (``Fix: commit ...``, ``Who waits for whom: ...``).
 _LABEL = re.compile(r"(?<=\. )([A-Z][a-z]+(?: [a-z]+){0,3}): ")
-
-
-def _captured(fn: Callable[[], Any]) -> str:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        fn()
-    return out.getvalue().rstrip("\n")
 
 
 def _error_name(err: Any) -> str | None:
@@ -210,32 +199,12 @@ def check_report(report: Any) -> CheckView:
 
 
 def _as_scenario_result(result: Any) -> Any:
-    """Return a registry ``ScenarioResult``; a harness ``RunResult`` is wrapped as the registry does."""
-    from engine.scenarios.harness import RunResult
-    from engine.scenarios.registry import ScenarioResult
+    """Return ``result`` when it is a scenario run (a ``ScenarioResult``)."""
+    from engine.scenarios.result import ScenarioResult
 
     if isinstance(result, ScenarioResult):
         return result
-    if isinstance(result, RunResult):
-        findings = [f"{a.kind}: {a.message}" for a in result.report.forbidden] + result.findings
-        findings += [f"missing positive-control anomaly: {m}" for m in result.missing]
-        summary = {
-            "history_ops": result.history_size,
-            "simulated_ms": result.cluster.now_ms,
-            "fault_plan": f"{len(result.plan)} entries",
-        }
-        return ScenarioResult(
-            result.spec.name,
-            result.seed,
-            result.ok,
-            findings,
-            result.cluster,
-            summary,
-            extra=result,
-            skipped=result.skipped,
-            caught=result.caught,
-        )
-    msg = f"scenario_result() takes a ScenarioResult or a RunResult, got {type(result).__name__}"
+    msg = f"scenario_result() takes a ScenarioResult, got {type(result).__name__}"
     raise TypeError(msg)
 
 
@@ -248,7 +217,7 @@ class ScenarioView(View):
 
     @property
     def result(self) -> Any:
-        """The registry's ``ScenarioResult`` (``.extra`` is the harness ``RunResult`` of a catalog run)."""
+        """The run's ``ScenarioResult`` (``.state`` is the workload's own state)."""
         return self.data
 
     @property
@@ -293,8 +262,7 @@ class ScenarioView(View):
         The text keeps each finding on one line, as ``eos run`` prints it; a one-sentence finding
         reads well there, so only the long, labelled ones get a table.
         """
-        evidence = list(getattr(self.data.extra, "evidence", ()))
-        labelled = [f for f in evidence + list(self.data.findings) if finding_parts(f)[1]]
+        labelled = [f for f in self.data.evidence + self.data.problems if finding_parts(f)[1]]
         return "".join(finding_html(f) for f in labelled[:MAX_FINDINGS_HTML])
 
 
@@ -340,25 +308,16 @@ def _fault_events(trace: Any) -> list[Any]:
 
 
 def scenario_result(result: Any) -> ScenarioView:
-    """A scenario run (registry ``ScenarioResult`` or harness ``RunResult``) as ``eos run`` summarises it.
+    """A scenario run (a ``ScenarioResult``, what every scenario and ``run_spec`` return) as ``eos run`` summarises it.
 
     Text: ``eos run NAME --seed N [--mutant M] [--swarm]`` without ``--log``: scenario, seed,
     counts, the verdict with its findings, ``fingerprint: …`` and ``replay: …``. HTML: a
     PASS/FAIL/SKIP badge, the summary, and the short log (faults only, then all) folded.
     """
-    from engine.commands.run import summary_lines
+    from engine.scenarios.summary import summary_lines
 
     r = _as_scenario_result(result)
-    run = r.extra
-    mutant_id = getattr(run, "mutant", None) if isinstance(getattr(run, "mutant", None), str) else None
-    swarm = bool(getattr(run, "swarm", False))
-    mutant = None
-    if mutant_id:
-        from engine.scenarios.mutants import get_mutant
-
-        mutant = get_mutant(mutant_id)
-    args = argparse.Namespace(name=r.name, seed=r.seed, mutant=mutant_id, swarm=swarm)
-    lines = summary_lines(args, r, len(r.cluster.world.trace), mutant=mutant)
+    lines = summary_lines(r)
     replay = next((line[len("replay: ") :] for line in reversed(lines) if line.startswith("replay: ")), "")
     status = r.status
     tone = {"PASS": "ok", "CAUGHT": "ok", "FAIL": "fail", "SKIP": "warn"}[status]
@@ -368,7 +327,7 @@ def scenario_result(result: Any) -> ScenarioView:
         replay=replay,
         title=f"{r.name} · seed {r.seed}",
         badge=(status, tone),
-        summary=contrast_note(getattr(run, "expected", ()), r.caught, status),
+        summary=contrast_note(r.expected, r.caught, status),
     )
 
 
@@ -428,13 +387,13 @@ def _sweep_badge(passed: int, caught: int, failed: int) -> tuple[str, str]:
 
 
 def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
-    """A sweep's rows (``engine.commands.sweep.Row``) as ``eos sweep`` prints them, and as a table.
+    """A sweep's rows (``engine.scenarios.sweep.Row``) as ``eos sweep`` prints them, and as a table.
 
     ``mutant`` names the sweep's mutant for the summary line (``N runs with M10: ...``); by
     default it is read from the rows' replay commands when they all name the same one. A
     contrast's runs say what they showed: a ``shows`` column, and one summary line per contrast.
     """
-    from engine.commands import sweep as cmd
+    from engine.scenarios import sweep as report
 
     rows = list(rows)
     if mutant is None:
@@ -444,8 +403,8 @@ def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
     failures = [r for r in rows if r.status == "FAIL"]
 
     # eos sweep prints: the table, a blank line, the summary line, then the failures
-    text = _captured(lambda: cmd._print_table(rows)) + "\n\n" + cmd._summary(rows, f" with {mutant}" if mutant else "")
-    failed_text = _captured(lambda: cmd._print_failures(failures))
+    text = "\n".join(report.table_lines(rows)) + "\n\n" + report.summary_line(rows, mutant)
+    failed_text = "\n".join(report.failure_lines(failures))
     if failed_text:
         text += "\n" + failed_text
     passed = sum(1 for r in rows if r.status == "PASS")
@@ -467,12 +426,12 @@ def scenarios() -> TableView:
 
     ``shows`` names the anomaly a contrast (a positive control) exists to show; None for the others.
     """
-    from engine.commands import scenarios as cmd
     from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.listing import scenario_lines
     from engine.scenarios.registry import DESCRIPTIONS, load_all
 
     load_all()
-    text = _captured(lambda: cmd.run(argparse.Namespace()))
+    text = "\n".join(scenario_lines())
     rows = []
     for name in sorted(DESCRIPTIONS):
         spec = BY_NAME.get(name)
@@ -489,10 +448,10 @@ def scenarios() -> TableView:
 
 def mutants() -> TableView:
     """The weakened configurations, as ``eos mutants`` lists them (id, name, the guarantee it removes)."""
-    from engine.commands import mutants as cmd
+    from engine.scenarios.listing import mutant_lines
     from engine.scenarios.mutants import MUTANTS
 
-    text = _captured(lambda: cmd.run(argparse.Namespace(measure=False)))
+    text = "\n".join(mutant_lines())
     rows = [(mid, m.name, m.removes) for mid, m in MUTANTS.items()]
     return TableView(
         text,

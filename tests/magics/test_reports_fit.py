@@ -168,7 +168,7 @@ def test_the_deadlock_verdict_is_a_short_headline_over_who_waits_since_when_and_
     from eos_magics.views.results import finding_parts
 
     stall = run(ip, f"%eos_scenario run {DEADLOCK} --seed 1")
-    (evidence,) = stall.result.extra.evidence
+    (evidence,) = stall.result.evidence
     head, parts = finding_parts(evidence)
     assert head == "request-reply-deadlock: request-reply inside a transaction."
     labels = [label for label, _ in parts]

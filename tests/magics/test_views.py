@@ -522,7 +522,7 @@ def test_scenario_result_prints_what_eos_run_prints(capsys) -> None:
     run = views.scenario_result(run_spec(BY_NAME[name], 1, mutant=get_mutant("M10")))
     assert run.text == cli_output(capsys, "run", name, "--seed", "1", "--mutant", "M10")
     assert run.replay == "eos run 'idempotence: dedup window' --seed 1 --mutant M10"
-    with pytest.raises(TypeError, match="ScenarioResult or a RunResult"):
+    with pytest.raises(TypeError, match="takes a ScenarioResult"):
         views.scenario_result(object())
 
 

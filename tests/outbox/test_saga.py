@@ -231,11 +231,11 @@ def test_the_checker_counts_money_and_refuses_repeated_rows() -> None:
 def test_the_saga_scenario_ends_every_saga_done_or_compensated(seed) -> None:
     r = run_spec(SAGA, seed)
     assert r.ok, r.verdict()
-    s = r.extra["saga"]
-    assert s["incomplete"] == 0 and s["money_conserved"]
-    assert s["done"] > 0 and s["compensated"] > 0 and s["refunded"] > 0 and s["rejected"] > 0
-    assert s["done"] + s["compensated"] == s["created"]
-    assert s["relay_crashes"] + s["consumer_crashes"] > 0
+    s = r.state
+    assert s.incomplete == 0 and s.money_conserved
+    assert s.done > 0 and s.compensated > 0 and s.refunded > 0 and s.rejected > 0
+    assert s.done + s.compensated == s.created
+    assert s.relay_crashes + s.consumer_crashes > 0
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
@@ -249,6 +249,7 @@ def test_the_contrast_without_compensation_is_caught_every_time(seed) -> None:
 def test_a_saga_run_is_deterministic() -> None:
     a, b = run_spec(SAGA, 7), run_spec(SAGA, 7)
     assert a.fingerprint == b.fingerprint
-    assert {k: v for k, v in a.extra["saga"].items() if not k.endswith("_db")} == {
-        k: v for k, v in b.extra["saga"].items() if not k.endswith("_db")
+    files = ("folder", "orders_db", "payments_db")  # each run has a fresh folder
+    assert {k: v for k, v in vars(a.state).items() if k not in files} == {
+        k: v for k, v in vars(b.state).items() if k not in files
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ from engine.scenarios.side_effects import SIDE_EFFECT_SPECS, InvoiceLoop
 INSIDE, FROM_OUTPUT = SIDE_EFFECT_SPECS
 
 
-def _emails(path: str) -> list[tuple[str, str]]:
+def _emails(path: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(path) as conn:
         return conn.execute("SELECT order_id, invoice FROM sent_emails ORDER BY email_id").fetchall()
 
@@ -34,23 +35,23 @@ def test_email_inside_the_transaction_repeats_while_the_invoices_are_exactly_onc
     # Kafka's side held: every order has exactly one committed invoice, and the history checks are clean.
     assert not [f for f in r.findings if finding_kind(f).startswith("copier-")], r.findings
     assert r.report.ok, r.report.forbidden
-    summary = r.extra["side_effects"]
-    assert summary["invoices_committed"] == summary["orders"] == 80
-    assert summary["effects"]["effect-duplicate"] > 0 and summary["effects"]["effect-lost"] == 0
-    assert summary["aborts"] + summary["crashes"] > 0
-    per_order = Counter(o for o, _i in _emails(summary["db"]))
-    assert summary["emails_sent"] == sum(per_order.values()) > summary["invoices_committed"]
-    assert summary["duplicates"] == sum(n - 1 for n in per_order.values())
+    state = r.state
+    assert state.invoices_committed == state.orders == 80
+    assert state.effects["effect-duplicate"] > 0 and state.effects["effect-lost"] == 0
+    assert state.aborts + state.crashes > 0
+    per_order = Counter(o for o, _i in _emails(state.db.path))
+    assert state.emails_sent == sum(per_order.values()) > state.invoices_committed
+    assert state.duplicates == sum(n - 1 for n in per_order.values())
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_email_from_the_committed_output_is_sent_once_per_invoice(seed):
     r = run_spec(FROM_OUTPUT, seed)
     assert r.status == "PASS", r.verdict()
-    summary = r.extra["side_effects"]
-    assert summary["emails_sent"] == summary["invoices_committed"] == summary["orders"] == 80
-    assert summary["duplicates"] == 0
-    emails = _emails(summary["db"])
+    state = r.state
+    assert state.emails_sent == state.invoices_committed == state.orders == 80
+    assert state.duplicates == 0
+    emails = _emails(state.db.path)
     assert len({o for o, _i in emails}) == len(emails)
     assert all(i.startswith(f"invoice:{o}:") for o, i in emails)
 
@@ -58,11 +59,9 @@ def test_email_from_the_committed_output_is_sent_once_per_invoice(seed):
 def test_a_seed_replays_exactly():
     a, b = run_spec(FROM_OUTPUT, 7), run_spec(FROM_OUTPUT, 7)
     assert a.fingerprint == b.fingerprint
-    drop_db = lambda s: {k: v for k, v in s.items() if k != "db"}  # noqa: E731 - the file lives in a fresh folder
-    assert drop_db(a.extra["side_effects"]) == drop_db(b.extra["side_effects"])
-    assert [o for o, _i in _emails(a.extra["side_effects"]["db"])] == [
-        o for o, _i in _emails(b.extra["side_effects"]["db"])
-    ]
+    drop_db = lambda s: {k: v for k, v in vars(s).items() if k != "db"}  # noqa: E731 - the file lives in a fresh folder
+    assert drop_db(a.state) == drop_db(b.state)
+    assert [o for o, _i in _emails(a.state.db.path)] == [o for o, _i in _emails(b.state.db.path)]
 
 
 def test_an_unknown_mode_is_refused():

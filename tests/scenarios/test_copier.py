@@ -52,11 +52,11 @@ def test_zombie_copier_paused_through_a_rebalance_is_fenced_and_its_output_never
 
 
 def _inputs(r: object) -> list[tuple]:
-    return _run_extra(r)["copier_inputs"]
+    return r.state.inputs  # type: ignore[attr-defined]
 
 
 def _outputs(r: object) -> list[tuple]:
-    return _run_extra(r)["copier_outputs"]
+    return r.state.outputs  # type: ignore[attr-defined]
 
 
 def _duplicates(r: object) -> set[tuple]:
@@ -64,10 +64,6 @@ def _duplicates(r: object) -> set[tuple]:
     for o in _outputs(r):
         counts[o[3:]] = counts.get(o[3:], 0) + 1
     return {k for k, n in counts.items() if n > 1}
-
-
-def _run_extra(r: object) -> dict:
-    return r.extra  # type: ignore[attr-defined]
 
 
 # -- regression stories from the 200-seed swarm sweep (seeds 93109, 93173, 93039), rebuilt by hand --------------

@@ -35,7 +35,7 @@ def test_deadlock_is_detected_and_explained_with_topic_offset_lso_id_and_timeout
     assert result.status == "CAUGHT"
     assert result.expected == ("request-reply-deadlock",)
     assert not result.missing
-    why = result.extra["deadlock"]
+    why = result.state.deadlock
     assert why.startswith("deadlock: request-reply inside a transaction.")
     for part in ("requests-0 offset 0", "LSO is 0", "'orders-svc'", "transaction.timeout.ms (5000 ms)", "Fix:"):
         assert part in why, part
@@ -45,13 +45,13 @@ def test_deadlock_is_detected_and_explained_with_topic_offset_lso_id_and_timeout
 @pytest.mark.parametrize("seed", SEEDS)
 def test_deadlocked_request_is_aborted_by_the_timeout_and_never_reaches_the_responder(seed: int) -> None:
     result = run_spec(DEADLOCK, seed)
-    assert result.extra["responder_seen"] == []
-    assert "reply" not in result.extra
-    abort = result.extra["timeout_abort"]
+    assert result.state.responder_seen == []
+    assert result.state.reply is None
+    abort = result.state.timeout_abort
     assert abort is not None
     assert abort.prepare_abort_ms - abort.txn_start_ms > abort.transaction_timeout_ms == 5_000
-    assert result.extra["requester_error"].startswith("ProducerFencedException: ")
-    outcome = result.extra["deadlock_outcome"]
+    assert result.state.requester_error.startswith("ProducerFencedException: ")
+    outcome = result.state.deadlock_outcome
     assert "aborted the transaction on its timeout" in outcome
     assert "the responder never saw it" in outcome
     # The black-box history: the request's transaction failed, and no read_committed poll saw it.
@@ -66,11 +66,11 @@ def test_committing_the_request_first_gets_the_reply_and_no_finding(seed: int) -
     result = run_spec(COMMIT_FIRST, seed)
     assert result.ok, result.verdict()
     assert result.findings == []
-    reply, round_trip_ms = result.extra["reply"]
+    reply, round_trip_ms = result.state.reply
     assert reply == "reply-to-p0-t0-request"
     assert round_trip_ms < 1_000
-    assert result.extra["responder_seen"] == [(0, "p0-t0-request")]
-    assert "deadlock" not in result.extra
+    assert result.state.responder_seen == [(0, "p0-t0-request")]
+    assert result.state.deadlock is None
 
 
 def test_deadlock_control_fails_when_the_responder_reads_uncommitted() -> None:
@@ -80,8 +80,8 @@ def test_deadlock_control_fails_when_the_responder_reads_uncommitted() -> None:
     result = run_spec(DEADLOCK, 1, mutant=mutant)
     assert not result.ok
     assert result.missing == ["request-reply-deadlock"]
-    assert "reply" in result.extra
-    assert "deadlock" not in result.extra
+    assert result.state.reply is not None
+    assert result.state.deadlock is None
 
 
 def test_deadlock_specs_are_the_control_then_the_contrast_on_one_partition_topics() -> None:

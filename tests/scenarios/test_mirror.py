@@ -96,7 +96,7 @@ def test_each_mirror_scenario_passes(seed: int) -> None:
     for spec in MIRROR_SPECS:
         r = run_spec(spec, seed)
         assert r.ok, r.verdict()
-        assert r.extra["mirror_copied"] > 0
+        assert r.state.copied > 0
 
 
 def test_the_kip656_mirror_copies_exactly_once_and_splits_source_transactions() -> None:
@@ -104,11 +104,11 @@ def test_the_kip656_mirror_copies_exactly_once_and_splits_source_transactions() 
     for seed in range(1, 6):
         r = run_spec(EXACTLY_ONCE, seed)
         assert r.ok and r.status == "CAUGHT", r.verdict()
-        restarts += r.extra["mirror_instances"] - 1
+        restarts += r.state.instances - 1
         assert r.findings == [] and r.report.ok  # no lost, duplicated or aborted-copied record
-        assert r.extra["mirror_duplicates"] == 0
-        assert r.extra["mirror_split_transactions"], f"seed {seed}: the reader never saw part of a transaction"
-        assert r.extra["mirror_split_transactions"] == sorted(r.extra["mirror_split_transactions"])
+        assert r.state.duplicates == 0
+        assert r.state.split_transactions, f"seed {seed}: the reader never saw part of a transaction"
+        assert r.state.split_transactions == sorted(r.state.split_transactions)
     assert restarts > 0, "no mirror instance crashed: the fencing and offset re-read went untested"
 
 
@@ -118,7 +118,7 @@ def test_the_at_least_once_mirror_duplicates_after_crashes_but_loses_nothing() -
     for seed in range(1, 6):
         r = run_spec(crashy, seed)
         assert r.ok, r.verdict()  # duplicates are allowed by design; lost and aborted records are not
-        duplicates.append(r.extra["mirror_duplicates"])
+        duplicates.append(r.state.duplicates)
         if duplicates[-1]:
             break
     assert any(duplicates), duplicates
@@ -127,7 +127,7 @@ def test_the_at_least_once_mirror_duplicates_after_crashes_but_loses_nothing() -
 def test_a_mirror_run_is_a_function_of_its_seed() -> None:
     a, b = run_spec(EXACTLY_ONCE, 4), run_spec(EXACTLY_ONCE, 4)
     assert a.fingerprint == b.fingerprint
-    assert a.extra["mirror_split_transactions"] == b.extra["mirror_split_transactions"]
+    assert a.state.split_transactions == b.state.split_transactions
     assert run_spec(EXACTLY_ONCE, 5).fingerprint != a.fingerprint
     assert any(e.node.startswith("target/") for e in a.cluster.world.trace.events)
 

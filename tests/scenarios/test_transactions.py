@@ -252,14 +252,14 @@ def test_zombie_abort_race_the_late_epoch_bump_of_a_fenced_instance_is_refused()
     r = run_spec(BY_NAME["transactions: zombie abort race"], 1)
     assert r.ok, r.findings
     assert r.cluster.world.trace.marks["coordinator: InitProducerId from a fenced epoch refused"] >= 1
-    first, second = r.extra["instances"][:2]
+    first, second = r.state.instances[:2]
     assert (first.name, second.name) == ("producer-1", "producer-2")
     assert second.producer_id == first.producer_id
     # the zombie's race transaction ended in a fenced abort, and it committed nothing afterwards
-    first_ops = [op for op in r.extra["instance_ops"] if op[0] == first.name]
+    first_ops = [op for op in r.state.instance_ops if op[0] == first.name]
     assert all(invoke_ms < second.init_ms for _name, invoke_ms, _outcome, _index in first_ops)
     # the rightful instance went on committing
-    assert any(op[0] == second.name and op[2] == "ok" for op in r.extra["instance_ops"])
+    assert any(op[0] == second.name and op[2] == "ok" for op in r.state.instance_ops)
 
 
 def test_zombie_abort_race_with_mutant_m18_the_zombie_commits_and_the_judge_says_so() -> None:

@@ -15,8 +15,8 @@ import re
 import pytest
 
 from engine.cli import main
-from engine.commands.run import MAX_FINDINGS_SHOWN
 from engine.scenarios.registry import get_scenario
+from engine.scenarios.summary import MAX_FINDINGS_SHOWN
 
 FINGERPRINT = re.compile(r"^fingerprint: [0-9a-f]{32}$")
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from engine.check.anomaly import Anomaly
 
 if TYPE_CHECKING:
-    from engine.check.ground_truth import BatchRow, GroundTruth, TxnRow
+    from engine.check.ground_truth import BatchRow, GroundTruth, TxnTransitionRow
 
 TP = tuple[str, int]
 
@@ -88,16 +88,16 @@ class Decision(NamedTuple):
     completed: bool
 
 
-def txn_histories(gt: GroundTruth) -> dict[str, list[TxnRow]]:
+def txn_histories(gt: GroundTruth) -> dict[str, list[TxnTransitionRow]]:
     """Return one history per transactional id: a loaded coordinator's, else the log's.
 
     When several coordinators describe the same id (they should not), the longest history is
     used (lowest broker id on ties).
     """
-    by_source: dict[tuple[str, str, int], list[TxnRow]] = {}
+    by_source: dict[tuple[str, str, int], list[TxnTransitionRow]] = {}
     for row in gt.txn_history:
         by_source.setdefault((row.transactional_id, row.source, row.broker_id), []).append(row)
-    out: dict[str, list[TxnRow]] = {}
+    out: dict[str, list[TxnTransitionRow]] = {}
     for txn_id in sorted({k[0] for k in by_source}):
         coord = sorted(
             ((k, rows) for k, rows in by_source.items() if k[0] == txn_id and k[1] == "coordinator"),
@@ -109,7 +109,7 @@ def txn_histories(gt: GroundTruth) -> dict[str, list[TxnRow]]:
     return out
 
 
-def decisions(history: list[TxnRow]) -> list[Decision]:
+def decisions(history: list[TxnTransitionRow]) -> list[Decision]:
     """Return the decisions of one transactional id's history, in order."""
     out: list[Decision] = []
     for row in history:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly, txn_spans
 
 if TYPE_CHECKING:
@@ -41,22 +42,14 @@ def check_aborted_index(gt: GroundTruth) -> list[Anomaly]:
         )
         have = entries.get(key, Counter())
         tp = (key[0], key[1])
-        found.extend(
-            anomaly(
-                L9_INDEX,
-                tp,
-                f"broker {key[2]}: aborted transaction of producer {t[0]} at {t[1]}..{t[2]} is missing from the index",
-                offsets=(t[1], t[2]),
+        for sentence, extra in ((m.L9_MISSING, want - have), (m.L9_UNMATCHED, have - want)):
+            found.extend(
+                anomaly(
+                    L9_INDEX,
+                    tp,
+                    sentence.format(broker_id=key[2], producer_id=t[0], first_offset=t[1], last_offset=t[2]),
+                    offsets=(t[1], t[2]),
+                )
+                for t in sorted(extra.elements())
             )
-            for t in sorted((want - have).elements())
-        )
-        found.extend(
-            anomaly(
-                L9_INDEX,
-                tp,
-                f"broker {key[2]}: index entry producer {t[0]} at {t[1]}..{t[2]} matches no ABORT marker",
-                offsets=(t[1], t[2]),
-            )
-            for t in sorted((have - want).elements())
-        )
     return found

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly
 
 if TYPE_CHECKING:
@@ -37,26 +38,19 @@ def check_sequences(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L2_GAP,
                         tp,
-                        f"producer {key[0]} epoch {key[1]}: batch at {b.base_offset} starts at sequence "
-                        f"{b.base_sequence}, expected {prev[1] + 1} after the batch at {prev[0]}",
+                        m.L2_GAP.format(**b._asdict(), expected=prev[1] + 1, prev_offset=prev[0]),
                         offsets=(prev[0], b.base_offset),
                     )
                 )
             last[key] = (b.base_offset, b.last_sequence)
             for seq in range(b.base_sequence, b.last_sequence + 1):
-                k3 = (*key, seq)
-                if k3 in seen:
-                    found.append(
-                        anomaly(
-                            L2_DUPLICATE,
-                            tp,
-                            f"producer {key[0]} epoch {key[1]} sequence {seq} written at {seen[k3]} and again at "
-                            f"{b.base_offset + seq - b.base_sequence}",
-                            offsets=(seen[k3], b.base_offset + seq - b.base_sequence),
-                        )
-                    )
+                k3, offset = (*key, seq), b.base_offset + seq - b.base_sequence
+                first = seen.get(k3)
+                if first is None:
+                    seen[k3] = offset
                 else:
-                    seen[k3] = b.base_offset + seq - b.base_sequence
+                    message = m.L2_DUPLICATE.format(**b._asdict(), seq=seq, first_offset=first, offset=offset)
+                    found.append(anomaly(L2_DUPLICATE, tp, message, offsets=(first, offset)))
     return found
 
 
@@ -79,8 +73,7 @@ def check_epochs(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L3_EPOCH,
                         tp,
-                        f"producer {b.producer_id}: {what} at {b.base_offset} has epoch {b.producer_epoch} after "
-                        f"epoch {prev[0]} at {prev[1]}",
+                        m.L3_EPOCH.format(**b._asdict(), what=what, high_epoch=prev[0], high_offset=prev[1]),
                         offsets=(prev[1], b.base_offset),
                     )
                 )

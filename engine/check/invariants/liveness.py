@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly
 
 if TYPE_CHECKING:
@@ -27,13 +28,12 @@ def check_liveness(gt: GroundTruth) -> list[Anomaly]:
         tp = (part.topic, part.partition)
         r = gt.replica(tp, part.leader) if part.leader >= 0 else None
         if r is None or r.status != "up" or not r.is_leader:
-            why = "none" if part.leader < 0 else f"broker {part.leader} ({r.status if r else 'no replica'})"
-            found.append(anomaly(L14_NO_LEADER, tp, f"no live leader at the end (controller says {why})"))
+            status = r.status if r else "no replica"
+            why = "none" if part.leader < 0 else m.L14_LEADER.format(leader=part.leader, status=status)
+            found.append(anomaly(L14_NO_LEADER, tp, m.L14_NO_LEADER.format(why=why)))
             continue
         if r.lso is not None and r.lso != r.hw:
             found.append(
-                anomaly(
-                    L14_LSO, tp, f"leader {r.broker_id}: LSO {r.lso} never reached HW {r.hw}", offsets=(r.lso, r.hw)
-                )
+                anomaly(L14_LSO, tp, m.L14_LSO.format(leader=r.broker_id, lso=r.lso, hw=r.hw), offsets=(r.lso, r.hw))
             )
     return found

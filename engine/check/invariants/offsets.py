@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly
 
 if TYPE_CHECKING:
@@ -31,29 +32,15 @@ def check_offsets_monotonic(samples: Iterable[TimelineSample]) -> list[Anomaly]:
     for s in samples:
         tp = (s.topic, s.partition)
         if not s.lso <= s.hw <= s.leo:
-            found.append(
-                anomaly(
-                    L7_ORDER,
-                    tp,
-                    f"leader {s.broker_id} epoch {s.leader_epoch} at {s.time_ms} ms: LSO {s.lso}, HW {s.hw}, "
-                    f"LEO {s.leo} are not in order",
-                    offsets=(s.lso, s.hw, s.leo),
-                )
-            )
+            found.append(anomaly(L7_ORDER, tp, m.L7_ORDER.format(**s._asdict()), offsets=(s.lso, s.hw, s.leo)))
         key = (s.topic, s.partition, s.broker_id, s.leader_epoch)
         prev = last.get(key)
         if prev is not None:
             for kind, name, before, after in ((L7_HW, "HW", prev.hw, s.hw), (L7_LSO, "LSO", prev.lso, s.lso)):
                 if after < before:
-                    found.append(
-                        anomaly(
-                            kind,
-                            tp,
-                            f"leader {s.broker_id} epoch {s.leader_epoch}: {name} went from {before} "
-                            f"({prev.time_ms} ms) back to {after} ({s.time_ms} ms)",
-                            offsets=(before, after),
-                        )
-                    )
+                    change = {"name": name, "before": before, "after": after, "prev_time": prev.time_ms}
+                    message = m.L7_BACK.format(**s._asdict(), **change)
+                    found.append(anomaly(kind, tp, message, offsets=(before, after)))
         last[key] = s
     return found
 
@@ -73,24 +60,11 @@ def check_read_committed_fetches(gt: GroundTruth) -> list[Anomaly]:
     for f in gt.fetches:
         tp = (f.topic, f.partition)
         if f.lso > f.hw:
-            found.append(
-                anomaly(
-                    L8_BEYOND_LSO,
-                    tp,
-                    f"{f.consumer} at {f.time_ms} ms: fetch answered with LSO {f.lso} above HW {f.hw}",
-                    offsets=(f.fetch_offset, f.lso, f.hw),
-                )
-            )
+            message = m.L8_LSO_ABOVE_HW.format(**f._asdict())
+            found.append(anomaly(L8_BEYOND_LSO, tp, message, offsets=(f.fetch_offset, f.lso, f.hw)))
         if f.isolation != "read_committed" or f.next_offset is None:
             continue
         if f.next_offset > max(f.lso, f.fetch_offset):
-            found.append(
-                anomaly(
-                    L8_BEYOND_LSO,
-                    tp,
-                    f"{f.consumer} (read_committed) at {f.time_ms} ms: fetch from {f.fetch_offset} returned "
-                    f"batches up to {f.next_offset}, beyond the LSO {f.lso}",
-                    offsets=(f.fetch_offset, f.next_offset, f.lso),
-                )
-            )
+            message = m.L8_BEYOND_LSO.format(**f._asdict())
+            found.append(anomaly(L8_BEYOND_LSO, tp, message, offsets=(f.fetch_offset, f.next_offset, f.lso)))
     return found

@@ -15,22 +15,25 @@ if TYPE_CHECKING:
 L13_PRODUCER_STATE = "L13-producer-state"
 
 
+#: The fields a :class:`BatchRow` and a :class:`RecordBatch` share by name.
+_SAME_FIELDS = (
+    "base_offset",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "is_transactional",
+    "is_control",
+    "create_time",
+    "keys",
+    "values",
+    "control_type",
+    "coordinator_epoch",
+)
+
+
 def _batch(b: BatchRow) -> RecordBatch:
-    return RecordBatch(
-        base_offset=b.base_offset,
-        producer_id=b.producer_id,
-        producer_epoch=b.producer_epoch,
-        base_sequence=b.base_sequence,
-        partition_leader_epoch=b.leader_epoch,
-        is_transactional=b.is_transactional,
-        is_control=b.is_control,
-        create_time=b.create_time,
-        keys=b.keys,
-        values=b.values,
-        control_type=b.control_type,
-        coordinator_epoch=b.coordinator_epoch,
-        size_bytes=1,
-    )
+    same = {f: getattr(b, f) for f in _SAME_FIELDS}
+    return RecordBatch(**same, partition_leader_epoch=b.leader_epoch, size_bytes=1)
 
 
 def check_producer_state(gt: GroundTruth) -> list[Anomaly]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly
 
 if TYPE_CHECKING:
@@ -59,8 +60,12 @@ def check_replica_agreement(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L1_OFFSETS,
                         tp,
-                        f"broker {broker_id}: batch at {b.base_offset} follows a batch ending before {expected}"
-                        + (" (offsets held twice)" if b.base_offset < expected else " (hole)"),
+                        m.L1_OFFSET_ORDER.format(
+                            broker_id=broker_id,
+                            base_offset=b.base_offset,
+                            expected=expected,
+                            how="offsets held twice" if b.base_offset < expected else "hole",
+                        ),
                         offsets=(expected, b.base_offset),
                     )
                 )
@@ -82,12 +87,12 @@ def check_replica_agreement(gt: GroundTruth) -> list[Anomaly]:
             if bad:
                 o = bad[0]
                 theirs, ours = ref.get(o), mine.get(o)
+                where = {"broker_id": r.broker_id, "auth_broker": leader, "final_hw": final_hw, "offset": o}
                 found.append(
                     anomaly(
                         L1_DIVERGENCE,
                         tp,
-                        f"broker {r.broker_id} differs from leader {leader} at {len(bad)} offset(s) below "
-                        f"HW {final_hw}, first at {o}: {ours} vs {theirs}",
+                        m.L1_DIVERGENCE.format(**where, n=len(bad), ours=ours, theirs=theirs),
                         offsets=tuple(bad[:10]),
                         values=(ours[-1] if ours else None, theirs[-1] if theirs else None),
                     )

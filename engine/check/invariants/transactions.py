@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.check import messages as msg
 from engine.check.invariants._common import TP, Decision, TxnSpan, all_decisions, anomaly, txn_spans
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
                 anomaly(
                     L4_NON_TXN_IN_TXN,
                     tp,
-                    f"producer {pid}: non-transactional batch at {offset} inside its open transaction",
+                    msg.L4_NON_TXN_IN_TXN.format(producer_id=pid, base_offset=offset),
                     offsets=(offset,),
                 )
             )
@@ -80,8 +81,9 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
                         anomaly(
                             L4_DATA_AFTER_MARKER,
                             tp,
-                            f"producer {s.producer_id}: transactional data at {stale} has an epoch below the marker "
-                            f"(epoch {lm[0]}) at {lm[1]} that ended its transaction",
+                            msg.L4_DATA_AFTER_MARKER.format(
+                                producer_id=s.producer_id, stale=stale, marker_epoch=lm[0], marker_offset=lm[1]
+                            ),
                             offsets=(lm[1], *stale),
                         )
                     )
@@ -93,8 +95,7 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L4_MARKER_EPOCH,
                         tp,
-                        f"producer {s.producer_id}: {s.control_type} marker at {s.marker_offset} has epoch "
-                        f"{s.marker_epoch}, below its data's epoch {max(s.data_epochs)}",
+                        msg.L4_MARKER_EPOCH.format(**s._asdict(), data_epoch=max(s.data_epochs)),
                         offsets=(s.data_offsets[0], s.marker_offset),
                     )
                 )
@@ -108,15 +109,8 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
                 and not s.data_offsets
                 and (prev.marker_epoch, prev.control_type) == (s.marker_epoch, s.control_type)
             ):
-                found.append(
-                    anomaly(
-                        L4_DUPLICATE_MARKER,
-                        tp,
-                        f"producer {s.producer_id}: {s.control_type} marker at {s.marker_offset} repeats the one at "
-                        f"{prev.marker_offset} with no data between",
-                        offsets=(prev.marker_offset, s.marker_offset),
-                    )
-                )
+                message = msg.L4_MARKER_REPEAT.format(**s._asdict(), prev_offset=prev.marker_offset)
+                found.append(anomaly(L4_DUPLICATE_MARKER, tp, message, offsets=(prev.marker_offset, s.marker_offset)))
             prev_closed[s.producer_id] = s
             if lm is None or s.marker_epoch >= lm[0]:
                 last_marker[s.producer_id] = (s.marker_epoch, s.marker_offset)
@@ -127,8 +121,9 @@ def check_markers(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L4_DUPLICATE_MARKER,
                         tp,
-                        f"producer {pid}: {len(offsets)} {control} markers of epoch {epoch} but the coordinator "
-                        f"decided {allowed} for this partition",
+                        msg.L4_MARKERS_OVER.format(
+                            producer_id=pid, n=len(offsets), control_type=control, marker_epoch=epoch, allowed=allowed
+                        ),
                         offsets=tuple(offsets),
                     )
                 )
@@ -150,8 +145,7 @@ def check_no_hanging(gt: GroundTruth) -> list[Anomaly]:
             anomaly(
                 L5_HANGING,
                 tp,
-                f"producer {s.producer_id}: transaction open since offset {s.first_offset} "
-                f"({len(s.data_offsets)} batch(es)) has no marker",
+                msg.L5_HANGING.format(**s._asdict(), n=len(s.data_offsets)),
                 offsets=s.data_offsets[:10],
             )
             for s in spans
@@ -161,7 +155,7 @@ def check_no_hanging(gt: GroundTruth) -> list[Anomaly]:
         r = gt.replica(tp, leader) if leader is not None else None
         if r is not None and r.is_leader and r.lso is not None and r.lso != r.hw:
             found.append(
-                anomaly(L5_LSO, tp, f"leader {leader}: LSO {r.lso} is not the HW {r.hw}", offsets=(r.lso, r.hw))
+                anomaly(L5_LSO, tp, msg.L5_LSO.format(leader=leader, lso=r.lso, hw=r.hw), offsets=(r.lso, r.hw))
             )
     return found
 
@@ -189,8 +183,7 @@ def check_atomicity(gt: GroundTruth) -> list[Anomaly]:
                 anomaly(
                     L6_INCOMPLETE,
                     None,
-                    f"{d.transactional_id}: {d.control_type} of producer {d.producer_id} epoch {d.producer_epoch} "
-                    f"(offset {d.offset} of __transaction_state) never reached COMPLETE",
+                    msg.L6_INCOMPLETE.format(**d._asdict()),
                     offsets=(d.offset,),
                 )
             )
@@ -219,8 +212,11 @@ def check_atomicity(gt: GroundTruth) -> list[Anomaly]:
                     anomaly(
                         L6_ATOMICITY,
                         None,
-                        f"producer {pid} epoch {epoch}: markers disagree across partitions: "
-                        + ", ".join(f"{t} in {tp[0]}-{tp[1]}@{o}" for t, tp, o in where),
+                        msg.L6_DISAGREE.format(
+                            producer_id=pid,
+                            marker_epoch=epoch,
+                            places=", ".join(f"{t} in {tp[0]}-{tp[1]}@{o}" for t, tp, o in where),
+                        ),
                         offsets=tuple(o for _t, _tp, o in where),
                     )
                 )
@@ -231,8 +227,7 @@ def _missing(tp: TP, d: Decision) -> Anomaly:
     return anomaly(
         L6_ATOMICITY,
         tp,
-        f"{d.transactional_id}: decided {d.control_type} for producer {d.producer_id} epoch {d.producer_epoch} "
-        f"but this partition has no marker for it",
+        msg.L6_MISSING.format(**d._asdict()),
     )
 
 
@@ -256,8 +251,7 @@ def _align(tp: TP, pid: int, markers: list[TxnSpan], decs: list[Decision]) -> li
             anomaly(
                 L6_ATOMICITY,
                 tp,
-                f"producer {pid}: {m.control_type} marker at {m.marker_offset} with epoch {m.marker_epoch} matches "
-                f"no coordinator decision for this partition (decided: {decided})",
+                msg.L6_UNDECIDED.format(**m._asdict(), decided=decided),
                 offsets=(m.marker_offset or 0,),
             )
         )

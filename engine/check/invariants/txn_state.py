@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.check import messages as m
 from engine.check.invariants._common import anomaly, txn_histories
 from engine.coordinator.txn_state import VALID_PREVIOUS_STATES, TransactionState
 
@@ -32,26 +33,10 @@ def check_txn_state(gt: GroundTruth) -> list[Anomaly]:
             state = TransactionState[row.state]
             before = TransactionState.EMPTY if prev is None else TransactionState[prev.state]
             if before not in VALID_PREVIOUS_STATES[state]:
-                found.append(
-                    anomaly(
-                        L10_TRANSITION,
-                        tp,
-                        f"{txn_id}: {before.name} -> {state.name} at offset {row.offset} ({row.source} history) is "
-                        f"not a legal transition",
-                        offsets=(row.offset,),
-                        values=(txn_id,),
-                    )
-                )
+                message = m.L10_TRANSITION.format(**row._asdict(), before=before.name)
+                found.append(anomaly(L10_TRANSITION, tp, message, offsets=(row.offset,), values=(txn_id,)))
             if prev is not None and row.producer_id == prev.producer_id and row.producer_epoch < prev.producer_epoch:
-                found.append(
-                    anomaly(
-                        L10_EPOCH,
-                        tp,
-                        f"{txn_id}: producer {row.producer_id} epoch went from {prev.producer_epoch} back to "
-                        f"{row.producer_epoch} at offset {row.offset}",
-                        offsets=(prev.offset, row.offset),
-                        values=(txn_id,),
-                    )
-                )
+                message = m.L10_EPOCH.format(**row._asdict(), prev_epoch=prev.producer_epoch)
+                found.append(anomaly(L10_EPOCH, tp, message, offsets=(prev.offset, row.offset), values=(txn_id,)))
             prev = row
     return found

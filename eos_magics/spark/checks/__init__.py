@@ -4,6 +4,7 @@
 here hold the pieces: :mod:`~eos_magics.spark.checks.frames` (the shared intermediates),
 :mod:`~eos_magics.spark.checks.offsets_dups`, :mod:`~eos_magics.spark.checks.lost_writes`,
 :mod:`~eos_magics.spark.checks.aborted_reads`, :mod:`~eos_magics.spark.checks.polls`,
-:mod:`~eos_magics.spark.checks.sends`, :mod:`~eos_magics.spark.checks.cycles` and
-:mod:`~eos_magics.spark.checks.messages`. Importing any of them imports pyspark.
+:mod:`~eos_magics.spark.checks.sends` and :mod:`~eos_magics.spark.checks.cycles`; the driver
+words the collected rows with :func:`engine.check.messages.history_anomaly`. Importing any of
+them imports pyspark.
 """

@@ -7,7 +7,9 @@ in Python. Here the same checks read the tables of :mod:`engine.export.logs` as 
 DataFrames (windows, group-bys, anti-joins, and SQL ``aggregate`` folds where the reference
 walks a list in order), partitioned by ``run_id``, so a sweep of many runs is checked in one
 Spark job. The result is the reference's: the same sorted :class:`~engine.check.anomaly.Anomaly`
-records (kind, key, offsets, values, ops; messages read alike but are not compared).
+records (kind, key, offsets, values, ops), their sentences rendered by Spark from the same
+:class:`~engine.check.messages.Sentence` templates the Python checkers fill (byte for byte alike,
+but for the records L1-replica-divergence quotes: ``eos_magics.spark.checks.twins.WORDED_APART``).
 
 >>> from eos_magics.spark import session  # doctest: +SKIP
 >>> from engine.export.logs import log_tables  # doctest: +SKIP

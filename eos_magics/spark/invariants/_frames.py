@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check.messages import Sentence
 from engine.export.logs import LOG_FIELDS
 from eos_magics.spark.errors import SparkBridgeError
 
@@ -89,6 +90,12 @@ def validate(tables: object) -> dict[str, DataFrame]:
             )
         out[name] = df
     return out
+
+
+def sentence(s: Sentence, **columns: Column) -> Column:
+    """Return the sentence ``s`` as Spark renders it: each field from ``columns``, else the column of its name."""
+    fmt, names = s.printf()
+    return F.format_string(fmt, *(columns.get(n, F.col(n)) for n in names))
 
 
 def emit(

@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 
+from engine.check import messages as m
 from engine.check.invariants.aborted_index import L9_INDEX
-from eos_magics.spark.invariants._frames import TP, emit
+from eos_magics.spark.invariants._frames import TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -60,22 +61,5 @@ def check(fr: Frames) -> list[DataFrame]:
     copies = diff.where(F.col("d") != 0).withColumn(
         "_copy", F.explode(F.array_repeat(F.lit(1), F.abs(F.col("d")).cast("int")))
     )
-    message = F.when(
-        F.col("d") > 0,
-        F.format_string(
-            "broker %d: aborted transaction of producer %d at %d..%d is missing from the index",
-            "broker_id",
-            "producer_id",
-            "first_offset",
-            "last_offset",
-        ),
-    ).otherwise(
-        F.format_string(
-            "broker %d: index entry producer %d at %d..%d matches no ABORT marker",
-            "broker_id",
-            "producer_id",
-            "first_offset",
-            "last_offset",
-        )
-    )
+    message = F.when(F.col("d") > 0, sentence(m.L9_MISSING)).otherwise(sentence(m.L9_UNMATCHED))
     return [emit(copies, L9_INDEX, offsets=F.array("first_offset", "last_offset"), message=message)]

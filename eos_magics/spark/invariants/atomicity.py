@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 
+from engine.check import messages as msg
 from engine.check.invariants.transactions import L6_ATOMICITY, L6_INCOMPLETE
 from eos_magics.spark.invariants import decisions
-from eos_magics.spark.invariants._frames import RUN, TP, emit
+from eos_magics.spark.invariants._frames import RUN, TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -99,24 +100,18 @@ def aligned(fr: Frames) -> DataFrame:
     missing = df.select(*_PRODUCER, F.explode("walk.miss").alias("k"), "decs").select(
         *_PRODUCER, F.expr("get(decs, k)").alias("d")
     )
-    msg_missing = F.format_string(
-        "%s: decided %s for producer %d epoch %d but this partition has no marker for it",
-        F.col("d.transactional_id"),
-        F.col("d.ctype"),
-        F.col("producer_id"),
-        F.col("d.epoch"),
+    msg_missing = sentence(
+        msg.L6_MISSING,
+        transactional_id=F.col("d.transactional_id"),
+        control_type=F.col("d.ctype"),
+        producer_epoch=F.col("d.epoch"),
     )
     decided_text = F.expr(
         "IF(size(decs) = 0, 'nothing', array_join(transform(decs, d -> concat(d.ctype, '@', d.epoch)), ', '))"
     )
     bad = df.select(*_PRODUCER, F.explode("walk.bad").alias("m"), decided_text.alias("decided"))
-    msg_bad = F.format_string(
-        "producer %d: %s marker at %d with epoch %d matches no coordinator decision for this partition (decided: %s)",
-        F.col("producer_id"),
-        F.col("m.ctype"),
-        F.col("m.offset"),
-        F.col("m.epoch"),
-        F.col("decided"),
+    msg_bad = sentence(
+        msg.L6_UNDECIDED, control_type=F.col("m.ctype"), marker_offset=F.col("m.offset"), marker_epoch=F.col("m.epoch")
     )
     return emit(missing, L6_ATOMICITY, offsets=F.array(), message=msg_missing).unionByName(
         emit(bad, L6_ATOMICITY, offsets=F.array("m.offset"), message=msg_bad)
@@ -139,26 +134,14 @@ def disagreeing(fr: Frames) -> DataFrame:
     places = F.expr(
         "array_join(transform(where, w -> concat(w.ctype, ' in ', w.topic, '-', w.partition, '@', w.offset)), ', ')"
     )
-    message = F.format_string(
-        "producer %d epoch %d: markers disagree across partitions: %s",
-        F.col("producer_id"),
-        F.col("marker_epoch"),
-        places,
-    )
+    message = sentence(msg.L6_DISAGREE, places=places)
     return emit(df, L6_ATOMICITY, offsets=F.expr("transform(where, w -> w.offset)"), message=message, keyed=False)
 
 
 def incomplete(fr: Frames) -> DataFrame:
     """L6-incomplete: a decision never followed by its COMPLETE_*."""
     df = decisions.decisions(fr).where(~F.col("completed"))
-    message = F.format_string(
-        "%s: %s of producer %d epoch %d (offset %d of __transaction_state) never reached COMPLETE",
-        "transactional_id",
-        "control_type",
-        "producer_id",
-        "producer_epoch",
-        "offset",
-    )
+    message = sentence(msg.L6_INCOMPLETE)
     return emit(df, L6_INCOMPLETE, offsets=F.array("offset"), message=message, keyed=False)
 
 

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check import messages as m
 from engine.check.invariants.idempotence import L2_DUPLICATE, L2_GAP, L3_EPOCH
-from eos_magics.spark.invariants._frames import TP, emit
+from eos_magics.spark.invariants._frames import TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,16 +52,7 @@ def gaps(fr: Frames) -> DataFrame:
         .withColumn("expected", F.lag("last_sequence").over(w) + 1)
         .where(F.col("prev_offset").isNotNull() & (F.col("base_sequence") != F.col("expected")))
     )
-    message = F.format_string(
-        "producer %d epoch %d: batch at %d starts at sequence %d, expected %d after the batch at %d",
-        "producer_id",
-        "producer_epoch",
-        "base_offset",
-        "base_sequence",
-        "expected",
-        "prev_offset",
-    )
-    return emit(df, L2_GAP, offsets=F.array("prev_offset", "base_offset"), message=message)
+    return emit(df, L2_GAP, offsets=F.array("prev_offset", "base_offset"), message=sentence(m.L2_GAP))
 
 
 def duplicates(fr: Frames) -> DataFrame:
@@ -77,15 +69,7 @@ def duplicates(fr: Frames) -> DataFrame:
         .withColumn("first_offset", F.first("offset").over(w))
         .where(F.col("_rn") > 1)
     )
-    message = F.format_string(
-        "producer %d epoch %d sequence %d written at %d and again at %d",
-        "producer_id",
-        "producer_epoch",
-        "seq",
-        "first_offset",
-        "offset",
-    )
-    return emit(df, L2_DUPLICATE, offsets=F.array("first_offset", "offset"), message=message)
+    return emit(df, L2_DUPLICATE, offsets=F.array("first_offset", "offset"), message=sentence(m.L2_DUPLICATE))
 
 
 def epochs(fr: Frames) -> DataFrame:
@@ -103,15 +87,7 @@ def epochs(fr: Frames) -> DataFrame:
         .withColumn("high_offset", -F.col("high.neg_offset"))
     )
     what = F.when(F.col("is_control"), F.concat(F.col("control_type"), F.lit(" marker"))).otherwise("data batch")
-    message = F.format_string(
-        "producer %d: %s at %d has epoch %d after epoch %d at %d",
-        F.col("producer_id"),
-        what,
-        F.col("base_offset"),
-        F.col("producer_epoch"),
-        F.col("high.epoch"),
-        F.col("high_offset"),
-    )
+    message = sentence(m.L3_EPOCH, what=what, high_epoch=F.col("high.epoch"))
     return emit(df, L3_EPOCH, offsets=F.array("high_offset", "base_offset"), message=message)
 
 

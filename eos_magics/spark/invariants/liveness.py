@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 
+from engine.check import messages as m
 from engine.check.invariants.liveness import L14_LSO, L14_NO_LEADER
-from eos_magics.spark.invariants._frames import TP, emit
+from eos_magics.spark.invariants._frames import TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,15 +48,12 @@ def check(fr: Frames) -> list[DataFrame]:
     df = parts.join(reps, [*TP, "leader"], "left")
     found = F.coalesce(F.col("_found"), F.lit(False)) & (F.col("leader") >= 0)
     led = found & (F.col("status") == "up") & F.col("is_leader")
-    why = (
-        F.when(F.col("leader") < 0, "none")
-        .when(F.col("_found").isNull(), F.format_string("broker %d (no replica)", "leader"))
-        .otherwise(F.format_string("broker %d (%s)", "leader", "status"))
-    )
+    status = F.when(F.col("_found").isNull(), "no replica").otherwise(F.col("status"))
+    why = F.when(F.col("leader") < 0, "none").otherwise(sentence(m.L14_LEADER, status=status))
     none = df.where(~led)
-    msg_none = F.format_string("no live leader at the end (controller says %s)", why)
+    msg_none = sentence(m.L14_NO_LEADER, why=why)
     stuck = df.where(led & F.col("lso").isNotNull() & (F.col("lso") != F.col("hw")))
-    msg_stuck = F.format_string("leader %d: LSO %d never reached HW %d", "leader", "lso", "hw")
+    msg_stuck = sentence(m.L14_LSO)
     return [
         emit(none, L14_NO_LEADER, offsets=F.array(), message=msg_none),
         emit(stuck, L14_LSO, offsets=F.array("lso", "hw"), message=msg_stuck),

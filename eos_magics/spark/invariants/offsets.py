@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check import messages as m
 from engine.check.invariants.offsets import L7_HW, L7_LSO, L7_ORDER, L8_BEYOND_LSO
-from eos_magics.spark.invariants._frames import TP, emit
+from eos_magics.spark.invariants._frames import TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -49,29 +50,12 @@ def monotonic(fr: Frames) -> list[DataFrame]:
     for c in ("leo", "hw", "lso"):
         samples = samples.withColumn(c, F.col(c).cast("long"))
     disorder = samples.where(~((F.col("lso") <= F.col("hw")) & (F.col("hw") <= F.col("leo"))))
-    msg_order = F.format_string(
-        "leader %d epoch %d at %d ms: LSO %d, HW %d, LEO %d are not in order",
-        "broker_id",
-        "leader_epoch",
-        "time_ms",
-        "lso",
-        "hw",
-        "leo",
-    )
-    out = [emit(disorder, L7_ORDER, offsets=F.array("lso", "hw", "leo"), message=msg_order)]
+    out = [emit(disorder, L7_ORDER, offsets=F.array("lso", "hw", "leo"), message=sentence(m.L7_ORDER))]
     w = Window.partitionBy(*TP, "broker_id", "leader_epoch").orderBy("index", "_row")
     stepped = samples.withColumn("prev_time", F.lag("time_ms").over(w))
     for kind, name, col in ((L7_HW, "HW", "hw"), (L7_LSO, "LSO", "lso")):
         back = stepped.withColumn("before", F.lag(col).over(w)).where(F.col(col) < F.col("before"))
-        message = F.format_string(
-            f"leader %d epoch %d: {name} went from %d (%d ms) back to %d (%d ms)",
-            "broker_id",
-            "leader_epoch",
-            "before",
-            "prev_time",
-            col,
-            "time_ms",
-        )
+        message = sentence(m.L7_BACK, name=F.lit(name), after=F.col(col))
         out.append(emit(back, kind, offsets=F.array("before", col), message=message))
     return out
 
@@ -80,22 +64,13 @@ def read_committed(fr: Frames) -> DataFrame:
     """L8-read-beyond-lso."""
     f = fr.t["fetches"]
     above = f.where(F.col("lso") > F.col("hw"))
-    msg_above = F.format_string(
-        "%s at %d ms: fetch answered with LSO %d above HW %d", "consumer", "time_ms", "lso", "hw"
-    )
+    msg_above = sentence(m.L8_LSO_ABOVE_HW)
     beyond = f.where(
         (F.col("isolation") == "read_committed")
         & F.col("next_offset").isNotNull()
         & (F.col("next_offset") > F.greatest("lso", "fetch_offset"))
     )
-    msg_beyond = F.format_string(
-        "%s (read_committed) at %d ms: fetch from %d returned batches up to %d, beyond the LSO %d",
-        "consumer",
-        "time_ms",
-        "fetch_offset",
-        "next_offset",
-        "lso",
-    )
+    msg_beyond = sentence(m.L8_BEYOND_LSO)
     return emit(above, L8_BEYOND_LSO, offsets=F.array("fetch_offset", "lso", "hw"), message=msg_above).unionByName(
         emit(beyond, L8_BEYOND_LSO, offsets=F.array("fetch_offset", "next_offset", "lso"), message=msg_beyond)
     )

@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check import messages as msg
 from engine.check.invariants.replicas import L1_DIVERGENCE, L1_OFFSETS
-from eos_magics.spark.invariants._frames import TP, emit
+from eos_magics.spark.invariants._frames import TP, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -57,13 +58,8 @@ def offset_order(fr: Frames) -> DataFrame:
     df = fr.batches.withColumn("expected", F.lag("next_offset").over(w)).where(
         F.col("expected").isNotNull() & (F.col("base_offset") != F.col("expected"))
     )
-    what = F.when(F.col("base_offset") < F.col("expected"), " (offsets held twice)").otherwise(" (hole)")
-    message = F.concat(
-        F.format_string(
-            "broker %d: batch at %d follows a batch ending before %d", "broker_id", "base_offset", "expected"
-        ),
-        what,
-    )
+    how = F.when(F.col("base_offset") < F.col("expected"), "offsets held twice").otherwise("hole")
+    message = sentence(msg.L1_OFFSET_ORDER, how=how)
     return emit(df, L1_OFFSETS, offsets=F.array("expected", "base_offset"), message=message)
 
 
@@ -135,15 +131,11 @@ def divergence(fr: Frames) -> DataFrame:
         F.slice(F.sort_array(F.collect_list("offset")), 1, 10).alias("offs"),
         first.alias("first"),
     )
-    message = F.format_string(
-        "broker %d differs from leader %d at %d offset(s) below HW %d, first at %d: %s vs %s",
-        "broker_id",
-        "auth_broker",
-        "n",
-        "final_hw",
-        "first.offset",
-        F.coalesce("first.ours_text", F.lit("None")),
-        F.coalesce("first.theirs_text", F.lit("None")),
+    message = sentence(
+        msg.L1_DIVERGENCE,
+        offset=F.col("first.offset"),
+        ours=F.coalesce("first.ours_text", F.lit("None")),
+        theirs=F.coalesce("first.theirs_text", F.lit("None")),
     )
     return emit(
         df,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check import messages as m
 from engine.check.invariants.transactions import (
     L4_DATA_AFTER_MARKER,
     L4_DUPLICATE_MARKER,
@@ -41,7 +42,7 @@ from engine.check.invariants.transactions import (
     L5_LSO,
 )
 from eos_magics.spark.invariants import decisions
-from eos_magics.spark.invariants._frames import RUN, TP, emit, text_list
+from eos_magics.spark.invariants._frames import RUN, TP, emit, sentence, text_list
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -62,13 +63,11 @@ def data_after_marker(fr: Frames) -> DataFrame:
         .withColumn("stale", F.expr("transform(filter(data, d -> d.epoch < lm.epoch), d -> d.offset)"))
         .where(F.size("stale") > 0)
     )
-    message = F.format_string(
-        "producer %d: transactional data at %s has an epoch below the marker (epoch %d) at %d that ended its "
-        "transaction",
-        F.col("producer_id"),
-        text_list(F.col("stale")),
-        F.col("lm.epoch"),
-        F.col("lm.offset"),
+    message = sentence(
+        m.L4_DATA_AFTER_MARKER,
+        stale=text_list(F.col("stale")),
+        marker_epoch=F.col("lm.epoch"),
+        marker_offset=F.col("lm.offset"),
     )
     offsets = F.concat(F.array(F.col("lm.offset")), F.col("stale"))
     return emit(df, L4_DATA_AFTER_MARKER, offsets=offsets, message=message)
@@ -80,14 +79,7 @@ def marker_epoch(fr: Frames) -> DataFrame:
         "data_epoch", F.expr("array_max(transform(data, d -> d.epoch))")
     )
     df = df.where(F.col("marker_epoch") < F.col("data_epoch"))
-    message = F.format_string(
-        "producer %d: %s marker at %d has epoch %d, below its data's epoch %d",
-        "producer_id",
-        "control_type",
-        "marker_offset",
-        "marker_epoch",
-        "data_epoch",
-    )
+    message = sentence(m.L4_MARKER_EPOCH)
     offsets = F.array(F.expr("get(data, 0).offset"), F.col("marker_offset"))
     return emit(df, L4_MARKER_EPOCH, offsets=offsets, message=message)
 
@@ -104,14 +96,7 @@ def duplicate_markers(fr: Frames) -> DataFrame:
         F.sort_array(F.collect_list("marker_offset")).alias("offs")
     )
     over = seen.join(counts, [*_PRODUCER, "marker_epoch", "control_type"]).where(F.size("offs") > F.col("allowed"))
-    msg_over = F.format_string(
-        "producer %d: %d %s markers of epoch %d but the coordinator decided %d for this partition",
-        F.col("producer_id"),
-        F.size("offs"),
-        F.col("control_type"),
-        F.col("marker_epoch"),
-        F.col("allowed"),
-    )
+    msg_over = sentence(m.L4_MARKERS_OVER, n=F.size("offs"))
     w = Window.partitionBy(*_PRODUCER).orderBy("marker_offset")
     repeat = (
         closed.join(known, [RUN, "producer_id"], "left_anti")
@@ -125,13 +110,7 @@ def duplicate_markers(fr: Frames) -> DataFrame:
             & F.col("prev_type").eqNullSafe(F.col("control_type"))
         )
     )
-    msg_repeat = F.format_string(
-        "producer %d: %s marker at %d repeats the one at %d with no data between",
-        "producer_id",
-        "control_type",
-        "marker_offset",
-        "prev_offset",
-    )
+    msg_repeat = sentence(m.L4_MARKER_REPEAT)
     return emit(over, L4_DUPLICATE_MARKER, offsets=F.col("offs"), message=msg_over).unionByName(
         emit(repeat, L4_DUPLICATE_MARKER, offsets=F.array("prev_offset", "marker_offset"), message=msg_repeat)
     )
@@ -139,26 +118,18 @@ def duplicate_markers(fr: Frames) -> DataFrame:
 
 def non_transactional(fr: Frames) -> DataFrame:
     """L4-non-transactional-in-txn."""
-    message = F.format_string(
-        "producer %d: non-transactional batch at %d inside its open transaction", "producer_id", "base_offset"
-    )
-    return emit(fr.mixed, L4_NON_TXN_IN_TXN, offsets=F.array("base_offset"), message=message)
+    return emit(fr.mixed, L4_NON_TXN_IN_TXN, offsets=F.array("base_offset"), message=sentence(m.L4_NON_TXN_IN_TXN))
 
 
 def hanging(fr: Frames) -> DataFrame:
     """L5-hanging-txn and L5-lso-below-hw."""
     open_ = fr.auth_spans.where(F.col("marker_offset").isNull())
-    msg_open = F.format_string(
-        "producer %d: transaction open since offset %d (%d batch(es)) has no marker",
-        F.col("producer_id"),
-        F.col("first_offset"),
-        F.size("data"),
-    )
+    msg_open = sentence(m.L5_HANGING, n=F.size("data"))
     offsets = F.slice(F.expr("transform(data, d -> d.offset)"), 1, 10)
     lso = fr.authoritative.where(
         F.col("auth_is_leader") & F.col("auth_lso").isNotNull() & (F.col("auth_lso") != F.col("final_hw"))
     )
-    msg_lso = F.format_string("leader %d: LSO %d is not the HW %d", "auth_broker", "auth_lso", "final_hw")
+    msg_lso = sentence(m.L5_LSO, leader=F.col("auth_broker"), lso=F.col("auth_lso"), hw=F.col("final_hw"))
     return emit(open_, L5_HANGING, offsets=offsets, message=msg_open).unionByName(
         emit(lso, L5_LSO, offsets=F.array("auth_lso", "final_hw"), message=msg_lso)
     )

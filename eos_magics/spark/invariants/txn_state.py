@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 - Spark's usual alias
 from pyspark.sql.window import Window
 
+from engine.check import messages as m
 from engine.check.invariants.txn_state import L10_EPOCH, L10_TRANSITION
 from engine.coordinator.txn_state import VALID_PREVIOUS_STATES, TransactionState
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC
 from eos_magics.spark.invariants import decisions
-from eos_magics.spark.invariants._frames import RUN, emit
+from eos_magics.spark.invariants._frames import RUN, emit, sentence
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -59,27 +60,13 @@ def check(fr: Frames) -> list[DataFrame]:
         .withColumn("legal", F.try_element_at(_legal(), F.col("state")))
     )
     illegal = rows.where(F.col("legal").isNotNull() & ~F.array_contains("legal", F.col("before")))
-    msg_illegal = F.format_string(
-        "%s: %s -> %s at offset %d (%s history) is not a legal transition",
-        "transactional_id",
-        "before",
-        "state",
-        "offset",
-        "source",
-    )
+    msg_illegal = sentence(m.L10_TRANSITION)
     back = rows.where(
         F.col("prev_pid").isNotNull()
         & (F.col("producer_id") == F.col("prev_pid"))
         & (F.col("producer_epoch") < F.col("prev_epoch"))
     )
-    msg_back = F.format_string(
-        "%s: producer %d epoch went from %d back to %d at offset %d",
-        "transactional_id",
-        "producer_id",
-        "prev_epoch",
-        "producer_epoch",
-        "offset",
-    )
+    msg_back = sentence(m.L10_EPOCH)
     txn_id = F.array("transactional_id")
     return [
         emit(

@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from engine.check.ground_truth import BatchRow, GroundTruth, PartitionRow, ReplicaRow, export_ground_truth
+from engine.check.ground_truth import BatchRow, GroundTruth, LeaderAndIsrRow, ReplicaRow, export_ground_truth
 from engine.check.invariants import check_ground_truth
 from engine.export.common import RUN_FIELDS, RunId
 from engine.export.logs import (
@@ -132,7 +132,7 @@ def test_corrupted_copies_round_trip_exactly() -> None:
             ReplicaRow("t", 0, 1, "up", True, 3, 2, 2, None),
             ReplicaRow("t", 0, 2, "down", False, None, 2, 1, 1),
         ),
-        partitions=(PartitionRow("t", 0, 1, 3, (1,), (1, 2)),),
+        partitions=(LeaderAndIsrRow("t", 0, 1, 3, (1,), (1, 2)),),
     )
     back = ground_truth_from_tables(log_tables(gt, RunId("c", "", 0)))
     assert back.batches[0] == b

@@ -1,8 +1,10 @@
-"""Unit tests of ``engine.sim.events``: the one catalogue of trace event names, and its use by the engine.
+"""Unit tests of ``engine.sim.events`` and ``engine.trace_events``: the catalogues of trace event names, and their use.
 
-Goal: every trace event the engine emits is named in :mod:`engine.sim.events`, with the kinds it
-may have, and nothing in the catalogue is dead, so that a reader of the trace (checkers, views,
-widgets) can rely on the catalogue alone. Method: like ``tests/test_tidy.py``, the engine's
+Goal: every trace event the engine emits is named in one of two catalogues, with the kinds it may
+have: the world's own events in :mod:`engine.sim.events` (emitted only by ``engine/sim/``, which
+knows nothing about Kafka) and Kafka's in :mod:`engine.trace_events`, which re-exports the world's
+names so that a reader of the trace (checkers, views, widgets) can rely on that one module.
+Nothing in either catalogue is dead. Method: like ``tests/test_tidy.py``, the engine's
 source is parsed with :mod:`ast` and every emit is inspected: ``trace.emit(node, kind, name,
 ...)`` (and the network's bound ``_emit``), and the helpers that forward a name to it (the group
 coordinator's ``trace``, ``_count_and_trace``, the group member's ``_trace``). Each must name its
@@ -23,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from engine import Cluster
+from engine import trace_events as events
 from engine.scenarios.registry import get_scenario
-from engine.sim import events
+from engine.sim import events as world_events
 from engine.sim.network import MessageRule
 from engine.sim.trace import SYMBOLS
 
@@ -43,8 +46,11 @@ NETWORK = "engine/sim/network.py"
 MESSAGE_KIND_VARIABLES = {"kind", "m.kind"}
 MESSAGE_EVENT_KINDS = frozenset({"send", "deliver", "drop"})
 
-#: Every catalogued constant: NAME -> value.
+#: Every catalogued constant, the world's and Kafka's: NAME -> value.
 CONSTANTS = {k: v for k, v in vars(events).items() if k.isupper() and isinstance(v, str)}
+#: The world's constants alone: the only names ``engine/sim/`` may emit.
+WORLD_CONSTANTS = {k: v for k, v in vars(world_events).items() if k.isupper() and isinstance(v, str)}
+SIM = "engine/sim/"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,8 @@ def _classify(node: ast.expr, rel: str, params: set[str], in_forwarder: bool) ->
         a, b = _classify(node.body, rel, params, in_forwarder), _classify(node.orelse, rel, params, in_forwarder)
         return (a[0], a[1] + b[1]) if a[0] == b[0] == "ref" else ("offender", ())
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "events":
-        return ("ref", (CONSTANTS[node.attr],)) if node.attr in CONSTANTS else ("offender", ())
+        catalogue = WORLD_CONSTANTS if rel.startswith(SIM) else CONSTANTS
+        return ("ref", (catalogue[node.attr],)) if node.attr in catalogue else ("offender", ())
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -127,6 +134,9 @@ def sites() -> list[Site]:
 
 def test_every_constant_is_in_kind_and_every_kind_is_a_trace_symbol() -> None:
     assert set(CONSTANTS.values()) == set(events.KIND)
+    assert set(WORLD_CONSTANTS.values()) == set(world_events.KIND)
+    assert events.KIND == {**world_events.KIND, **events.KAFKA_KIND}
+    assert not set(world_events.KIND) & set(events.KAFKA_KIND), "a name is catalogued twice"
     assert len(set(CONSTANTS.values())) == len(CONSTANTS), "two constants share a name"
     for name, kinds in events.KIND.items():
         assert kinds, name
@@ -142,12 +152,15 @@ def test_constant_names_follow_their_values() -> None:
         assert constant == expected, f"{constant} = {value!r}: call it {expected}"
 
 
-def test_the_docstring_tables_list_every_name_with_its_kinds() -> None:
-    rows = re.findall(r"^``([^`]+)``\s{2,}(\w+)\s{2,}", events.__doc__ or "", flags=re.MULTILINE)
+@pytest.mark.parametrize(
+    ("module", "kinds"), [(world_events, world_events.KIND), (events, events.KAFKA_KIND)], ids=["world", "kafka"]
+)
+def test_the_docstring_tables_list_every_name_with_its_kinds(module: object, kinds: dict[str, frozenset[str]]) -> None:
+    rows = re.findall(r"^``([^`]+)``\s{2,}(\w+)\s{2,}", module.__doc__ or "", flags=re.MULTILINE)
     documented: dict[str, set[str]] = {}
     for name, kind in rows:
         documented.setdefault(name, set()).add(kind)
-    assert documented == {name: set(kinds) for name, kinds in events.KIND.items()}
+    assert documented == {name: set(k) for name, k in kinds.items()}
 
 
 def test_phase_event_names_each_phase_and_refuses_others() -> None:
@@ -172,7 +185,7 @@ def test_message_kinds_are_the_networks() -> None:
 def test_every_emit_names_its_event_through_the_catalogue(sites: list[Site]) -> None:
     offenders = [f"{s.path}:{s.line}: name {s.source}" for s in sites if s.how == "offender"]
     assert not offenders, (
-        "emit names must be references into engine.sim.events (events.NAME, events.phase_event(...)):\n"
+        "emit names must be references into engine.trace_events (engine.sim.events inside engine/sim/):\n"
         + "\n".join(offenders)
     )
 
@@ -200,6 +213,13 @@ def test_literal_kinds_are_ones_the_catalogue_allows(sites: list[Site]) -> None:
 def test_only_the_forwarding_helpers_pass_a_name_through(sites: list[Site]) -> None:
     forwarded = {(s.path, s.kind) for s in sites if s.how == "forwarded"}
     assert forwarded == {("engine/group/coordinator.py", "state"), ("engine/client/group_member.py", "state")}
+
+
+def test_the_world_emits_exactly_the_worlds_names(sites: list[Site]) -> None:
+    in_sim = {name for s in sites if s.path.startswith(SIM) for name in s.names}
+    assert in_sim == set(world_events.KIND) - set(world_events.MESSAGE_KINDS) - {
+        world_events.phase_event(p) for p in world_events.PHASES
+    }
 
 
 def test_every_catalogued_name_is_emitted_somewhere(sites: list[Site]) -> None:
@@ -242,6 +262,7 @@ def test_every_phase_the_engine_enters_is_catalogued() -> None:
         ('w.trace.emit(n, "state", "txn_state.write")', "engine/x.py", "offender"),
         ('w.trace.emit(n, "state", events.NO_SUCH_EVENT)', "engine/x.py", "offender"),
         ('w.trace.emit(n, "state", "not.catalogued")', "engine/sim/world.py", "offender"),
+        ('w.trace.emit(n, "state", events.TXN_STATE_WRITE)', "engine/sim/world.py", "offender"),
         ('self._emit(src, "send", kind)', "engine/x.py", "offender"),
         ('def emit_it(name):\n    w.trace.emit(n, "state", name)', "engine/x.py", "offender"),
         ('self.c.trace(f"group.{what}")', "engine/x.py", "offender"),

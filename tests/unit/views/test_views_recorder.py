@@ -29,7 +29,8 @@ import pytest
 from engine import Cluster
 from engine.journal import Journal
 from engine.scenarios.catalog import BY_NAME
-from engine.scenarios.harness import RunResult, run_spec
+from engine.scenarios.harness import run_spec
+from engine.scenarios.result import ScenarioResult
 from engine.sim.faults import FaultEntry, FaultPlan
 from engine.views.board import BoardState, LogTail, board_state
 from engine.views.recorder import Recorder, Series
@@ -159,7 +160,7 @@ def test_latest_is_the_live_board_at_the_end(session) -> None:
 # -- (b) catalog scenarios with faults ---------------------------------------------------------------
 
 
-def observed_catalog_run(name: str, seed: int) -> tuple[RunResult, Recorder, Probe]:
+def observed_catalog_run(name: str, seed: int) -> tuple[ScenarioResult, Recorder, Probe]:
     """Run a catalog scenario with a recorder and a probe watching it from its first event.
 
     The workloads' processes call the clients between events, as an application does, so a journal

@@ -1,0 +1,427 @@
+"""The producer's sender: drains the accumulator, sends Produce requests, handles their answers (Kafka's ``Sender``).
+
+Sending
+-------
+The sender runs when woken (a batch filled, ``linger.ms`` passed, an answer came, a backoff
+ended). Per partition, in ``(topic, partition)`` order, it sends queued batches while fewer than
+``max.in.flight.requests.per.connection`` (≤ 5) are in flight. A batch waits for its leader, for
+``linger.ms`` (unless full), for its retry backoff, and (idempotent) until every earlier sequence
+is acknowledged. Nothing goes before the producer has an id, or while an epoch bump waits for the
+in-flight requests to drain; queued batches still expire then (``delivery.timeout.ms``).
+
+Answers (one handler per outcome, :data:`_HANDLERS`)
+-----------------------------------------------------
+- NONE and DUPLICATE_SEQUENCE_NUMBER: the batch is in the log.
+- Any other error, first: a batch proven written by a later acknowledgement of the same epoch is
+  complete; a batch past ``delivery.timeout.ms`` fails (and an idempotent producer bumps its epoch).
+- OUT_OF_ORDER_SEQUENCE_NUMBER behind an unacknowledged predecessor is that predecessor's doing:
+  retried. For the next expected batch the broker lost records (an unclean election): the batch
+  and the later batches of the partition fail and the epoch is bumped (KIP-360).
+- UNKNOWN_PRODUCER_ID: the broker forgot the producer; see :meth:`Sender._unknown_producer`.
+- INVALID_PRODUCER_EPOCH, PRODUCER_FENCED: the transaction manager decides (fatal, or abortable).
+- Any other retriable error is retried after ``retry.backoff.ms`` while ``retries`` allow
+  (metadata errors refresh the leader first); the rest fail the batch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine import trace_events as events
+from engine.client.message import Message
+from engine.errors import ErrorCode, KafkaError, PurgedException, exception_for
+from engine.log.records import RecordBatch, none_keys
+from engine.protocol import ProduceRequest, ProduceResponse
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from engine.client.accumulator import PartitionQueue, ProducerBatch
+    from engine.client.producer import Producer
+
+#: Errors after which the client refreshes metadata before retrying.
+_METADATA_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
+#: What the application reads when a produce request got no answer (``RpcNode.no_answer``).
+_NO_ANSWER = {
+    ErrorCode.REQUEST_TIMED_OUT: "no response within request.timeout.ms",
+    ErrorCode.NETWORK_EXCEPTION: "the connection to the leader closed before it answered (its process died)",
+}
+
+#: Answers after which an attempt may still have been appended (KAFKA-13574): its outcome is unknown.
+_MAYBE_WRITTEN = frozenset(
+    {
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+    }
+)
+
+
+class Sender:
+    """One producer's sender: the send loop and the handlers of Produce answers."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self.config = producer.config
+        self._wakeup_at: int | None = None
+
+    # -- the send loop ------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Run the send loop as soon as possible."""
+        self.wake_at(self.producer._sched.now_ms)
+
+    def wake_at(self, at_ms: int) -> None:
+        """Run the send loop at ``at_ms`` (or earlier, if already due earlier)."""
+        if self._wakeup_at is not None and self._wakeup_at <= at_ms:
+            return
+        self._wakeup_at = at_ms
+        p = self.producer
+        p.call_after(at_ms - p._sched.now_ms, self._run, at_ms)
+
+    def reset(self) -> None:
+        """Forget the pending wake-up (the process crashed)."""
+        self._wakeup_at = None
+
+    def _run(self, scheduled_for: int) -> None:
+        if self._wakeup_at != scheduled_for:
+            return
+        self._wakeup_at = None
+        p = self.producer
+        now = p._sched.now_ms
+        if not p.transaction_manager.may_send_any():
+            self._expire_queued(now)
+            return
+        next_wake: int | None = None
+        for key in sorted(p._queues):
+            wake = self._drain(p._queues[key], key, now)
+            if wake is not None:
+                next_wake = wake if next_wake is None else min(next_wake, wake)
+        if next_wake is not None:
+            self.wake_at(next_wake)
+
+    def _drain(self, q: PartitionQueue, key: tuple[str, int], now: int) -> int | None:
+        """Send what may go from one partition; return when to look again (None: on the next wake)."""
+        p = self.producer
+        tm = p.transaction_manager
+        linger = self.config.linger_ms
+        while q.queue and q.in_flight < self.config.max_in_flight_requests_per_connection:
+            b = q.queue[0]
+            if b.deadline_ms <= now:
+                self.expire(q, b)
+                continue
+            if b.retry_after_ms > now:
+                return b.retry_after_ms
+            if b.wire is None and b.size < self.config.batch_size and len(q.queue) == 1 and now < b.created_ms + linger:
+                return b.created_ms + linger
+            if p.idempotent and b.base_sequence >= 0 and q.unacked and q.first_unacked_sequence() != b.base_sequence:
+                return None  # a retry waits until every earlier sequence is acknowledged
+            leader = p.leader_of(*key)
+            if leader < 0 or not tm.may_send(b):
+                if leader < 0:
+                    p.refresh_metadata(self.wake)
+                return b.deadline_ms  # nothing else may wake the sender before this batch expires
+            q.queue.popleft()
+            self._send(q, b, leader)
+        return None
+
+    def _expire_queued(self, now: int) -> None:
+        """Expire queued batches past ``delivery.timeout.ms`` while nothing can be sent."""
+        next_wake: int | None = None
+        queues = self.producer._queues
+        for key in sorted(queues):
+            q = queues[key]
+            while q.queue and q.queue[0].deadline_ms <= now:
+                self.expire(q, q.queue[0])
+            if q.queue:
+                d = q.queue[0].deadline_ms
+                next_wake = d if next_wake is None else min(next_wake, d)
+        if next_wake is not None:
+            self.wake_at(next_wake)
+
+    def expire(self, q: PartitionQueue, b: ProducerBatch) -> None:
+        """A queued batch's ``delivery.timeout.ms`` ran out (RecordAccumulator.expiredBatches)."""
+        q.queue.remove(b)
+        waited = self.producer.world.now_ms - b.created_ms
+        last = f"; last error {b.last_error[0].name}" if b.last_error else ""
+        self.fail(
+            q,
+            b,
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"expiring {b.count} record(s) for {b.topic}-{b.partition}: {waited} ms has passed since batch "
+            f"creation (delivery.timeout.ms){last}",
+        )
+        if b.base_sequence >= 0:
+            self.producer.transaction_manager.bump_epoch()  # its sequences were used: later ones are out of order
+
+    def _send(self, q: PartitionQueue, b: ProducerBatch, leader: int) -> None:
+        p = self.producer
+        totals = p.metrics_totals
+        if b.wire is None:
+            p.transaction_manager.stamp(q, b)
+            keys = b.keys
+            b.wire = RecordBatch(
+                producer_id=b.producer_id,
+                producer_epoch=b.producer_epoch,
+                base_sequence=b.base_sequence,
+                is_transactional=b.is_transactional,
+                create_time=b.created_ms,
+                keys=none_keys(len(keys)) if keys.count(None) == len(keys) else tuple(keys),
+                values=tuple(b.values),
+                headers=tuple(b.headers) if b.headers is not None else None,
+                size_bytes=b.size,
+            )
+        else:
+            totals["records_retried"] += len(b.values)
+        b.attempts += 1
+        q.in_flight += 1
+        if p.idempotent:
+            q.add_unacked(b)
+        totals["records_sent"] += len(b.values)
+        totals["batches_sent"] += 1
+        cfg = self.config
+        req = ProduceRequest(b.topic, b.partition, b.wire, cfg.acks, cfg.request_timeout_ms, cfg.transactional_id)
+        if cfg.acks == 0:
+            p.send_oneway(f"broker-{leader}", req)
+            q.in_flight -= 1
+            self.complete(q, b, -1, None)
+            return
+        p.request(
+            f"broker-{leader}",
+            req,
+            lambda resp: self._on_response(q, b, resp),
+            timeout_ms=cfg.request_timeout_ms,
+        )
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def _on_response(self, q: PartitionQueue, b: ProducerBatch, resp: ProduceResponse | None) -> None:
+        q.in_flight -= 1
+        if b.purged:
+            self.wake()
+            return  # purge() already reported it
+        if resp is not None and resp.error is ErrorCode.NONE:
+            self.complete(q, b, resp.base_offset, None)
+            self.wake()
+            return
+        code = self.producer.no_answer if resp is None else resp.error
+        message = _NO_ANSWER[code] if resp is None else resp.error_message
+        b.last_error = (code, message)
+        if code in _MAYBE_WRITTEN:
+            b.maybe_written = True
+        if code is ErrorCode.DUPLICATE_SEQUENCE_NUMBER or not self._settled(q, b, code):
+            _HANDLERS.get(code, Sender._on_error)(self, q, b, code, message)
+        self.wake()
+
+    def _settled(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> bool:
+        """Settle an errored batch that is proven written or past its deadline, whatever the error."""
+        p = self.producer
+        if self._proven_written(q, b):
+            # A later batch of the same epoch was acknowledged, and the broker accepts sequences only
+            # in order, so this one is in the log: its answer was lost. (Kafka's client never meets
+            # this case, because TCP cannot lose one answer and deliver the next; our network can.)
+            p.world.trace.mark(p.name, "producer: batch proven written by a later acknowledgement")
+            self.complete(q, b, -1, None)
+            return True
+        if p.world.now_ms >= b.deadline_ms:
+            self.fail(q, b, ErrorCode.REQUEST_TIMED_OUT, f"delivery.timeout.ms expired; last error {code.name}")
+            p.transaction_manager.bump_epoch()
+            return True
+        return False
+
+    def _on_duplicate(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        self.complete(q, b, -1, None)  # the broker has it already: a retry of an appended batch
+
+    def _on_out_of_order(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        p = self.producer
+        if self._predecessor_unacked(q, b):
+            p.world.trace.mark(p.name, "producer: out-of-order batch retried behind its predecessor")
+            self._retry(q, b, code)
+        elif p.idempotent:
+            p.transaction_manager.sequence_lost(q, b, code, message)
+        else:
+            self._on_error(q, b, code, message)
+
+    def _on_unknown_producer_id(
+        self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None
+    ) -> None:
+        p = self.producer
+        if not p.idempotent:
+            self._on_error(q, b, code, message)
+        elif self._predecessor_unacked(q, b):
+            p.transaction_manager.sequence_lost(q, b, code, message)
+        else:
+            self._unknown_producer(q, b, message)
+
+    def _on_epoch_rejected(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        self.producer.transaction_manager.epoch_rejected(q, b, code, message)
+
+    def _on_error(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        if code.retriable and b.attempts <= self.config.retries:
+            self._retry(q, b, code)
+            return
+        self.fail(q, b, code, message)
+        self.producer.transaction_manager.bump_epoch()
+
+    def _unknown_producer(self, q: PartitionQueue, b: ProducerBatch, message: str | None) -> None:
+        """The broker forgot this producer (expired or lost state), KIP-360.
+
+        A batch never answered before cannot be in the log: bump the epoch and send it again from
+        sequence 0. A batch whose earlier attempt got no answer may be in the log already: sending
+        it again under a new epoch could write it twice, so it fails with an *unknown* outcome.
+        """
+        p = self.producer
+        if not b.maybe_written:
+            p.world.trace.mark(p.name, "producer: unknown producer id, epoch bumped and batch resent")
+            b.retry_after_ms = p.world.now_ms + self.config.retry_backoff_ms
+            q.requeue_in_order(b)
+            if b in q.unacked:
+                q.unacked.remove(b)
+            p.transaction_manager.bump_epoch()
+            return
+        p.world.trace.mark(p.name, "producer: unknown producer id after an unanswered attempt, outcome unknown")
+        self.fail(
+            q,
+            b,
+            ErrorCode.REQUEST_TIMED_OUT,
+            f"outcome unknown: an earlier attempt got no answer and the broker forgot the producer ({message})",
+        )
+        p.transaction_manager.bump_epoch()
+
+    def _proven_written(self, q: PartitionQueue, b: ProducerBatch) -> bool:
+        p = self.producer
+        return (
+            p.idempotent
+            and b.base_sequence >= 0
+            and b.producer_epoch == p.producer_epoch
+            and b.last_sequence <= q.last_acked_sequence
+        )
+
+    @staticmethod
+    def _predecessor_unacked(q: PartitionQueue, b: ProducerBatch) -> bool:
+        return b.base_sequence >= 0 and b.base_sequence != q.last_acked_sequence + 1
+
+    def _retry(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> None:
+        p = self.producer
+        b.retry_after_ms = p.world.now_ms + self.config.retry_backoff_ms
+        q.requeue_in_order(b)
+        p.world.trace.emit(
+            p.name,
+            "state",
+            events.PRODUCE_RETRY,
+            ("tp", f"{b.topic}-{b.partition}"),
+            ("seq", b.base_sequence),
+            ("error", code.name),
+            ("attempt", b.attempts),
+        )
+        if code in _METADATA_ERRORS:
+            # The leader we knew may be gone: wait for fresh metadata before resending (Kafka marks
+            # the partition's leader unknown and requests an update).
+            p.forget_leader(b.topic, b.partition)
+            p.refresh_metadata(self.wake)
+        self.wake_at(b.retry_after_ms)
+
+    # -- completing batches -------------------------------------------------------------------
+
+    def complete(self, q: PartitionQueue, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
+        """Settle a batch: written at ``base_offset`` (``err`` None) or failed; queue its reports."""
+        p = self.producer
+        if p.idempotent and b in q.unacked:
+            q.unacked.remove(b)
+            if err is None:
+                q.last_acked_sequence = max(q.last_acked_sequence, b.last_sequence)
+        n = len(b.values)
+        p._outstanding -= n
+        p.metrics_totals["records_acked" if err is None else "records_failed"] += n
+        p.world.trace.emit(
+            p.name,
+            "state",
+            events.PRODUCE_DONE if err is None else events.PRODUCE_FAILED,
+            ("tp", f"{b.topic}-{b.partition}"),
+            ("offset", base_offset),
+            ("seq", b.base_sequence),
+            ("n", n),
+            ("error", None if err is None else type(err).__name__),
+        )
+        obs = p.observer
+        if obs is not None:
+            obs.on_batch_done(p, b, base_offset, err)
+        if err is not None:
+            p.transaction_manager.on_send_error(err)
+        if b.callbacks is not None:
+            for i, cb in enumerate(b.callbacks):
+                if cb is not None:
+                    off = base_offset + i if base_offset >= 0 else -1
+                    msg = Message(
+                        b.topic, b.partition, off, b.keys[i], b.values[i], error=err, timestamp=b.timestamps[i]
+                    )
+                    p._reports.append((cb, err, msg))
+
+    def fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """Fail a batch with the exception of ``code``."""
+        self.complete(q, b, -1, exception_for(code, message, topic=b.topic, partition=b.partition))
+
+    def fail_later(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """A sequence error the producer cannot retry: fail this batch and the later sequenced ones."""
+        self.fail(q, b, code, message)
+        for other in [x for x in list(q.unacked) + list(q.queue) if x.base_sequence > b.base_sequence]:
+            if other in q.queue:
+                q.queue.remove(other)
+            if other in q.unacked and other.attempts and other.last_error is None:
+                continue  # still in flight; its own response will fail it
+            self.fail(q, other, code, f"an earlier batch of {b.topic}-{b.partition} failed: {message}")
+
+    def fail_all(self, err: KafkaError) -> None:
+        """Fail every queued and unacknowledged batch with ``err`` (the producer's fatal error)."""
+        for q in self.producer._queues.values():
+            for b in list(q.queue) + [x for x in q.unacked if x not in q.queue]:
+                self.complete(q, b, -1, err)
+            q.queue.clear()
+            q.unacked = []
+
+    def purge_in_flight(self) -> int:
+        """Fail the batches sent but not answered (their outcome is unknown); return how many."""
+        n = 0
+        for q in self.producer._queues.values():
+            for b in [x for x in q.queue if x.wire is not None] + [x for x in q.unacked if x not in q.queue]:
+                if b in q.queue:
+                    q.queue.remove(b)
+                b.purged = True
+                self.complete(
+                    q, b, -1, PurgedException("purged while in flight: the outcome is unknown", in_flight=True)
+                )
+                n += 1
+                self.producer.transaction_manager.bump_epoch()
+        return n
+
+    def drop_queued(self, select: Callable[[ProducerBatch], bool], error: Callable[[], KafkaError]) -> int:
+        """Remove the queued batches ``select`` picks and fail each with ``error()``; return how many."""
+        n = 0
+        for q in self.producer._queues.values():
+            for b in [x for x in q.queue if select(x)]:
+                q.queue.remove(b)
+                self.complete(q, b, -1, error())
+                n += 1
+        return n
+
+
+#: One handler per answer family; any other code goes to :meth:`Sender._on_error`.
+_HANDLERS: dict[ErrorCode, Callable[[Sender, PartitionQueue, ProducerBatch, ErrorCode, str | None], None]] = {
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER: Sender._on_duplicate,
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER: Sender._on_out_of_order,
+    ErrorCode.UNKNOWN_PRODUCER_ID: Sender._on_unknown_producer_id,
+    ErrorCode.INVALID_PRODUCER_EPOCH: Sender._on_epoch_rejected,
+    ErrorCode.PRODUCER_FENCED: Sender._on_epoch_rejected,
+}

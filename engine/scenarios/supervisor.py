@@ -1,0 +1,248 @@
+"""The supervisor of a workload's processes: crash and restart, and read a topic to its end.
+
+A workload's process is a generator the harness steps (:meth:`~engine.scenarios.harness.Run.drive`);
+it yields :class:`Sleep` to wait simulated time. Two loops recur in every workload, and live here
+once:
+
+- :func:`supervise`: a client that may crash at its named crash points and is restarted. Each step
+  first draws whether to crash (``rng.random() < crash_p``, then the point with ``rng.choice``),
+  then steps the worker; a step that did work sleeps 1 ms, an idle one ``poll_ms``. A crash counts,
+  sleeps 50-300 ms, restarts the worker's database if it is down, and builds the next worker: a new
+  generation and a new process number (a restarted client instance is a new process, as in Jepsen).
+- :func:`poll_until_idle`: poll until ``idle_polls`` polls in a row return nothing, with a callback per
+  message (the final reads, the judges' read_committed reads of an output topic).
+
+Invariant: both loops make the same calls, in the same order, as the copies they replaced, so the
+runs (and their fingerprints) are the same; where the copies differed, the difference is a parameter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from engine.errors import IllegalStateError, KafkaError
+from engine.outbox.relay import RelayCrashed
+
+if TYPE_CHECKING:
+    from engine.cluster import Cluster
+    from engine.scenarios.harness import Run
+
+__all__ = [
+    "CLIENT_ERRORS",
+    "Crashes",
+    "Process",
+    "Sleep",
+    "Worker",
+    "counter",
+    "poll_until_idle",
+    "read_until_idle",
+    "relay_crashes",
+    "supervise",
+    "supervise_consumer",
+    "take_skipped",
+]
+
+
+class Sleep:
+    """Yielded by a process: do not run me again for ``ms`` simulated milliseconds."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
+Process = Generator[Any, None, None]
+
+
+class Worker(Protocol):
+    """A supervised client: one step does a bounded piece of work, or raises its crash at ``crash_at``."""
+
+    def step(self, *, crash_at: str | None = None) -> int:
+        """Do one step; return how much work it did (0: idle)."""
+        ...
+
+
+W = TypeVar("W", bound=Worker)
+
+#: What a consumer's step may raise that only makes the step idle (a fetch or a commit that failed).
+CLIENT_ERRORS: tuple[type[Exception], ...] = (KafkaError, IllegalStateError)
+
+
+@dataclasses.dataclass(frozen=True)
+class Crashes:
+    """How a supervised worker crashes: its exception, the points to draw from, the chance a step crashes.
+
+    ``on_crash`` is called with the crashed worker: count it (:func:`counter`); a relay also takes
+    its database connection down (:func:`relay_crashes`).
+    """
+
+    error: type[Exception]
+    points: Sequence[str]
+    p: float
+    on_crash: Callable[[Any], None]
+
+
+def supervise(
+    run: Run,
+    proc: int,
+    make: Callable[[int, int], W],
+    crashes: Crashes,
+    *,
+    restart: Any,
+    poll_ms: int,
+    errors: tuple[type[Exception], ...] = (),
+    after_step: Callable[[W], None] | None = None,
+    done: Callable[[W, int], bool] | None = None,
+) -> Process:
+    """Run a worker that may crash, restarting it, until ``done`` says so (or for ever: a service).
+
+    Parameters
+    ----------
+    run : Run
+        The run: its ``workload`` random stream draws the crashes and the restart delays.
+    proc : int
+        The process number of the first worker.
+    make : callable
+        ``make(generation, proc)`` builds a worker (its clients named after the generation).
+    crashes : Crashes
+        How the worker crashes, and what a crash does besides restarting it.
+    restart : Node
+        The node restarted after a crash when it is down (the worker's database).
+    poll_ms : int
+        How long an idle step sleeps (a step that did work sleeps 1 ms).
+    errors : tuple of types
+        Errors a step may raise that count as an idle step (a consumer's); a relay's propagate.
+    after_step : callable, optional
+        Called with the worker after every step that did not crash (e.g. to count its skipped duplicates).
+    done : callable, optional
+        ``done(worker, idle_steps)`` after each step: True ends the process. None: it serves for ever.
+    """
+    rng = run.rng
+    gen = 0
+    while True:
+        worker = make(gen, proc)
+        idle = 0
+        while True:
+            point = rng.choice(crashes.points) if rng.random() < crashes.p else None
+            try:
+                n = worker.step(crash_at=point)
+            except crashes.error:
+                crashes.on_crash(worker)
+                break
+            except errors:
+                n = 0
+            if after_step is not None:
+                after_step(worker)
+            idle = 0 if n else idle + 1
+            if done is not None and done(worker, idle):
+                return
+            yield Sleep(1 if n else poll_ms)
+        yield Sleep(rng.randint(50, 300))
+        run.restart_if_down(restart)
+        gen += 1
+        proc = run.new_process()
+
+
+def supervise_consumer(
+    run: Run,
+    proc: int,
+    make: Callable[[int, int], W],
+    crashes: Crashes,
+    *,
+    db: Any,
+    state: object,
+    poll_ms: int,
+    done: Callable[[W, int], bool] | None = None,
+) -> Process:
+    """:func:`supervise` a consumer that applies what it reads to ``db``, skipping what it applied before.
+
+    A failed client call makes a step idle (:data:`CLIENT_ERRORS`); the duplicates each step
+    skipped are counted in ``state.duplicates_dropped``; ``db`` is restarted after a crash.
+    """
+    return supervise(
+        run,
+        proc,
+        make,
+        crashes,
+        restart=db,
+        poll_ms=poll_ms,
+        errors=CLIENT_ERRORS,
+        after_step=take_skipped(state),
+        done=done,
+    )
+
+
+def counter(state: object, key: str) -> Callable[[Any], None]:
+    """Return an ``on_crash`` that counts the crash in the workload state's ``key`` field."""
+
+    def count(_worker: Any) -> None:
+        setattr(state, key, getattr(state, key) + 1)
+
+    return count
+
+
+def relay_crashes(run: Run, db: Any, state: object, points: Sequence[str], p: float) -> Crashes:
+    """Return how a relay crashes: at ``points``, taking its database connection ``db`` down with it.
+
+    Each crash is counted in ``state.relay_crashes``.
+    """
+    count = counter(state, "relay_crashes")
+
+    def crash(relay: Any) -> None:
+        count(relay)
+        if db.is_up:
+            run.world.crash(db.name)
+
+    return Crashes(RelayCrashed, points, p, crash)
+
+
+def take_skipped(state: object, key: str = "duplicates_dropped") -> Callable[[Any], None]:
+    """Return an ``after_step`` that moves a consumer's count of skipped duplicates into the state's ``key``."""
+
+    def take(worker: Any) -> None:
+        setattr(state, key, getattr(state, key) + worker.skipped)
+        worker.skipped = 0
+
+    return take
+
+
+def poll_until_idle(
+    poll: Callable[[], Sequence[Any]], *, idle_polls: int, on_message: Callable[[Any], None] | None = None
+) -> None:
+    """Call ``poll`` until ``idle_polls`` polls in a row return nothing; hand each message to ``on_message``."""
+    idle = 0
+    while idle < idle_polls:
+        msgs = poll()
+        idle = 0 if msgs else idle + 1
+        if on_message is not None:
+            for m in msgs:
+                on_message(m)
+
+
+def read_until_idle(
+    cluster: Cluster,
+    keys: Iterable[tuple[str, int]],
+    client_id: str,
+    on_message: Callable[[Any], None] | None = None,
+    *,
+    max_records: int = 2_000,
+    timeout_s: float = 0.5,
+    idle_polls: int = 2,
+    close: bool = True,
+) -> None:
+    """Read ``keys`` from the start with a read_committed consumer until it is quiet (:func:`poll_until_idle`).
+
+    ``close``: close the reader afterwards (the copier's judge leaves it open, as it always has).
+    """
+    reader = cluster.consumer({"isolation.level": "read_committed", "client.id": client_id})
+    reader.assign(list(keys))
+    poll_until_idle(
+        lambda: reader.consume(max_records, timeout=timeout_s),
+        idle_polls=idle_polls,
+        on_message=on_message,
+    )
+    if close:
+        reader.close()
