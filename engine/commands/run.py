@@ -18,7 +18,6 @@ from typing import Any
 AUTO_SHORT_LOG_LIMIT = 5_000
 
 
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("name", help="scenario name (see 'eos scenarios'); quote names with spaces")
