@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the scenario; exit 0 on PASS (or SKIP), 1 on FAIL, 2 on a bad name."""
     from engine.cli import UsageError
-    from engine.scenarios.registry import get_scenario
+    from engine.scenarios.registry import get_scenario, is_catalog
     from engine.scenarios.summary import summary_lines
 
     try:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"eos run: {exc.args[0]}") from None
     kwargs: dict[str, Any] = {}
     if args.mutant or args.swarm:
-        if not hasattr(fn, "spec"):
+        if not is_catalog(args.name):
             raise UsageError(f"eos run: '{args.name}' takes no --mutant/--swarm; pick a catalog scenario")
         if args.mutant:
             from engine.scenarios.mutants import get_mutant

@@ -20,6 +20,7 @@ __all__ = [
     "SCENARIOS",
     "ScenarioResult",
     "get_scenario",
+    "is_catalog",
     "load_all",
     "scenario",
     "settled_verdict",
@@ -55,6 +56,13 @@ def get_scenario(name: str) -> Callable[..., ScenarioResult]:
     return fn
 
 
+def is_catalog(name: str) -> bool:
+    """Return True when ``name`` is a catalog spec's scenario: it takes ``mutant=`` and ``swarm=``."""
+    from engine.scenarios.catalog import BY_NAME
+
+    return name in BY_NAME
+
+
 def load_all() -> None:
     """Register every scenario: ``demo`` (a plain function) and the catalog's specs."""
     from engine.scenarios import demo
@@ -74,5 +82,4 @@ def _spec_runner(spec: Any) -> Callable[..., ScenarioResult]:
 
         return run_spec(spec, seed, mutant=mutant, swarm=swarm)
 
-    run.spec = spec  # type: ignore[attr-defined]
     return run

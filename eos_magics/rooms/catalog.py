@@ -3,8 +3,9 @@
 Invariants
 ----------
 * The last scenario run is kept (``last_scenario``): ``%eos_db`` reads its service databases.
-* :func:`workload_of` and :func:`takes_catalog_options` are the only places that read the shape
-  of the registry's scenario functions and results, so a change of that shape is met here alone.
+* :func:`workload_of` is the only place that reads the shape of the registry's results, so a
+  change of that shape is met here alone; the registry says which scenarios take catalog options
+  (:func:`engine.scenarios.registry.is_catalog`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from eos_magics.errors import EosUsageError, unknown_name
 from eos_magics.rooms.calls import check_int
 
-__all__ = ["Catalog", "takes_catalog_options", "workload_of"]
+__all__ = ["Catalog", "workload_of"]
 
 
 class Catalog:
@@ -33,7 +34,7 @@ class Catalog:
 
     def run_scenario(self, name: str, seed: int = 7, *, mutant: str | None = None, swarm: bool = False) -> Any:
         """Run one catalog scenario; return its result view (verdict, short log, fingerprint, replay)."""
-        from engine.scenarios.registry import get_scenario
+        from engine.scenarios.registry import get_scenario, is_catalog
         from eos_magics.views import kafka as views
 
         check_int(seed, "--seed")
@@ -42,7 +43,7 @@ class Catalog:
         fn = get_scenario(name)
         kwargs: dict[str, Any] = {}
         if mutant or swarm:
-            if not takes_catalog_options(fn):
+            if not is_catalog(name):
                 raise EosUsageError(f"'{name}' takes no --mutant/--swarm; pick a catalog scenario")
             kwargs["swarm"] = swarm
             if mutant:
@@ -98,11 +99,6 @@ def _mutant(mutant: str) -> Any:
 
 
 # -- the registry's shapes, read here only ------------------------------------------------------------
-
-
-def takes_catalog_options(fn: Any) -> bool:
-    """Whether a registered scenario function is a catalog spec's, so it takes ``mutant`` and ``swarm``."""
-    return hasattr(fn, "spec")
 
 
 def workload_of(result: Any) -> Any:
