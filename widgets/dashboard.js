@@ -34,6 +34,15 @@ const PANELS = [
 ];
 
 /**
+ * The panels with a picker in their title: the trait the picker sets, and its hover text.
+ * @type {Record<string, [string, string]>}
+ */
+const PICKERS = {
+  reads: ["reads_tp", "the partition whose reads are compared"],
+  msc: ["msc_txn", "the transactional id whose latest transaction is drawn"],
+};
+
+/**
  * @param {string} tag
  * @param {string} cls
  * @param {string} [text]
@@ -105,25 +114,17 @@ function render({ model, el: root }) {
     const section = el("section", `eos-panel eos-p-${name}`);
     const h = el("h4", "eos-panel-title", title);
     section.appendChild(h);
-    if (name === "reads") {
-      const pickTp = /** @type {HTMLSelectElement} */ (el("select", "eos-reads-select"));
-      pickTp.title = "the partition whose reads are compared";
-      pickTp.addEventListener("change", () => {
-        model.set("reads_tp", pickTp.value);
-        model.save_changes();
-      });
-      h.appendChild(pickTp);
-      bodies["reads-select"] = pickTp;
-    }
-    if (name === "msc") {
-      const pick = /** @type {HTMLSelectElement} */ (el("select", "eos-msc-select"));
-      pick.title = "the transactional id whose latest transaction is drawn";
+    const picker = PICKERS[name];
+    if (picker) {
+      const [trait, hint] = picker;
+      const pick = /** @type {HTMLSelectElement} */ (el("select", `eos-${name}-select`));
+      pick.title = hint;
       pick.addEventListener("change", () => {
-        model.set("msc_txn", pick.value);
+        model.set(trait, pick.value);
         model.save_changes();
       });
       h.appendChild(pick);
-      bodies["msc-select"] = pick;
+      bodies[`${name}-select`] = pick;
     }
     const body = el("div", "eos-panel-body");
     section.appendChild(body);

@@ -73,6 +73,7 @@ cannot be detached.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable
@@ -208,7 +209,93 @@ class PendingRecord:
         self.offset: int | None = None
 
 
-class ClientHistory:
+class OpLog:
+    """The operation log a client recorder keeps, in history order; times come from :meth:`now_ms`.
+
+    What :class:`ClientHistory` (the engine's clients) and :class:`engine.record.Recorder` (real
+    clients) share. ``lock`` guards the entries where clients call from several threads.
+    """
+
+    def __init__(self, lock: contextlib.AbstractContextManager[Any] | None = None) -> None:
+        self._lock = contextlib.nullcontext() if lock is None else lock
+        #: (is_completion, op) in history order: the index of a record is its position here
+        self._records: list[tuple[bool, PendingOp]] = []
+        self._open: dict[int, PendingOp] = {}
+        self._ops = 0
+        self._faults: list[str] = []
+
+    def now_ms(self) -> int:
+        """Return the time of a record now, in milliseconds."""
+        raise NotImplementedError
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def history(self) -> History:
+        """Return the history so far; operations still in flight are invocations without completion."""
+        with self._lock:
+            return history_of(self._records)
+
+    def __len__(self) -> int:
+        """Return how many history records (invocations and completions) there are so far."""
+        return len(self._records)
+
+    @property
+    def ops(self) -> int:
+        """Return how many operations were started so far (each counted once)."""
+        return self._ops
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """The recorder's own failures, caught so as not to raise into the application (at most 100)."""
+        return tuple(self._faults)
+
+    def check(self, mode: str | Iterable[str] = "eos") -> Report:
+        """Check the history so far with :func:`engine.check.check_history` (``mode``: its ``allowed``).
+
+        Writes nobody has read yet are ``unseen`` (forbidden in every mode): read them first.
+        """
+        return check_history(self.history(), allowed=mode)
+
+    # -- bookkeeping -----------------------------------------------------------------------------
+
+    def fault(self, where: str, exc: Exception) -> None:
+        """Note a failure of the recorder's own bookkeeping."""
+        with self._lock:
+            if len(self._faults) < MAX_FAULTS:
+                self._faults.append(f"{where}: {type(exc).__name__}: {exc}")
+
+    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> PendingOp:
+        """Start an operation now; an op the process left open is first completed ``info``."""
+        with self._lock:
+            stale = self._open.get(process)
+            if stale is not None:
+                self.complete(stale, "info", error="superseded by a later operation of the same process")
+            op = PendingOp(process, f, self.now_ms(), keys)
+            self._open[process] = op
+            self._records.append((False, op))
+            self._ops += 1
+            return op
+
+    def complete(
+        self, op: PendingOp, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
+    ) -> None:
+        """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
+        with self._lock:
+            if self._open.get(op.process) is not op:
+                return
+            del self._open[op.process]
+            op.announced = op.invocation_mops()
+            op.mops = op.announced if mops is None else mops
+            op.type, op.done_ms, op.error = type, self.now_ms(), error
+            self._records.append((True, op))
+
+    def instant(self, process: int, f: str, keys: tuple[Key, ...], type: str = "ok", error: str | None = None) -> None:
+        """Record an operation that starts and ends now (an assignment, a crash)."""
+        with self._lock:
+            self.complete(self.invoke(process, f, keys), type, error=error)
+
+
+class ClientHistory(OpLog):
     """Records the client history of every producer and consumer of one cluster.
 
     Parameters
@@ -242,13 +329,9 @@ class ClientHistory:
             raise ValueError("this cluster already has a ClientHistory; ClientHistory.attach(cluster) returns it")
         if current is not None:
             raise ValueError(f"this cluster already has a client observer ({type(current).__name__})")
+        super().__init__()
         self._world = cluster.world
-        #: (is_completion, op) in history order: the index of a record is its position here
-        self._records: list[tuple[bool, PendingOp]] = []
-        self._open: dict[int, PendingOp] = {}
         self._next_process = 0
-        self._ops = 0
-        self._faults: list[str] = []
         cluster.client_observer = self
         created = {name: i for i, name in enumerate(self._world.nodes)}
         existing = sorted([*cluster.producers, *cluster.consumers], key=lambda c: created.get(c.name, len(created)))
@@ -263,25 +346,11 @@ class ClientHistory:
             return current
         return cls(cluster)
 
+    def now_ms(self) -> int:
+        """Return the world's simulated time."""
+        return self._world.now_ms
+
     # -- reading ----------------------------------------------------------------------------
-
-    def history(self) -> History:
-        """Return the history so far; operations still in flight are invocations without completion."""
-        return history_of(self._records)
-
-    def __len__(self) -> int:
-        """Return how many history records (invocations and completions) there are so far."""
-        return len(self._records)
-
-    @property
-    def ops(self) -> int:
-        """Return how many operations were started so far (each counted once)."""
-        return self._ops
-
-    @property
-    def faults(self) -> tuple[str, ...]:
-        """The recorder's own failures, caught so as not to raise into the application (at most 100)."""
-        return tuple(self._faults)
 
     def process_of(self, client: Producer | Consumer) -> int:
         """Return the process id of ``client``'s own operations; ``ValueError`` if it is not recorded here."""
@@ -293,13 +362,6 @@ class ClientHistory:
     def write_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Write the history so far to ``path`` as JSON Lines (:func:`engine.check.save_jsonl`)."""
         save_jsonl(self.history(), path)
-
-    def check(self, mode: str | Iterable[str] = "eos") -> Report:
-        """Check the history so far with :func:`engine.check.check_history` (``mode``: its ``allowed``).
-
-        Writes nobody has read yet are ``unseen`` (forbidden in every mode): read them first.
-        """
-        return check_history(self.history(), allowed=mode)
 
     # -- the cluster's hook ----------------------------------------------------------------
 
@@ -319,43 +381,11 @@ class ClientHistory:
 
     # -- bookkeeping, for the taps -------------------------------------------------------------
 
-    def fault(self, where: str, exc: Exception) -> None:
-        """Note a failure of the recorder's own bookkeeping."""
-        if len(self._faults) < MAX_FAULTS:
-            self._faults.append(f"{where}: {type(exc).__name__}: {exc}")
-
     def new_process(self) -> int:
         """Return a process id never used before."""
         process = self._next_process
         self._next_process += 1
         return process
-
-    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> PendingOp:
-        """Start an operation now; an op the process left open is first completed ``info``."""
-        stale = self._open.get(process)
-        if stale is not None:
-            self.complete(stale, "info", error="superseded by a later operation of the same process")
-        op = PendingOp(process, f, self._world.now_ms, keys)
-        self._open[process] = op
-        self._records.append((False, op))
-        self._ops += 1
-        return op
-
-    def complete(
-        self, op: PendingOp, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
-    ) -> None:
-        """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
-        if self._open.get(op.process) is not op:
-            return
-        del self._open[op.process]
-        op.announced = op.invocation_mops()
-        op.mops = op.announced if mops is None else mops
-        op.type, op.done_ms, op.error = type, self._world.now_ms, error
-        self._records.append((True, op))
-
-    def instant(self, process: int, f: str, keys: tuple[Key, ...], type: str = "ok", error: str | None = None) -> None:
-        """Record an operation that starts and ends now (an assignment, a crash)."""
-        self.complete(self.invoke(process, f, keys), type, error=error)
 
 
 class _ProducerTap:

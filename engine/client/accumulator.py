@@ -126,18 +126,8 @@ class ProducerBatch:
         self.keys.append(key)
         self.values.append(value)
         self.timestamps.append(timestamp)
-        if headers is not None:
-            if self.headers is None:
-                self.headers = [None] * n
-            self.headers.append(headers)
-        elif self.headers is not None:
-            self.headers.append(None)
-        if callback is not None:
-            if self.callbacks is None:
-                self.callbacks = [None] * n
-            self.callbacks.append(callback)
-        elif self.callbacks is not None:
-            self.callbacks.append(None)
+        self.headers = _extend_sparse(self.headers, headers, n)
+        self.callbacks = _extend_sparse(self.callbacks, callback, n)
         self.size += size
 
     def add_many(self, keys: list[Any] | None, values: list[Any], timestamp: int, callback: Any) -> None:
@@ -152,14 +142,8 @@ class ProducerBatch:
             self.keys.extend([None] * m)
         self.values.extend(values)
         self.timestamps.extend([timestamp] * m)
-        if self.headers is not None:
-            self.headers.extend([None] * m)
-        if callback is not None:
-            if self.callbacks is None:
-                self.callbacks = [None] * n
-            self.callbacks.extend([callback] * m)
-        elif self.callbacks is not None:
-            self.callbacks.extend([None] * m)
+        self.headers = _extend_sparse(self.headers, None, n, m)
+        self.callbacks = _extend_sparse(self.callbacks, callback, n, m)
         self.size = estimate_size(self.keys, self.values)
 
     def __repr__(self) -> str:
@@ -167,6 +151,17 @@ class ProducerBatch:
             f"<ProducerBatch {self.topic}-{self.partition} n={self.count} seq={self.base_sequence} "
             f"attempts={self.attempts}>"
         )
+
+
+def _extend_sparse(column: list[Any] | None, item: Any, n: int, m: int = 1) -> list[Any] | None:
+    """Return ``column`` (``n`` items so far) with ``item`` added ``m`` times; it is None while every item is None."""
+    if item is not None:
+        if column is None:
+            column = [None] * n
+        column.extend([item] * m)
+    elif column is not None:
+        column.extend([None] * m)
+    return column
 
 
 class PartitionQueue:

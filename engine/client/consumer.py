@@ -147,10 +147,7 @@ class Consumer(ClientNode):
         self._check_open()
         tps = partition_list(partitions, "assign()")
         self._set_assignment([t.key() for t in tps])
-        started = self._start_from(tps)
-        self.fetcher.kick()
-        if self.observer is not None:
-            self.observer.on_assignment(self, "assign", started)
+        self._assignment_changed(self._start_from(tps))
 
     def incremental_assign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Add partitions to the assignment; those already assigned keep their position and records."""
@@ -162,10 +159,7 @@ class Consumer(ClientNode):
                 msg = f"incremental_assign(): {t.topic}-{t.partition} is already assigned to {self.name}; seek() it"
                 raise IllegalStateError(msg)
         self._set_assignment(self.assigned + [t.key() for t in tps], fresh=False)
-        started = self._start_from(tps)
-        self.fetcher.kick()
-        if self.observer is not None:
-            self.observer.on_assignment(self, "assign", started)
+        self._assignment_changed(self._start_from(tps))
 
     def incremental_unassign(self, partitions: Iterable[TopicPartition | tuple[str, int]]) -> None:
         """Remove partitions from the assignment; the others keep their position and records."""
@@ -174,9 +168,7 @@ class Consumer(ClientNode):
         self._refuse_if_subscribed("incremental_unassign()")
         self._require_assigned(keys, "incremental_unassign()")
         self._set_assignment([k for k in self.assigned if k not in keys], fresh=False)
-        self.fetcher.kick()
-        if self.observer is not None:
-            self.observer.on_assignment(self, "assign", ())
+        self._assignment_changed()
 
     def assignment(self) -> list[TopicPartition]:
         """Return the assigned partitions, sorted, as TopicPartitions without offsets."""
@@ -190,6 +182,12 @@ class Consumer(ClientNode):
                 self.fetcher.start_at(t.key(), t.offset)
                 started.append(t.key())
         return tuple(started)
+
+    def _assignment_changed(self, started: tuple[tuple[str, int], ...] = ()) -> None:
+        """Wake the fetcher for the new assignment; tell the observer, with the partitions ``started`` at an offset."""
+        self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_assignment(self, "assign", started)
 
     def _set_assignment(self, keys: list[tuple[str, int]], *, fresh: bool = True) -> None:
         """Replace the assignment. ``fresh``: a new assignment (errors are reported anew), not an increment."""

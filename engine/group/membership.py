@@ -179,7 +179,7 @@ class Membership:
 
     def _prepare_rebalance(self, g: GroupMetadata, reason: str) -> None:
         if g.is_(GroupState.COMPLETING_REBALANCE):
-            self._fail_syncs(g, ErrorCode.REBALANCE_IN_PROGRESS)
+            self._answer_syncs(g, ErrorCode.REBALANCE_IN_PROGRESS)
         initial = g.is_(GroupState.EMPTY)
         g.transition_to(GroupState.PREPARING_REBALANCE, self.c.now_ms)
         g.initial_join = initial
@@ -243,19 +243,20 @@ class Membership:
                 self.broker.respond(parked, self._join_response(g, member))
             self.schedule_expiry(g, member)
 
-    def _fail_syncs(self, g: GroupMetadata, code: ErrorCode) -> None:
+    def _answer_syncs(self, g: GroupMetadata, code: ErrorCode) -> None:
+        """Answer every parked SyncGroup: its member's assignment when ``code`` is NONE, else ``code``."""
         for member in g.members.values():
             parked, member.awaiting_sync = member.awaiting_sync, None
             if parked is not None:
-                self.broker.respond(parked, SyncGroupResponse(code))
+                self.broker.respond(
+                    parked, SyncGroupResponse(code, member.assignment if code is ErrorCode.NONE else ())
+                )
 
     # -- SyncGroup --------------------------------------------------------------------------
 
     def _on_sync(self, m: Message) -> None:
         req: SyncGroupRequest = m.body
-        code = self.c.check_coordinator(req.group_id)
-        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
-        member = g.members.get(req.member_id) if g is not None else None
+        code, g, member = self._find_member(req.group_id, req.member_id)
         if code is ErrorCode.NONE:
             code = self._member_error(g, member, req.generation_id)
         if code is ErrorCode.NONE and g is not None and g.is_(GroupState.PREPARING_REBALANCE):
@@ -284,7 +285,7 @@ class Membership:
         if not self._current(g) or g.generation != gen or not g.is_(GroupState.COMPLETING_REBALANCE):
             return
         if code is not ErrorCode.NONE:
-            self._fail_syncs(g, code)
+            self._answer_syncs(g, code)
             self._prepare_rebalance(g, f"storing the assignment failed: {code.name}")
             return
         for member in g.members.values():
@@ -296,10 +297,15 @@ class Membership:
             ("generation", gen),
             ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}),
         )
-        for member in g.members.values():
-            parked, member.awaiting_sync = member.awaiting_sync, None
-            if parked is not None:
-                self.broker.respond(parked, SyncGroupResponse(ErrorCode.NONE, member.assignment))
+        self._answer_syncs(g, ErrorCode.NONE)
+
+    def _find_member(
+        self, group_id: str, member_id: str
+    ) -> tuple[ErrorCode, GroupMetadata | None, MemberMetadata | None]:
+        """Return the coordinator check's code, the group (None unless this coordinator has it) and the member."""
+        code = self.c.check_coordinator(group_id)
+        g = self.c.group(group_id, create=False) if code is ErrorCode.NONE else None
+        return code, g, g.members.get(member_id) if g is not None else None
 
     def _member_error(self, g: GroupMetadata | None, member: MemberMetadata | None, generation_id: int) -> ErrorCode:
         if g is None:
@@ -316,9 +322,7 @@ class Membership:
 
     def _on_heartbeat(self, m: Message) -> None:
         req: HeartbeatRequest = m.body
-        code = self.c.check_coordinator(req.group_id)
-        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
-        member = g.members.get(req.member_id) if g is not None else None
+        code, g, member = self._find_member(req.group_id, req.member_id)
         if code is ErrorCode.NONE:
             code = self._member_error(g, member, req.generation_id)
         if g is not None and member is not None and code is ErrorCode.NONE:
@@ -333,9 +337,7 @@ class Membership:
 
     def _on_leave(self, m: Message) -> None:
         req: LeaveGroupRequest = m.body
-        code = self.c.check_coordinator(req.group_id)
-        g = self.c.group(req.group_id, create=False) if code is ErrorCode.NONE else None
-        member = g.members.get(req.member_id) if g is not None else None
+        code, g, member = self._find_member(req.group_id, req.member_id)
         if code is ErrorCode.NONE and member is None:
             code = ErrorCode.UNKNOWN_MEMBER_ID
         if g is not None and member is not None and code is ErrorCode.NONE:

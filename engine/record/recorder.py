@@ -48,20 +48,14 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from engine.check.anomaly import Report
-from engine.check.checker import check_history
-from engine.check.client_history import PendingOp, PendingRecord, history_of, record_value
-from engine.check.history import History, Key, Poll, Send
+from engine.check.client_history import OpLog, PendingOp, PendingRecord, record_value
 from engine.check.jsonl import save_jsonl
 from engine.record.realtime import WallClock, new_lock
 
 __all__ = ["Recorder", "guarded"]
-
-#: How many bookkeeping faults :attr:`Recorder.faults` keeps.
-MAX_FAULTS = 100
 
 
 def guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
@@ -81,7 +75,7 @@ def guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-class Recorder:
+class Recorder(OpLog):
     """The client history of the real Kafka clients wrapped with it.
 
     Parameters
@@ -99,36 +93,12 @@ class Recorder:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(new_lock())
         self.path = path
         self._clock = WallClock()
-        self._lock = new_lock()
-        #: (is_completion, op) in history order: the index of a record is its position here
-        self._records: list[tuple[bool, PendingOp]] = []
-        self._open: dict[int, PendingOp] = {}
         self._processes = itertools.count()
-        self._ops = 0
-        self._faults: list[str] = []
 
     # -- reading ----------------------------------------------------------------------------
-
-    def history(self) -> History:
-        """Return the history so far; operations still in flight are invocations without completion."""
-        with self._lock:
-            return history_of(self._records)
-
-    def __len__(self) -> int:
-        """Return how many history records (invocations and completions) there are so far."""
-        return len(self._records)
-
-    @property
-    def ops(self) -> int:
-        """Return how many operations were started so far (each counted once)."""
-        return self._ops
-
-    @property
-    def faults(self) -> tuple[str, ...]:
-        """The recorder's own failures, caught so as not to raise into the application (at most 100)."""
-        return tuple(self._faults)
 
     def write(self, path: str | os.PathLike[str] | None = None) -> None:
         """Write the history so far as JSON Lines (:func:`engine.check.save_jsonl`) to ``path`` or :attr:`path`.
@@ -143,13 +113,6 @@ class Recorder:
             raise ValueError("Recorder.write needs a path: Recorder(path) or write(path)")
         save_jsonl(self.history(), target)
 
-    def check(self, mode: str | Iterable[str] = "eos") -> Report:
-        """Check the history so far with :func:`engine.check.check_history` (``mode``: its ``allowed``).
-
-        Writes nobody has read yet are ``unseen`` (forbidden in every mode): read them first.
-        """
-        return check_history(self.history(), allowed=mode)
-
     def __enter__(self) -> Recorder:
         return self
 
@@ -163,27 +126,9 @@ class Recorder:
         """Return the milliseconds since the recorder was made (monotonic clock)."""
         return self._clock.now_ms()
 
-    def fault(self, where: str, exc: Exception) -> None:
-        """Note a failure of the recorder's own bookkeeping."""
-        with self._lock:
-            if len(self._faults) < MAX_FAULTS:
-                self._faults.append(f"{where}: {type(exc).__name__}: {exc}")
-
     def new_process(self) -> int:
         """Return a process id never used before."""
         return next(self._processes)
-
-    def invoke(self, process: int, f: str, keys: tuple[Key, ...] = ()) -> PendingOp:
-        """Start an operation now; an op the process left open is first completed ``info``."""
-        with self._lock:
-            stale = self._open.get(process)
-            if stale is not None:
-                self.complete(stale, "info", error="superseded by a later operation of the same process")
-            op = PendingOp(process, f, self.now_ms(), keys)
-            self._open[process] = op
-            self._records.append((False, op))
-            self._ops += 1
-            return op
 
     def add_record(self, op: PendingOp, topic: str, partition: int | None, value: Any) -> PendingRecord:
         """Add a record the application produced to ``op`` (its value as :func:`record_value` writes it)."""
@@ -209,21 +154,3 @@ class Recorder:
     def is_open(self, op: PendingOp) -> bool:
         """Return whether ``op`` is still in flight."""
         return self._open.get(op.process) is op
-
-    def complete(
-        self, op: PendingOp, type: str, mops: tuple[Send | Poll, ...] | None = None, *, error: str | None = None
-    ) -> None:
-        """Complete ``op`` now (``mops`` None: its invocation's); nothing if it is not open."""
-        with self._lock:
-            if self._open.get(op.process) is not op:
-                return
-            del self._open[op.process]
-            op.announced = op.invocation_mops()
-            op.mops = op.announced if mops is None else mops
-            op.type, op.done_ms, op.error = type, self.now_ms(), error
-            self._records.append((True, op))
-
-    def instant(self, process: int, f: str, keys: tuple[Key, ...], type: str = "ok", error: str | None = None) -> None:
-        """Record an operation that starts and ends now (an assignment)."""
-        with self._lock:
-            self.complete(self.invoke(process, f, keys), type, error=error)

@@ -9,7 +9,6 @@ end of the run.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Any
 
@@ -17,9 +16,18 @@ from engine.check.copier import check_copier
 from engine.check.history import Poll, Send
 from engine.client.message import TopicPartition
 from engine.errors import IllegalStateError, KafkaError, TimeoutException
-from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep
+from engine.scenarios.harness import Process, Run, Sleep
 from engine.scenarios.supervisor import read_until_idle
-from engine.scenarios.workloads import Workload, abort_after_error, read_to_end
+from engine.scenarios.workloads import (
+    Workload,
+    abort_after_error,
+    delivered_sends,
+    loop_clients,
+    loop_instances,
+    produce_send,
+    read_to_end,
+    seed,
+)
 from engine.sim.node import NodeStatus
 
 
@@ -79,18 +87,10 @@ class Copier(Workload):
 
     def start(self, run: Run) -> None:
         """Seed the input, then spawn the copiers and a concurrent read_committed reader of the output."""
-        seeder = run.cluster.producer({"linger.ms": 0, "client.id": "seeder"})
-        inputs: list[tuple[str, int, int, str]] = []
-
-        def seeded(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
-                inputs.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
-
-        for p in range(self.input_partitions):
-            for i in range(self.records_per_partition):
-                seeder.produce("in", value=f"in-{p}-{i}", partition=p, on_delivery=seeded)
-        seeder.flush()
-        run.state = CopierState(sorted(inputs))
+        records = [
+            ("in", f"in-{p}-{i}", p) for p in range(self.input_partitions) for i in range(self.records_per_partition)
+        ]
+        run.state = CopierState(seed(run, {"linger.ms": 0, "client.id": "seeder"}, records))
         for slot in range(self.copiers):
             run.spawn(lambda r, proc, slot=slot: self._copier(r, proc, slot))
         run.spawn(self._concurrent_reader)
@@ -112,27 +112,8 @@ class Copier(Workload):
             yield Sleep(50)
 
     def _clients(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
-        producer = run.cluster.producer(
-            run.producer_config(
-                {
-                    "transactional.id": f"copier-{slot}",
-                    "client.id": f"copier-{slot}-producer-{gen}",
-                    **dict(TXN_PRODUCER_TIMING),
-                }
-            )
-        )
-        producer.init_transactions()
-        consumer = run.cluster.consumer(
-            run.consumer_config(
-                {
-                    "isolation.level": "read_committed",
-                    "group.id": "copiers",
-                    "client.id": f"copier-{slot}-consumer-{gen}",
-                    "session.timeout.ms": self.session_timeout_ms,
-                    "heartbeat.interval.ms": 1_000,
-                }
-            )
-        )
+        timing = {"session.timeout.ms": self.session_timeout_ms, "heartbeat.interval.ms": 1_000}
+        producer, consumer = loop_clients(run, f"copier-{slot}", gen, "copiers", timing)
         if self.group_mode:
             consumer.subscribe(["in"])
         else:
@@ -157,31 +138,23 @@ class Copier(Workload):
         committed = consumer.committed([TopicPartition("in", p) for p in range(self.input_partitions)])
         return all(tp.offset >= ends[tp.partition] for tp in committed)
 
+    def _start(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
+        producer, consumer = self._clients(run, slot, gen)
+        try:
+            self._restore(run, slot)
+        except KafkaError:  # the output could not be read to its end: this instance cannot start
+            run.world.crash(producer.name)
+            run.world.crash(consumer.name)
+            raise
+        return producer, consumer
+
     def _copier(self, run: Run, proc: int, slot: int) -> Process:
-        gen = 0
-        while True:
-            try:
-                producer, consumer = self._clients(run, slot, gen)
-            except (KafkaError, IllegalStateError):
-                yield Sleep(200)
-                gen += 1
-                continue
-            try:
-                self._restore(run, slot)
-            except KafkaError:  # the output could not be read to its end: this instance cannot start
-                run.world.crash(producer.name)
-                run.world.crash(consumer.name)
-                yield Sleep(200)
-                gen += 1
-                continue
-            result = yield from self._copy_loop(run, proc, slot, producer, consumer)
-            if consumer.is_up:
-                with contextlib.suppress(KafkaError, IllegalStateError):
-                    consumer.close()  # leave the group, as a restarting application's old instance would
-            if result == "done":
-                return
-            gen += 1
-            proc = run.new_process()  # a restarted copier is a new process, as in Jepsen
+        yield from loop_instances(
+            run,
+            proc,
+            lambda gen: self._start(run, slot, gen),
+            lambda proc, producer, consumer: self._copy_loop(run, proc, slot, producer, consumer),
+        )
 
     def _copy_loop(self, run: Run, proc: int, slot: int, producer: Any, consumer: Any) -> Process:
         idle = 0
@@ -222,12 +195,7 @@ class Copier(Workload):
             try:
                 producer.begin_transaction()
                 for s in sends:
-                    producer.produce(
-                        "out",
-                        value=s.value,
-                        partition=s.partition,
-                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
-                    )
+                    produce_send(producer, s, reports)
                 if run.rng.random() < self.crash_p:
                     raise _Crash
                 if slot == self.pause_slot and self.pause_ms and not run.state_of(CopierState).paused:
@@ -257,11 +225,7 @@ class Copier(Workload):
             except (KafkaError, IllegalStateError) as exc:
                 error = type(exc).__name__
                 outcome = "fail" if abort_after_error(producer) else "info"
-            done = []
-            for s in sends:
-                rep = reports.get(s.value)
-                off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
-                done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
+            done = delivered_sends(sends, reports, outcome)
             run.history.complete(op, outcome, (*done, *(polls if outcome == "ok" else ())), run.now_ms, error=error)
             self._settled(run, slot, outcome)
             if outcome == "info":

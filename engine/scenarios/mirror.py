@@ -54,7 +54,7 @@ from engine.errors import (
 from engine.scenarios.fault_plans import client_crashes, rolling_crashes
 from engine.scenarios.harness import FAST_FAILOVER, FAST_INTERNALS, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
 from engine.scenarios.supervisor import read_until_idle
-from engine.scenarios.workloads import Workload, abort_after_error
+from engine.scenarios.workloads import Workload, abort_after_error, delivered_sends, produce_send
 
 #: The source topic, the target topic, and their partition count (partition p is copied to p).
 SRC, DST, PARTITIONS = "src", "dst", 2
@@ -231,12 +231,7 @@ class Mirror(Workload):
             try:
                 producer.begin_transaction()
                 for s in sends:
-                    producer.produce(
-                        s.topic,
-                        value=s.value,
-                        partition=s.partition,
-                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
-                    )
+                    produce_send(producer, s, reports)
                     yield
                 if abort:
                     producer.abort_transaction()
@@ -249,12 +244,7 @@ class Mirror(Workload):
                 error = type(exc).__name__
                 outcome = "fail" if abort_after_error(producer) else "info"
                 producer = producer if outcome == "fail" else None
-            done = []
-            for s in sends:
-                rep = reports.get(s.value)
-                off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
-                done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
-            run.history.complete(op, outcome, tuple(done), run.now_ms, error=error)
+            run.history.complete(op, outcome, tuple(delivered_sends(sends, reports, outcome)), run.now_ms, error=error)
 
     # -- the mirror ------------------------------------------------------------------------------
 
@@ -294,6 +284,16 @@ class Mirror(Workload):
         except KafkaError:
             return False
         return True
+
+    def _next_batch(self, run: Run, proc: int, consumer: Any, ends: Any) -> Process:
+        """Poll until a batch of source records comes (return it) or, stopping, all is copied (return [])."""
+        idle = 0
+        while not (msgs := _poll_op(run, proc, consumer, self.batch)):
+            idle += 1
+            if run.stopping and idle > IDLE_POLLS_TO_STOP and self._copied_all(run, consumer, ends):
+                return []
+            yield Sleep(20)
+        return msgs
 
     def _end_reader(self, run: Run, gen: int) -> Any:
         """Return a read_uncommitted source consumer that only asks for end offsets (see :meth:`_copied_all`)."""
@@ -407,16 +407,7 @@ class AtLeastOnceMirror(Mirror):
         consumer.assign(keys)
         run.history.complete(op, "ok", (), run.now_ms)
         ends = self._end_reader(run, gen)
-        idle = 0
-        while True:
-            msgs = _poll_op(run, proc, consumer, self.batch)
-            if not msgs:
-                idle += 1
-                if run.stopping and idle > IDLE_POLLS_TO_STOP and self._copied_all(run, consumer, ends):
-                    return "done"
-                yield Sleep(20)
-                continue
-            idle = 0
+        while msgs := (yield from self._next_batch(run, proc, consumer, ends)):
             errors: list[Any] = []
             for m in msgs:
                 producer.produce(
@@ -434,6 +425,7 @@ class AtLeastOnceMirror(Mirror):
                 return "restart"  # flushed, offsets not committed: the next instance copies the batch again
             consumer.commit(offsets=_next_offsets(msgs))
             yield
+        return "done"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -474,16 +466,7 @@ class ExactlyOnceMirror(Mirror):
         run.history.complete(op, "ok", (), run.now_ms)
         meta = offsets_reader.group_metadata()
         ends = self._end_reader(run, gen)
-        idle = 0
-        while True:
-            msgs = _poll_op(run, proc, consumer, self.batch)
-            if not msgs:
-                idle += 1
-                if run.stopping and idle > IDLE_POLLS_TO_STOP and self._copied_all(run, consumer, ends):
-                    return "done"
-                yield Sleep(20)
-                continue
-            idle = 0
+        while msgs := (yield from self._next_batch(run, proc, consumer, ends)):
             try:
                 producer.begin_transaction()
                 for m in msgs:
@@ -503,6 +486,7 @@ class ExactlyOnceMirror(Mirror):
                 self._crash(run, *clients)
                 return "restart"
             yield
+        return "done"
 
 
 MIRROR_SPECS = (

@@ -25,7 +25,6 @@ checker (:func:`~engine.check.effects.check_effects`) over committed invoices vs
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections import Counter
 from typing import Any
@@ -38,9 +37,17 @@ from engine.client.message import TopicPartition
 from engine.db.database import Database, DatabaseFolder, read_only
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.fault_plans import late_crashes_and_lost_acks
-from engine.scenarios.harness import FAST_FAILOVER, TXN_PRODUCER_TIMING, Process, Run, Sleep, Spec, TopicSpec
+from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec
 from engine.scenarios.supervisor import Crashes, counter, read_until_idle, supervise_consumer
-from engine.scenarios.workloads import Workload, abort_after_error
+from engine.scenarios.workloads import (
+    Workload,
+    abort_after_error,
+    delivered_sends,
+    loop_clients,
+    loop_instances,
+    produce_send,
+    seed,
+)
 
 __all__ = [
     "EMAIL_SCHEMA",
@@ -221,19 +228,13 @@ class InvoiceLoop(Workload):
 
     def start(self, run: Run) -> None:
         """Seed the orders, open the e-mail provider's database, spawn the loops (and the sender)."""
-        seeder = run.cluster.producer({"linger.ms": 5, "client.id": "orders-seeder", "request.timeout.ms": 1_500})
-        inputs: list[tuple[str, int, int, str]] = []
-
-        def seeded(err: KafkaError | None, msg: Any) -> None:
-            if err is None:
-                inputs.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
-
-        for p in range(self.partitions):
-            for i in range(self.orders_per_partition):
-                seeder.produce(ORDERS, value=f"order-{p}-{i:03d}", partition=p, on_delivery=seeded)
-        seeder.flush()
+        config = {"linger.ms": 5, "client.id": "orders-seeder", "request.timeout.ms": 1_500}
+        orders = [
+            (ORDERS, f"order-{p}-{i:03d}", p) for p in range(self.partitions) for i in range(self.orders_per_partition)
+        ]
+        inputs = seed(run, config, orders)
         db = Database(run.world, "email", DatabaseFolder(), EMAIL_SCHEMA)
-        state = InvoiceState(self.mode, db, sorted(inputs))
+        state = InvoiceState(self.mode, db, inputs)
         run.state = state
         for slot in range(self.partitions):
             run.spawn(lambda r, proc, slot=slot: self._loop(r, proc, slot, db, state))
@@ -243,47 +244,19 @@ class InvoiceLoop(Workload):
     # -- the transactional loop -------------------------------------------------------------------
 
     def _clients(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
-        producer = run.cluster.producer(
-            run.producer_config(
-                {
-                    "transactional.id": f"invoicer-{slot}",
-                    "client.id": f"invoicer-{slot}-producer-{gen}",
-                    **dict(TXN_PRODUCER_TIMING),
-                }
-            )
-        )
-        producer.init_transactions()
-        consumer = run.cluster.consumer(
-            run.consumer_config(
-                {
-                    "isolation.level": "read_committed",
-                    "group.id": "invoicers",
-                    "client.id": f"invoicer-{slot}-consumer-{gen}",
-                }
-            )
-        )
+        producer, consumer = loop_clients(run, f"invoicer-{slot}", gen, "invoicers", {})
         consumer.assign([TopicPartition(ORDERS, slot)])
         return producer, consumer
 
     def _loop(self, run: Run, proc: int, slot: int, db: Database, state: InvoiceState) -> Process:
-        gen = 0
-        while True:
-            try:
-                producer, consumer = self._clients(run, slot, gen)
-            except (KafkaError, IllegalStateError):
-                yield Sleep(200)
-                gen += 1
-                continue
-            result = yield from self._transactions(run, proc, slot, producer, consumer, db, state)
-            if consumer.is_up:
-                with contextlib.suppress(KafkaError, IllegalStateError):
-                    consumer.close()
-            if result == "done":
-                state.loops_done += 1
-                state.loops_done_ms = run.now_ms
-                return
-            gen += 1
-            proc = run.new_process()  # a restarted loop is a new process, as in Jepsen
+        yield from loop_instances(
+            run,
+            proc,
+            lambda gen: self._clients(run, slot, gen),
+            lambda proc, producer, consumer: self._transactions(run, proc, slot, producer, consumer, db, state),
+        )
+        state.loops_done += 1
+        state.loops_done_ms = run.now_ms
 
     def _done(self, consumer: Any, slot: int) -> bool:
         (tp,) = consumer.committed([TopicPartition(ORDERS, slot)])
@@ -342,12 +315,7 @@ class InvoiceLoop(Workload):
                 if self.mode == "inside":
                     with db.transaction("send-email") as txn:
                         send_email(txn, m.value(), s.value, run.now_ms)
-                producer.produce(
-                    INVOICES,
-                    value=s.value,
-                    partition=s.partition,
-                    on_delivery=lambda e, r, reports=reports: reports.__setitem__(r.value(), (e, r)),
-                )
+                produce_send(producer, s, reports)
             if run.rng.random() < self.crash_p:
                 raise _Crash
             producer.send_offsets_to_transaction(offsets, meta)
@@ -366,11 +334,7 @@ class InvoiceLoop(Workload):
             error = type(exc).__name__
             outcome = "fail" if abort_after_error(producer) else "info"
         state.aborts += outcome == "fail"
-        done = []
-        for s in sends:
-            rep = reports.get(s.value)
-            off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
-            done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
+        done = delivered_sends(sends, reports, outcome)
         run.history.complete(op, outcome, (*done, *(polls if outcome == "ok" else ())), run.now_ms, error=error)
         return outcome
 

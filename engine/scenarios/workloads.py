@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from engine.check.history import Poll, Send
@@ -30,7 +31,7 @@ from engine.errors import (
     TimeoutException,
     TransactionAbortedException,
 )
-from engine.scenarios.harness import Process, Run, Sleep, is_sentinel
+from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep, is_sentinel
 
 #: How often a new transactional instance calls init_transactions() before the process gives up.
 INIT_ATTEMPTS = 5
@@ -55,6 +56,99 @@ def abort_after_error(producer: Any) -> bool:
     except (KafkaError, IllegalStateError):
         return False
     return True
+
+
+def seed(run: Run, config: dict[str, Any], records: Iterable[tuple[str, str, int]]) -> list[tuple[str, int, int, str]]:
+    """Produce ``records`` (topic, value, partition) with a plain producer of ``config`` and flush.
+
+    Return the delivered ones as sorted ``(topic, partition, offset, value)``: a workload's input.
+    """
+    seeder = run.cluster.producer(config)
+    inputs: list[tuple[str, int, int, str]] = []
+
+    def seeded(err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            inputs.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
+
+    for topic, value, partition in records:
+        seeder.produce(topic, value=value, partition=partition, on_delivery=seeded)
+    seeder.flush()
+    return sorted(inputs)
+
+
+def loop_clients(run: Run, name: str, gen: int, group_id: str, consumer_config: dict[str, Any]) -> tuple[Any, Any]:
+    """Return a consume-transform-produce loop's clients, neither yet assigned: generation ``gen`` of them.
+
+    The producer is initialised with ``transactional.id`` ``name`` (:data:`TXN_PRODUCER_TIMING`); the
+    consumer reads read_committed in the group ``group_id``, with ``consumer_config`` on top.
+    """
+    producer = run.cluster.producer(
+        run.producer_config(
+            {"transactional.id": name, "client.id": f"{name}-producer-{gen}", **dict(TXN_PRODUCER_TIMING)}
+        )
+    )
+    producer.init_transactions()
+    consumer = run.cluster.consumer(
+        run.consumer_config(
+            {
+                "isolation.level": "read_committed",
+                "group.id": group_id,
+                "client.id": f"{name}-consumer-{gen}",
+                **consumer_config,
+            }
+        )
+    )
+    return producer, consumer
+
+
+def loop_instances(
+    run: Run,
+    proc: int,
+    start: Callable[[int], tuple[Any, Any]],
+    loop: Callable[[int, Any, Any], Process],
+) -> Process:
+    """Run instances of a consume-transform-produce loop until one returns ``"done"``.
+
+    ``start(gen)`` makes generation ``gen``'s producer and consumer (an error there: wait, try the
+    next generation); ``loop(proc, producer, consumer)`` runs them. An instance that stops without
+    being done leaves the group and is replaced by a new one, a new process as in Jepsen.
+    """
+    gen = 0
+    while True:
+        try:
+            producer, consumer = start(gen)
+        except (KafkaError, IllegalStateError):
+            yield Sleep(200)
+            gen += 1
+            continue
+        result = yield from loop(proc, producer, consumer)
+        if consumer.is_up:
+            with contextlib.suppress(KafkaError, IllegalStateError):
+                consumer.close()  # leave the group, as a restarting application's old instance would
+        if result == "done":
+            return
+        gen += 1
+        proc = run.new_process()
+
+
+def produce_send(producer: Any, send: Send, reports: dict[str, Any]) -> None:
+    """Produce ``send``; its delivery report lands in ``reports`` as ``(error, message)`` under its value."""
+    producer.produce(
+        send.topic,
+        value=send.value,
+        partition=send.partition,
+        on_delivery=lambda e, m: reports.__setitem__(m.value(), (e, m)),
+    )
+
+
+def delivered_sends(sends: list[Send], reports: dict[str, Any], outcome: str) -> list[Send]:
+    """Return ``sends`` with the offsets their delivery reports gave, when the transaction committed (``ok``)."""
+    done = []
+    for s in sends:
+        rep = reports.get(s.value)
+        off = rep[1].offset() if outcome == "ok" and rep is not None and rep[0] is None else None
+        done.append(Send(s.topic, s.partition, s.value, off if off is not None and off >= 0 else None))
+    return done
 
 
 def completion_type(err: KafkaError | None) -> str:
@@ -307,12 +401,7 @@ class Transactions(Workload):
             try:
                 producer.begin_transaction()
                 for snd in sends:
-                    producer.produce(
-                        snd.topic,
-                        value=snd.value,
-                        partition=snd.partition,
-                        on_delivery=lambda e, m, reports=reports: reports.__setitem__(m.value(), (e, m)),
-                    )
+                    produce_send(producer, snd, reports)
                     yield
                 if do_poll:
                     polls.extend(
@@ -336,11 +425,7 @@ class Transactions(Workload):
                 outcome = "fail" if abort_after_error(producer) else "info"
                 if outcome == "info":
                     producer = None
-            done_sends = []
-            for snd in sends:
-                rep = reports.get(snd.value)
-                off = rep[1].offset() if rep is not None and rep[0] is None and rep[1].offset() >= 0 else None
-                done_sends.append(Send(snd.topic, snd.partition, snd.value, off if outcome == "ok" else None))
+            done_sends = delivered_sends(sends, reports, outcome)
             done = run.history.complete(op, outcome, (*done_sends, *polls), run.now_ms, error=error)
             self._txn_done(run, instance, invoke_ms, outcome, done.index)
             if outcome != "ok" and not run.flag("no-rewind"):

@@ -82,18 +82,12 @@ name                              kind     node        detail                   
 ``request``                       drop     receiver    from, id, reason          ... was lost: ``reason`` is
                                                                                  partitioned, no such node, node
                                                                                  down, connection reset, rule <id>
-``response``                      send     sender      to, id, msg, then the     a message of this kind was sent;
-                                                       body's ``trace_detail``   ``msg`` is the body's type
-``response``                      deliver  receiver    from, id, msg             ... was delivered
-``response``                      drop     receiver    from, id, reason          ... was lost: ``reason`` is
-                                                                                 partitioned, no such node, node
-                                                                                 down, connection reset, rule <id>
-``oneway``                        send     sender      to, id, msg, then the     a message of this kind was sent;
-                                                       body's ``trace_detail``   ``msg`` is the body's type
-``oneway``                        deliver  receiver    from, id, msg             ... was delivered
-``oneway``                        drop     receiver    from, id, reason          ... was lost: ``reason`` is
-                                                                                 partitioned, no such node, node
-                                                                                 down, connection reset, rule <id>
+``response``                      send     sender      as for ``request``        a response message was sent
+``response``                      deliver  receiver    as for ``request``        ... was delivered
+``response``                      drop     receiver    as for ``request``        ... was lost (as for ``request``)
+``oneway``                        send     sender      as for ``request``        a oneway message was sent
+``oneway``                        deliver  receiver    as for ``request``        ... was delivered
+``oneway``                        drop     receiver    as for ``request``        ... was lost (as for ``request``)
 ``refused``                       drop     sender      to, id                    a request's destination was down:
                                                                                  the sender learns it (TCP RST)
 ``disconnect``                    drop     peer        from                      the process at the other end of a

@@ -28,7 +28,7 @@ Rules of a connection, as Kafka's ``SocketServer`` and ``KafkaApis`` keep them:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.rpc import RpcNode
 from engine.wire import frames
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 #: Requests a client may send before it has authenticated.
 _BEFORE_AUTH = frozenset({frames.API_VERSIONS, frames.SASL_HANDSHAKE, frames.SASL_AUTHENTICATE})
+_T = TypeVar("_T")
 
 
 class WireConnection(RpcNode):
@@ -70,10 +71,8 @@ class WireConnection(RpcNode):
         """Handle one request frame (without its size prefix) that arrived now."""
         if self.closed:
             return
-        try:
-            head = frames.peek(frame)
-        except ProtocolError as exc:
-            self.hang_up(str(exc))
+        head = self._parse(frames.peek, frame)
+        if head is None:
             return
         if not self.authenticated and head.api_key not in _BEFORE_AUTH:
             self.hang_up(f"{frames.api_name(head.api_key)} before SASL authentication")
@@ -82,10 +81,8 @@ class WireConnection(RpcNode):
             slot = self._take_slot()
             self._fill(slot, self.service.handlers.api_versions_fallback(head.correlation_id))
             return
-        try:
-            request = frames.decode_request(frame)
-        except ProtocolError as exc:
-            self.hang_up(str(exc))
+        request = self._parse(frames.decode_request, frame)
+        if request is None:
             return
         if self.client_id is None:
             self.client_id = request.client_id
@@ -95,6 +92,14 @@ class WireConnection(RpcNode):
             handler(self, request, lambda description, slot=slot, req=request: self._answer(slot, req, description))
         except Exception as exc:  # a bug of ours must cost this connection, never the cluster
             self.hang_up(f"internal error handling {frames.api_name(request.api_key)}: {type(exc).__name__}: {exc}")
+
+    def _parse(self, parse: Callable[[bytes], _T], frame: bytes) -> _T | None:
+        """Return ``parse(frame)``, or hang up and return None when the frame breaks the protocol."""
+        try:
+            return parse(frame)
+        except ProtocolError as exc:
+            self.hang_up(str(exc))
+            return None
 
     def _take_slot(self) -> int:
         slot = self._next_in

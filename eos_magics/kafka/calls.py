@@ -8,13 +8,13 @@ the engine inside ``try`` and turns those into ``KafkaException`` (:func:`~.erro
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from engine.errors import IllegalStateError
 from eos_magics.kafka.errors import EngineKafkaError
 from eos_magics.kafka.unsupported import NOT_SUPPORTED, not_simulated
 
-__all__ = ["ENGINE_ERRORS", "add_stubs", "config_arg", "unique_client_id"]
+__all__ = ["ENGINE_ERRORS", "ClosedOnExit", "add_stubs", "config_arg", "unique_client_id"]
 
 #: The engine exceptions a drop-in call converts (TypeError/ValueError for bad arguments pass through).
 ENGINE_ERRORS = (EngineKafkaError, IllegalStateError)
@@ -65,3 +65,16 @@ def add_stubs(cls: type, class_name: str) -> None:
     for what in NOT_SUPPORTED:
         if what.startswith(prefix) and not hasattr(cls, what[len(prefix) :]):
             setattr(cls, what[len(prefix) :], _stub(what))
+
+
+class ClosedOnExit:
+    """A client that ``with client:`` gives back and closes on the way out, as confluent-kafka's do."""
+
+    def close(self) -> object:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -28,7 +28,7 @@ from typing import Any
 from engine.errors import ConfigError, ErrorCode
 from engine.sim.scheduler import SimulationStalled
 from eos_magics.kafka.binding import resolve
-from eos_magics.kafka.calls import ENGINE_ERRORS, add_stubs, config_arg, unique_client_id
+from eos_magics.kafka.calls import ENGINE_ERRORS, ClosedOnExit, add_stubs, config_arg, unique_client_id
 from eos_magics.kafka.config import invalid, settings
 from eos_magics.kafka.errors import KafkaError, KafkaException, from_engine
 from eos_magics.kafka.messages import Message, TopicPartition, adopt_all, topic_partitions
@@ -39,7 +39,7 @@ __all__ = ["Consumer"]
 _CLOSED = "Consumer closed"
 
 
-class Consumer:
+class Consumer(ClosedOnExit):
     """A consumer with confluent-kafka's API on the simulated cluster (see the module docstring).
 
     Parameters
@@ -323,12 +323,6 @@ class Consumer:
             self._c.close()
         except ENGINE_ERRORS as exc:
             raise KafkaException(from_engine(exc)) from None
-
-    def __enter__(self) -> Consumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<eos_magics.kafka.Consumer {self._c.name}>"

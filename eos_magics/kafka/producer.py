@@ -30,7 +30,7 @@ from engine.client.transactional_producer import TransactionalProducer
 from engine.client.transactions import TxnClientState
 from engine.errors import ConfigError, ErrorCode
 from eos_magics.kafka.binding import resolve
-from eos_magics.kafka.calls import ENGINE_ERRORS, add_stubs, config_arg, unique_client_id
+from eos_magics.kafka.calls import ENGINE_ERRORS, ClosedOnExit, add_stubs, config_arg, unique_client_id
 from eos_magics.kafka.config import invalid, settings
 from eos_magics.kafka.errors import KafkaError, KafkaException, from_engine
 from eos_magics.kafka.messages import Message
@@ -82,7 +82,7 @@ def _headers(headers: Any) -> Any:
     return out
 
 
-class Producer:
+class Producer(ClosedOnExit):
     """A producer with confluent-kafka's API on the simulated cluster (see the module docstring).
 
     Parameters
@@ -313,12 +313,6 @@ class Producer:
         self._p.flush()
         self._closed = self._dead = True
         return True
-
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<eos_magics.kafka.Producer {self._p.name}>"

@@ -227,11 +227,12 @@ class Frames:
     @property
     def auth_batches(self) -> DataFrame:
         """The batches of each partition's authoritative log."""
-        return self.shared("auth_batches", Frames._auth_batches)
+        return self.shared("auth_batches", lambda fr: fr._on_auth_log(fr.batches))
 
-    def _auth_batches(self) -> DataFrame:
+    def _on_auth_log(self, df: DataFrame) -> DataFrame:
+        """Keep the rows of ``df`` (one set per replica) that come from each partition's authoritative broker."""
         auth = self.authoritative.select(*TP, F.col("auth_broker").alias("broker_id"))
-        return self.batches.join(auth, [*TP, "broker_id"])
+        return df.join(auth, [*TP, "broker_id"])
 
     @functools.cached_property
     def _grouped(self) -> DataFrame:
@@ -291,11 +292,7 @@ class Frames:
     @property
     def auth_spans(self) -> DataFrame:
         """The transaction spans of each partition's authoritative log."""
-        return self.shared("auth_spans", Frames._auth_spans)
-
-    def _auth_spans(self) -> DataFrame:
-        auth = self.authoritative.select(*TP, F.col("auth_broker").alias("broker_id"))
-        return self.spans.join(auth, [*TP, "broker_id"])
+        return self.shared("auth_spans", lambda fr: fr._on_auth_log(fr.spans))
 
     @property
     def mixed(self) -> DataFrame:
@@ -303,7 +300,6 @@ class Frames:
         return self.shared("mixed", Frames._mixed)
 
     def _mixed(self) -> DataFrame:
-        auth = self.authoritative.select(*TP, F.col("auth_broker").alias("broker_id"))
         w = (
             Window.partitionBy(*TP, "broker_id", "producer_id", "grp")
             .orderBy("base_offset", "last_offset")
@@ -311,7 +307,7 @@ class Frames:
         )
         txn_data = (F.col("is_transactional") & ~F.col("is_control")).cast("int")
         return (
-            self._grouped.join(auth, [*TP, "broker_id"])
+            self._on_auth_log(self._grouped)
             .withColumn("_open", F.coalesce(F.sum(txn_data).over(w), F.lit(0)))
             .where(~F.col("is_control") & ~F.col("is_transactional") & (F.col("_open") > 0))
             .select(*TP, "producer_id", "base_offset")
