@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import secrets
@@ -34,16 +35,21 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+
+
+def lite_drive():
+    """lite/drive.py, loaded by path: its chromium path and launch flags are the one list both suites use."""
+    name = "eos_lite_drive"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "lite" / "drive.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is made
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+CHROMIUM = lite_drive().CHROMIUM
+CHROMIUM_ARGS = lite_drive().CHROMIUM_ARGS
 SERVER_START_TIMEOUT = 60.0
 # Playwright's default timeout for each wait, in milliseconds: a kernel start or a cell's output.
 WAIT_MS = 30_000

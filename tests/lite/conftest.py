@@ -11,14 +11,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.browser.conftest import lite_drive
 
 REPO = Path(__file__).resolve().parents[2]
 CI = os.environ.get("CI") == "true"
@@ -33,13 +33,7 @@ def _missing(reason: str) -> None:
 @pytest.fixture(scope="session")
 def drive() -> ModuleType:
     """lite/drive.py, loaded by path (lite/ is not a package of the project)."""
-    name = "eos_lite_drive"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "lite" / "drive.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is made
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return lite_drive()
 
 
 @pytest.fixture(scope="session")
