@@ -3,9 +3,10 @@
 Every message is a slotted dataclass, frozen except the hot produce and fetch messages (see
 ``_hot``). Errors travel as an :class:`~engine.errors.ErrorCode` plus a message string in
 responses; they become exceptions only at the client API (house style R8). Names follow
-Kafka's RPC names (ProduceRequest, FetchRequest, ...), simplified: one partition per produce or
-consumer fetch request (a follower's fetch carries every partition it follows on that leader,
-:class:`ReplicaFetchRequest`), and no API versions.
+Kafka's RPC names (ProduceRequest, FetchRequest, ...), simplified: one partition per consumer
+fetch request (a produce carries every partition the producer has a batch ready for on that
+leader, and a follower's fetch every partition it follows there, :class:`ReplicaFetchRequest`),
+and no API versions.
 """
 
 from __future__ import annotations
@@ -27,24 +28,47 @@ _hot = dataclasses.dataclass(slots=True)
 
 
 @_hot
-class ProduceRequest:
-    """Append one batch to one partition (Kafka groups partitions; the simulation does not)."""
+class ProducePartition:
+    """One batch for one partition inside a :class:`ProduceRequest`."""
 
     topic: str
     partition: int
     batch: Any
+
+
+@_hot
+class ProduceRequest:
+    """Append batches to partitions the destination leads, as Kafka's ProduceRequest does.
+
+    A producer sends one request per leader carrying at most one batch per partition (the wire
+    gateway may pass several for one partition, in order). The broker answers once, after every
+    partition has its answer (acks=all: below the HW).
+    """
+
+    partitions: tuple[ProducePartition, ...]
     acks: int
     timeout_ms: int
     transactional_id: str | None = None
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
-        """Return short-log columns."""
-        return (("tp", f"{self.topic}-{self.partition}"), *self.batch.trace_detail())
+        """Return short-log columns: one partition's as they are, several as parallel lists."""
+        parts = self.partitions
+        if len(parts) == 1:
+            p = parts[0]
+            return (("tp", f"{p.topic}-{p.partition}"), *p.batch.trace_detail())
+        first = parts[0].batch
+        return (
+            ("tp", tuple([f"{p.topic}-{p.partition}" for p in parts])),
+            ("pid", first.producer_id),
+            ("epoch", first.producer_epoch),
+            ("seq", tuple([p.batch.base_sequence for p in parts])),
+            ("n", tuple([p.batch.count for p in parts])),
+        )
 
 
 @_hot
-class ProduceResponse:
-    """The outcome of a produce: the base offset given to the batch, or an error."""
+class PartitionProduceResponse:
+    """The outcome of one partition's produce: the base offset given to the batch, or an error."""
 
     topic: str
     partition: int
@@ -54,12 +78,23 @@ class ProduceResponse:
     error_message: str | None = None
     duplicate: bool = False
 
+
+@_hot
+class ProduceResponse:
+    """One answer per partition of the request, in the request's order."""
+
+    partitions: tuple[PartitionProduceResponse, ...]
+
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
-        """Return short-log columns."""
+        """Return short-log columns: one partition's as they are, several as parallel lists."""
+        parts = self.partitions
+        if len(parts) == 1:
+            p = parts[0]
+            return (("tp", f"{p.topic}-{p.partition}"), ("error", p.error.name), ("offset", p.base_offset))
         return (
-            ("tp", f"{self.topic}-{self.partition}"),
-            ("error", self.error.name),
-            ("offset", self.base_offset),
+            ("tp", tuple([f"{p.topic}-{p.partition}" for p in parts])),
+            ("error", tuple([p.error.name for p in parts])),
+            ("offset", tuple([p.base_offset for p in parts])),
         )
 
 

@@ -149,7 +149,7 @@ class EosTestCluster:
         """
         if topic is not None and topic not in self.cluster.topics:
             raise ValueError(f"no topic {topic!r}; topics: {', '.join(self.cluster.topics) or 'none'}")
-        where = None if topic is None else (lambda m: m.body.topic == topic)
+        where = None if topic is None else (lambda m: any(p.topic == topic for p in m.body.partitions))
         return self.cluster.add_rule("drop", kind="response", body_type="ProduceResponse", where=where)
 
     def hold_end_txn(self) -> int:

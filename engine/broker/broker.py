@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from engine import trace_events as events
 from engine.broker.consumer_fetch import ConsumerFetches
 from engine.broker.isr import CONTROLLER, LeaderReplication
-from engine.broker.produce import ProducePath
+from engine.broker.produce import ProduceCall, ProducePath
 from engine.broker.producer_ids import MAX_BROKERS, allocate_producer_id
 from engine.broker.purgatory import Purgatory
 from engine.broker.replica import Replica
@@ -65,9 +65,9 @@ from engine.protocol import (
     MetadataResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    PartitionProduceResponse,
     PartitionState,
     ProduceRequest,
-    ProduceResponse,
     ReplicaFetchRequest,
 )
 from engine.rpc import RpcNode
@@ -315,10 +315,10 @@ class Broker(RpcNode):
     def _fail_parked(self, key: tuple[str, int], code: ErrorCode) -> None:
         produces, fetches = self.purgatory[key].drain()
         for p in produces:
-            p.timer.cancel()
-            req: ProduceRequest = p.request.body
             self.count_error(code)
-            self.respond(p.request, ProduceResponse(req.topic, req.partition, code, error_message="leadership moved"))
+            self.produce.answer(
+                p.call, p.index, PartitionProduceResponse(key[0], key[1], code, error_message="leadership moved")
+            )
         for f in fetches:
             f.timer.cancel()
             req2: FetchRequest = f.request.body
@@ -326,13 +326,13 @@ class Broker(RpcNode):
 
     # -- the produce path (engine/broker/produce.py), as extensions call it ---------------
 
-    def continue_produce(self, m: Message, *, verified: bool) -> None:
-        """Validate and append a produce; extensions may intercept it first (``verified=False``)."""
-        self.produce.continue_produce(m, verified=verified)
+    def continue_produce(self, call: ProduceCall, index: int, *, verified: bool) -> None:
+        """Validate and append one partition of a produce; extensions may intercept it first (``verified=False``)."""
+        self.produce.continue_produce(call, index, verified=verified)
 
-    def produce_error(self, m: Message, code: ErrorCode, message: str | None) -> None:
-        """Answer a produce request with an error (for extensions that intercept produces)."""
-        self.produce.error(m, code, message)
+    def produce_error(self, call: ProduceCall, index: int, code: ErrorCode, message: str | None) -> None:
+        """Answer one partition of a produce with an error (for extensions that intercept produces)."""
+        self.produce.error(call, index, code, message)
 
     def after_append(self, r: Replica) -> None:
         """New data in a leader's log: wake followers' parked fetches, maybe move the HW."""

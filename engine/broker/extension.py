@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
+    from engine.broker.produce import ProduceCall
     from engine.broker.replica import Replica
     from engine.log.records import RecordBatch
-    from engine.protocol import PartitionState, ProduceRequest
+    from engine.protocol import PartitionState
     from engine.sim.network import Message
 
 
@@ -38,11 +39,11 @@ class BrokerExtension:
     def on_become_follower(self, state: PartitionState) -> None:
         """This broker no longer leads ``state``'s partition (coordinators unload it)."""
 
-    def intercept_produce(self, m: Message, r: Replica, req: ProduceRequest) -> bool:
-        """Take over a produce before it is appended; return True if the extension will finish it.
+    def intercept_produce(self, call: ProduceCall, index: int, r: Replica) -> bool:
+        """Take over one partition of a produce before it is appended; return True if the extension will finish it.
 
-        The extension later calls ``broker.continue_produce(m, verified=True)`` or answers the
-        request itself with an error.
+        The extension later calls ``broker.continue_produce(call, index, verified=True)`` or
+        ``broker.produce_error(call, index, ...)``.
         """
         return False
 

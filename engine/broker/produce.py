@@ -1,15 +1,23 @@
 """The produce path on a partition leader (Kafka's ``ReplicaManager.appendRecords`` and ``DelayedProduce``).
 
-A :class:`~engine.protocol.ProduceRequest` reaches the leader, which checks, in Kafka's order:
-leadership (``NOT_LEADER_OR_FOLLOWER`` / ``UNKNOWN_TOPIC_OR_PARTITION``), for ``acks=all`` the
-ISR against ``min.insync.replicas`` (``NOT_ENOUGH_REPLICAS``), then lets broker extensions take
-the request first (KIP-890 verification of a transactional produce asks the coordinator and
-comes back through :meth:`ProducePath.continue_produce` with ``verified=True``). The replica
-validates and appends (:meth:`~engine.broker.replica.Replica.append_as_leader`: the epoch and
-the 5-batch sequence window; a duplicate is answered with the offset it first got). ``acks=0``
-gets no answer, ``acks=1`` is answered at once, ``acks=all`` waits in the partition's
-purgatory until the HW passes its last record, or ``timeout_ms`` (``REQUEST_TIMED_OUT``), or a
-leadership change (``NOT_LEADER_OR_FOLLOWER``).
+A :class:`~engine.protocol.ProduceRequest` reaches the leader with one batch per partition (the
+producer groups the partitions this leader leads, as Kafka's sender does). The request becomes a
+:class:`ProduceCall`, a slot per partition, and is answered once, when every slot has its answer.
+Each partition is checked, in Kafka's order: leadership (``NOT_LEADER_OR_FOLLOWER`` /
+``UNKNOWN_TOPIC_OR_PARTITION``), for ``acks=all`` the ISR against ``min.insync.replicas``
+(``NOT_ENOUGH_REPLICAS``), then broker extensions may take the partition first (KIP-890
+verification of a transactional produce asks the coordinator and comes back through
+:meth:`ProducePath.continue_produce` with ``verified=True``). The replica validates and appends
+(:meth:`~engine.broker.replica.Replica.append_as_leader`: the epoch and the 5-batch sequence
+window; a duplicate is answered with the offset it first got). ``acks=0`` gets no answer,
+``acks=1`` is answered at once, ``acks=all`` waits in the partition's purgatory until the HW
+passes its last record, or a leadership change (``NOT_LEADER_OR_FOLLOWER``), or the request's
+``timeout_ms`` (``REQUEST_TIMED_OUT``), counted, as Kafka's one ``DelayedProduce`` per request,
+from the first partition that waits.
+
+Simplified: Kafka verifies a request's transactional partitions together before appending any;
+here each partition is verified on its own and the others append meanwhile (the answer still
+waits for every partition).
 """
 
 from __future__ import annotations
@@ -20,15 +28,34 @@ from engine import trace_events as events
 from engine.broker.purgatory import DelayedProduce
 from engine.errors import ErrorCode
 from engine.log.producer_state import AppendOrigin, LogValidationError
-from engine.protocol import ProduceRequest, ProduceResponse
+from engine.protocol import PartitionProduceResponse, ProduceResponse
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
     from engine.broker.replica import Replica
+    from engine.protocol import ProducePartition, ProduceRequest
     from engine.sim.network import Message
+    from engine.sim.scheduler import Timer
 
 _NONE = ErrorCode.NONE
 _CLIENT = AppendOrigin.CLIENT
+
+
+class ProduceCall:
+    """One produce request being answered: a slot per partition, one response once all are filled."""
+
+    __slots__ = ("answers", "request", "timer", "waiting")
+
+    def __init__(self, request: Message, n: int) -> None:
+        self.request = request
+        self.answers: list[PartitionProduceResponse | None] = [None] * n
+        self.waiting = n
+        #: the request's timeout while a partition waits in purgatory (set by the first that waits)
+        self.timer: Timer | None = None
+
+    def part(self, index: int) -> ProducePartition:
+        """Return the request's partition in slot ``index``."""
+        return self.request.body.partitions[index]
 
 
 class ProducePath:
@@ -40,96 +67,114 @@ class ProducePath:
         self.broker = broker
 
     def on_produce(self, m: Message) -> None:
-        """Handle a produce request (extensions may intercept it)."""
-        self.continue_produce(m, verified=False)
-
-    def continue_produce(self, m: Message, *, verified: bool) -> None:
-        """Validate and append a produce; extensions may intercept it first (``verified=False``)."""
-        broker = self.broker
+        """Handle a produce request: every partition in order (extensions may intercept each)."""
         req: ProduceRequest = m.body
-        r, code = broker.leader_replica(req.topic, req.partition)
+        call = ProduceCall(m, len(req.partitions))
+        for i in range(len(req.partitions)):
+            self.continue_produce(call, i, verified=False)
+
+    def continue_produce(self, call: ProduceCall, index: int, *, verified: bool) -> None:
+        """Validate and append one partition; extensions may intercept it first (``verified=False``)."""
+        broker = self.broker
+        req: ProduceRequest = call.request.body
+        part = req.partitions[index]
+        r, code = broker.leader_replica(part.topic, part.partition)
         if r is None:
-            self.error(m, code, None)
+            self.error(call, index, code, None)
             return
         if req.acks == -1:
-            err = r.check_min_isr(broker.min_insync_replicas(req.topic))
+            err = r.check_min_isr(broker.min_insync_replicas(part.topic))
             if err is not None:
-                self.error(m, err.code, err.message)
+                self.error(call, index, err.code, err.message)
                 return
         if not verified:
             for ext in broker.extensions:
-                if ext.intercept_produce(m, r, req):
+                if ext.intercept_produce(call, index, r):
                     return
+        batch = part.batch
         try:
-            base_offset, duplicate, _ = r.append_as_leader(req.batch, _CLIENT)
+            base_offset, duplicate, _ = r.append_as_leader(batch, _CLIENT)
         except LogValidationError as exc:
-            self.error(m, exc.code, exc.message)
+            self.error(call, index, exc.code, exc.message)
             return
         if duplicate:
             broker.world.trace.mark(broker.name, "dedup: duplicate batch answered from cache")
         if broker.world.sites.fire("broker.produce.not_leader_after_append", broker.name):
             # BUGGIFY: the batch is in the log, but the answer says it may not be (KAFKA-13574).
             broker.after_append(r)
-            self.error(m, ErrorCode.NOT_LEADER_OR_FOLLOWER, "injected after append")
+            self.error(call, index, ErrorCode.NOT_LEADER_OR_FOLLOWER, "injected after append")
             return
         broker.after_append(r)
-        if req.acks == 0:
+        last = base_offset + len(batch.values)
+        if req.acks != -1 or last <= r.high_watermark:
+            self.answer(
+                call,
+                index,
+                PartitionProduceResponse(part.topic, part.partition, _NONE, base_offset, duplicate=duplicate),
+            )
             return
-        self.await_replication(m, r, base_offset, len(req.batch.values), duplicate)
+        broker.purgatory[(part.topic, part.partition)].produces.append(
+            DelayedProduce(last, call, index, base_offset, duplicate)
+        )
+        if call.timer is None:
+            call.timer = broker.set_timer(req.timeout_ms, self._expired, call)
 
-    def await_replication(self, m: Message, r: Replica, base_offset: int, count: int, duplicate: bool) -> None:
-        """Answer a produce once ``count`` records from ``base_offset`` are below the HW (acks=all)."""
-        req: ProduceRequest = m.body
-        last = base_offset + count
-        broker = self.broker
-        if req.acks == 1 or last <= r.high_watermark:
-            broker.respond(m, ProduceResponse(req.topic, req.partition, _NONE, base_offset, duplicate=duplicate))
+    def answer(self, call: ProduceCall, index: int, answer: PartitionProduceResponse) -> None:
+        """Fill one slot; the last one sends the response (none for acks=0)."""
+        call.answers[index] = answer
+        call.waiting -= 1
+        if call.waiting:
             return
-        key = (req.topic, req.partition)
-        timer = broker.set_timer(req.timeout_ms, self._expired, key, m)
-        broker.purgatory[key].produces.append(DelayedProduce(last, m, base_offset, duplicate, timer))
+        if call.timer is not None:
+            call.timer.cancel()
+        m = call.request
+        if m.body.acks != 0:
+            self.broker.respond(m, ProduceResponse(tuple(call.answers)))  # type: ignore[arg-type]
 
     def release(self, r: Replica) -> None:
-        """The HW moved: answer the produces whose records are all below it now."""
-        broker = self.broker
-        purg = broker.purgatory[(r.topic, r.partition)]
+        """The HW moved: answer the partitions whose records are all below it now."""
+        purg = self.broker.purgatory[(r.topic, r.partition)]
         if not purg.produces:
             return
         for p in purg.ready_produces(r.high_watermark):
-            p.timer.cancel()
-            req: ProduceRequest = p.request.body
-            broker.respond(
-                p.request, ProduceResponse(req.topic, req.partition, _NONE, p.base_offset, duplicate=p.duplicate)
+            self.answer(
+                p.call,
+                p.index,
+                PartitionProduceResponse(r.topic, r.partition, _NONE, p.base_offset, duplicate=p.duplicate),
             )
 
-    def error(self, m: Message, code: ErrorCode, message: str | None) -> None:
-        """Answer a produce request with an error (traced and counted)."""
+    def error(self, call: ProduceCall, index: int, code: ErrorCode, message: str | None) -> None:
+        """Answer one partition of a produce with an error (traced and counted)."""
         broker = self.broker
-        req: ProduceRequest = m.body
+        part = call.part(index)
         broker.count_error(code)
         broker.world.trace.emit(
-            broker.name, "state", events.PRODUCE_ERROR, ("tp", f"{req.topic}-{req.partition}"), ("error", code.name)
+            broker.name, "state", events.PRODUCE_ERROR, ("tp", f"{part.topic}-{part.partition}"), ("error", code.name)
         )
-        if req.acks != 0:
-            broker.respond(m, ProduceResponse(req.topic, req.partition, code, error_message=message))
+        self.answer(call, index, PartitionProduceResponse(part.topic, part.partition, code, error_message=message))
 
-    def _expired(self, key: tuple[str, int], m: Message) -> None:
-        broker = self.broker
-        purg = broker.purgatory.get(key)
-        if purg is None:
-            return
-        for p in purg.produces:
-            if p.request is m:
-                purg.produces.remove(p)
-                req: ProduceRequest = m.body
-                broker.count_error(ErrorCode.REQUEST_TIMED_OUT)
-                broker.respond(
-                    m,
-                    ProduceResponse(
-                        req.topic,
-                        req.partition,
-                        ErrorCode.REQUEST_TIMED_OUT,
-                        error_message="not replicated to the ISR in time",
-                    ),
-                )
-                return
+    def _expired(self, call: ProduceCall) -> None:
+        """The request's timeout passed: its partitions still in purgatory time out."""
+        call.timer = None
+        purgatory = self.broker.purgatory
+        for index, part in enumerate(call.request.body.partitions):
+            if call.answers[index] is not None:
+                continue
+            purg = purgatory.get((part.topic, part.partition))
+            if purg is None:
+                continue
+            for p in purg.produces:
+                if p.call is call and p.index == index:
+                    purg.produces.remove(p)
+                    self.broker.count_error(ErrorCode.REQUEST_TIMED_OUT)
+                    self.answer(
+                        call,
+                        index,
+                        PartitionProduceResponse(
+                            part.topic,
+                            part.partition,
+                            ErrorCode.REQUEST_TIMED_OUT,
+                            error_message="not replicated to the ISR in time",
+                        ),
+                    )
+                    break

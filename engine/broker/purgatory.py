@@ -18,13 +18,17 @@ if TYPE_CHECKING:
 
 
 class DelayedProduce(NamedTuple):
-    """A produce waiting until the HW reaches ``required_offset``."""
+    """One partition of a produce waiting until the HW reaches ``required_offset``.
+
+    ``call`` is the request being answered (:class:`~engine.broker.produce.ProduceCall`), and
+    ``index`` this partition's slot in it; the request's one timeout timer is on the call.
+    """
 
     required_offset: int
-    request: Message
+    call: Any
+    index: int
     base_offset: int
     duplicate: bool
-    timer: Timer
 
 
 class DelayedFetch(NamedTuple):

@@ -31,7 +31,7 @@ from engine import trace_events as events
 from engine.client.message import Message
 from engine.errors import ErrorCode, KafkaError, PurgedException, exception_for
 from engine.log.records import RecordBatch, none_keys
-from engine.protocol import ProduceRequest, ProduceResponse
+from engine.protocol import PartitionProduceResponse, ProducePartition, ProduceRequest, ProduceResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -105,18 +105,34 @@ class Sender:
             self._expire_queued(now)
             return
         next_wake: int | None = None
+        ready: dict[int, list[list[tuple[PartitionQueue, ProducerBatch]]]] = {}
         for key in sorted(p._queues):
-            wake = self._drain(p._queues[key], key, now)
+            wake = self._drain(p._queues[key], key, now, ready)
             if wake is not None:
                 next_wake = wake if next_wake is None else min(next_wake, wake)
+        for leader, requests in ready.items():
+            for entries in requests:
+                self._send(leader, entries)
         if next_wake is not None:
             self.wake_at(next_wake)
 
-    def _drain(self, q: PartitionQueue, key: tuple[str, int], now: int) -> int | None:
-        """Send what may go from one partition; return when to look again (None: on the next wake)."""
+    def _drain(
+        self,
+        q: PartitionQueue,
+        key: tuple[str, int],
+        now: int,
+        ready: dict[int, list[list[tuple[PartitionQueue, ProducerBatch]]]],
+    ) -> int | None:
+        """Take what may go from one partition into ``ready``; return when to look again (None: next wake).
+
+        ``ready`` maps a leader to its requests: the k-th batch taken from a partition goes into
+        that leader's k-th request, so a request carries at most one batch per partition (Kafka's
+        ``RecordAccumulator.drain``), and partitions are taken in ``(topic, partition)`` order.
+        """
         p = self.producer
         tm = p.transaction_manager
         linger = self.config.linger_ms
+        k = 0
         while q.queue and q.in_flight < self.config.max_in_flight_requests_per_connection:
             b = q.queue[0]
             if b.deadline_ms <= now:
@@ -134,7 +150,15 @@ class Sender:
                     p.refresh_metadata(self.wake)
                 return b.deadline_ms  # nothing else may wake the sender before this batch expires
             q.queue.popleft()
-            self._send(q, b, leader)
+            self._prepare(q, b)
+            requests = ready.get(leader)
+            if requests is None:
+                requests = ready[leader] = []
+            if k < len(requests):
+                requests[k].append((q, b))
+            else:
+                requests.append([(q, b)])
+            k += 1
         return None
 
     def _expire_queued(self, now: int) -> None:
@@ -166,7 +190,8 @@ class Sender:
         if b.base_sequence >= 0:
             self.producer.transaction_manager.bump_epoch()  # its sequences were used: later ones are out of order
 
-    def _send(self, q: PartitionQueue, b: ProducerBatch, leader: int) -> None:
+    def _prepare(self, q: PartitionQueue, b: ProducerBatch) -> None:
+        """Make a batch ready to go: its wire form (sequence stamped once), counters, in flight."""
         p = self.producer
         totals = p.metrics_totals
         if b.wire is None:
@@ -191,30 +216,47 @@ class Sender:
             q.add_unacked(b)
         totals["records_sent"] += len(b.values)
         totals["batches_sent"] += 1
+
+    def _send(self, leader: int, entries: list[tuple[PartitionQueue, ProducerBatch]]) -> None:
+        """Send one request to ``leader`` with one batch per partition."""
+        p = self.producer
         cfg = self.config
-        req = ProduceRequest(b.topic, b.partition, b.wire, cfg.acks, cfg.request_timeout_ms, cfg.transactional_id)
+        req = ProduceRequest(
+            tuple([ProducePartition(b.topic, b.partition, b.wire) for _q, b in entries]),
+            cfg.acks,
+            cfg.request_timeout_ms,
+            cfg.transactional_id,
+        )
         if cfg.acks == 0:
             p.send_oneway(f"broker-{leader}", req)
-            q.in_flight -= 1
-            self.complete(q, b, -1, None)
+            for q, b in entries:
+                q.in_flight -= 1
+                self.complete(q, b, -1, None)
             return
         p.request(
             f"broker-{leader}",
             req,
-            lambda resp: self._on_response(q, b, resp),
+            lambda resp: self._on_response(entries, resp),
             timeout_ms=cfg.request_timeout_ms,
         )
 
     # -- answers ------------------------------------------------------------------------------
 
-    def _on_response(self, q: PartitionQueue, b: ProducerBatch, resp: ProduceResponse | None) -> None:
+    def _on_response(self, entries: list[tuple[PartitionQueue, ProducerBatch]], resp: ProduceResponse | None) -> None:
+        if resp is None:
+            for q, b in entries:
+                self._on_partition(q, b, None)
+        else:
+            for (q, b), answer in zip(entries, resp.partitions, strict=True):
+                self._on_partition(q, b, answer)
+        self.wake()
+
+    def _on_partition(self, q: PartitionQueue, b: ProducerBatch, resp: PartitionProduceResponse | None) -> None:
         q.in_flight -= 1
         if b.purged:
-            self.wake()
             return  # purge() already reported it
         if resp is not None and resp.error is ErrorCode.NONE:
             self.complete(q, b, resp.base_offset, None)
-            self.wake()
             return
         code = self.producer.no_answer if resp is None else resp.error
         message = _NO_ANSWER[code] if resp is None else resp.error_message
@@ -223,7 +265,6 @@ class Sender:
             b.maybe_written = True
         if code is ErrorCode.DUPLICATE_SEQUENCE_NUMBER or not self._settled(q, b, code):
             _HANDLERS.get(code, Sender._on_error)(self, q, b, code, message)
-        self.wake()
 
     def _settled(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> bool:
         """Settle an errored batch that is proven written or past its deadline, whatever the error."""

@@ -62,9 +62,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from engine.broker.broker import Broker
+    from engine.broker.produce import ProduceCall
     from engine.broker.replica import Replica
     from engine.coordinator.txn_log import TxnLogValue
-    from engine.protocol import PartitionState, ProduceRequest
+    from engine.protocol import PartitionState
     from engine.sim.network import Message
 
 S = TransactionState
@@ -134,9 +135,9 @@ class TransactionCoordinator(BrokerExtension):
         self._on_init_producer_id(m)
         return True
 
-    def intercept_produce(self, m: Message, r: Replica, req: ProduceRequest) -> bool:
+    def intercept_produce(self, call: ProduceCall, index: int, r: Replica) -> bool:
         """Transaction version 2: verify that a transactional producer is in a transaction here."""
-        return self.verifier.intercept(m, r, req)
+        return self.verifier.intercept(call, index, r)
 
     # -- views ----------------------------------------------------------------------------------
 

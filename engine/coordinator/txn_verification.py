@@ -31,9 +31,9 @@ from engine.protocol import AddPartitionsToTxnRequest
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
+    from engine.broker.produce import ProduceCall
     from engine.broker.replica import Replica
     from engine.protocol import AddPartitionsToTxnResponse, ProduceRequest
-    from engine.sim.network import Message
 
 #: Kafka's add.partitions.to.txn.retry.backoff.ms default: how soon a partition leader asks again.
 VERIFY_RETRY_BACKOFF_MS = 20
@@ -53,9 +53,10 @@ class TransactionVerifier:
         """Attach to the broker (at start and every restart)."""
         self.broker = broker
 
-    def intercept(self, m: Message, r: Replica, req: ProduceRequest) -> bool:
-        """Return True if the produce must be verified first (it is then answered later)."""
-        batch = req.batch
+    def intercept(self, call: ProduceCall, index: int, r: Replica) -> bool:
+        """Return True if the partition's batch must be verified first (it is then answered later)."""
+        req: ProduceRequest = call.request.body
+        batch = call.part(index).batch
         if not batch.is_transactional or self.broker.config.transaction_version < 2 or req.transactional_id is None:
             return False
         if not self.enabled:
@@ -67,33 +68,36 @@ class TransactionVerifier:
             and entry.producer_epoch == batch.producer_epoch
         ):
             return False
-        self._verify(m, self.broker.world.now_ms + req.timeout_ms)
+        self._verify(call, index, self.broker.world.now_ms + req.timeout_ms)
         return True
 
-    def _verify(self, m: Message, deadline_ms: int) -> None:
+    def _verify(self, call: ProduceCall, index: int, deadline_ms: int) -> None:
         """Ask the coordinator whether the producer is in a transaction here (adding the partition)."""
-        req: ProduceRequest = m.body
-        batch = req.batch
+        req: ProduceRequest = call.request.body
+        part = call.part(index)
+        batch = part.batch
         broker = self.broker
         coordinator, code = broker.coordinator_for(req.transactional_id or "", KEY_TYPE_TRANSACTION)
         if code is not ErrorCode.NONE:
-            broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "transaction coordinator not available")
+            broker.produce_error(call, index, ErrorCode.NOT_ENOUGH_REPLICAS, "transaction coordinator not available")
             return
         verify = AddPartitionsToTxnRequest(
             req.transactional_id,
             batch.producer_id,
             batch.producer_epoch,
-            ((req.topic, req.partition),),
+            ((part.topic, part.partition),),
             from_broker=True,
         )
         broker.request(
             f"broker-{coordinator}",
             verify,
-            lambda resp: self._verified(m, resp, deadline_ms),
+            lambda resp: self._verified(call, index, resp, deadline_ms),
             timeout_ms=VERIFY_REQUEST_TIMEOUT_MS,
         )
 
-    def _verified(self, m: Message, resp: AddPartitionsToTxnResponse | None, deadline_ms: int) -> None:
+    def _verified(
+        self, call: ProduceCall, index: int, resp: AddPartitionsToTxnResponse | None, deadline_ms: int
+    ) -> None:
         broker = self.broker
         if (
             resp is not None
@@ -102,17 +106,17 @@ class TransactionVerifier:
         ):
             # The previous transaction is still writing its markers: retry on the broker, as Kafka
             # 4.0 does (KAFKA-18654, add.partitions.to.txn.retry.backoff.ms), not via the client.
-            broker.set_timer(VERIFY_RETRY_BACKOFF_MS, self._verify, m, deadline_ms)
+            broker.set_timer(VERIFY_RETRY_BACKOFF_MS, self._verify, call, index, deadline_ms)
             return
         if resp is not None and resp.error is ErrorCode.NONE:
             broker.world.trace.mark(broker.name, "partition: transactional produce verified with the coordinator")
-            broker.continue_produce(m, verified=True)
+            broker.continue_produce(call, index, verified=True)
             return
         if resp is None or resp.error.retriable:
-            broker.produce_error(m, ErrorCode.NOT_ENOUGH_REPLICAS, "could not verify the transaction; retry")
+            broker.produce_error(call, index, ErrorCode.NOT_ENOUGH_REPLICAS, "could not verify the transaction; retry")
             return
         code = (
             ErrorCode.INVALID_PRODUCER_EPOCH if resp.error is ErrorCode.PRODUCER_FENCED else ErrorCode.INVALID_TXN_STATE
         )
         broker.world.trace.mark(broker.name, "partition: transactional produce rejected by verification")
-        broker.produce_error(m, code, resp.error_message or resp.error.name)
+        broker.produce_error(call, index, code, resp.error_message or resp.error.name)

@@ -1,8 +1,8 @@
 """The data path over the wire: Metadata, Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, CreateTopics.
 
-Each handler turns one wire request into the engine's requests to the connection's broker (the
-engine asks per partition where Kafka batches partitions: one wire Produce of three partitions is
-three engine ProduceRequests), waits for all their answers and replies once.
+Each handler turns one wire request into the engine's requests to the connection's broker, waits
+for all their answers and replies once. A wire Produce is one engine ProduceRequest carrying every
+batch of every partition, in order (the engine asks per partition only for consumer fetches).
 
 Fetch waits as Kafka's ``DelayedFetch`` does, in two steps: every partition is read at once
 (``max_wait_ms`` 0); if nothing was readable and the client allows a wait, every partition is asked
@@ -23,6 +23,7 @@ from engine.protocol import (
     ListOffsetsRequest,
     MetadataRequest,
     OffsetForLeaderEpochRequest,
+    ProducePartition,
     ProduceRequest,
 )
 from engine.wire import records
@@ -114,8 +115,8 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Append each partition's batches through the broker's produce path; acks=0 gets no answer."""
     body = request.body
     timeout_ms = millis(body.timeout)
-    sends: list[Any] = []
-    slots: list[tuple[str, int, int]] = []  # (topic, partition, number of engine requests)
+    sends: list[ProducePartition] = []
+    slots: list[tuple[str, int, int]] = []  # (topic, partition, number of its batches)
     refused: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
     for topic in body.topic_data:
         for part in topic.partition_data:
@@ -133,16 +134,14 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
                 refused[(topic.name, part.index)] = (ErrorCode.CORRUPT_MESSAGE, "no record batch in the request")
                 slots.append((topic.name, part.index, 0))
                 continue
-            sends.extend(
-                ProduceRequest(topic.name, part.index, batch, body.acks, timeout_ms, body.transactional_id)
-                for batch in batches
-            )
+            sends.extend(ProducePartition(topic.name, part.index, batch) for batch in batches)
             slots.append((topic.name, part.index, len(batches)))
 
-    def answered(answers: list[Any]) -> None:
+    def answered(responses: list[Any]) -> None:
         if body.acks == 0:
             reply(None)
             return
+        answers = list(responses[0].partitions) if responses and responses[0] is not None else [None] * len(sends)
         topics: dict[str, list[dict[str, Any]]] = {}
         i = 0
         for name, index, n in slots:
@@ -155,7 +154,8 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
             }
         )
 
-    conn.gather(sends, answered)
+    request = [ProduceRequest(tuple(sends), body.acks, timeout_ms, body.transactional_id)] if sends else []
+    conn.gather(request, answered)
 
 
 def _produce_partition(index: int, answers: list[Any], refused: tuple[ErrorCode, str] | None) -> dict[str, Any]:

@@ -576,7 +576,13 @@ def test_epoch_bump_after_last_inflight_batch_fails() -> None:
     p = _producer(c, **{**_QUICK, "max.request.size": 1_000})
     pid, epoch = p.producer_id, p.producer_epoch
     p.begin_transaction()
-    rule = c.add_rule("drop", src=p.name, body_type="ProduceRequest", where=lambda m: m.body.partition == 1, count=None)
+    rule = c.add_rule(
+        "drop",
+        src=p.name,
+        body_type="ProduceRequest",
+        where=lambda m: any(x.partition == 1 for x in m.body.partitions),
+        count=None,
+    )
     box: list[Any] = []
     p.produce("t", value=b"in-flight", partition=1, on_delivery=_reports(box))
     c.run_for(50)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from engine.log.records import RecordBatch
-from engine.protocol import InitProducerIdRequest, ProduceRequest
+from engine.protocol import InitProducerIdRequest, ProducePartition, ProduceRequest
 from engine.rpc import RpcNode
 
 
@@ -43,8 +43,8 @@ def data_batch(pid: int, epoch: int, seq: int, values: list[bytes], *, transacti
 
 
 def produce_request(topic: str, partition: int, batch: RecordBatch) -> ProduceRequest:
-    """Wrap a batch in an acks=all produce request."""
-    return ProduceRequest(topic, partition, batch, acks=-1, timeout_ms=5_000)
+    """Wrap a batch in an acks=all produce request of one partition (its answer: ``.partitions[0]``)."""
+    return ProduceRequest((ProducePartition(topic, partition, batch),), acks=-1, timeout_ms=5_000)
 
 
 def init_pid(cluster: Any, client: RawClient) -> tuple[int, int]:

@@ -32,7 +32,12 @@ def test_inflight_reorder_is_rejected_out_of_order_then_retried_in_send_order() 
         p.produce_batch("t", [f"r{i}".encode()], partition=0)
     p.flush()
     # The request carrying sequence 4 is delayed, so sequences 3, 5, 4 reach the leader in that order.
-    c.add_rule("delay", body_type="ProduceRequest", delay_ms=5, where=lambda m: m.body.batch.base_sequence == 4)
+    c.add_rule(
+        "delay",
+        body_type="ProduceRequest",
+        delay_ms=5,
+        where=lambda m: any(x.batch.base_sequence == 4 for x in m.body.partitions),
+    )
     for i in range(3, 6):
         p.produce_batch("t", [f"r{i}".encode()], partition=0)
     assert p.flush() == 0

@@ -29,7 +29,7 @@ def _setup(segment_bytes: int | None = None) -> tuple[Cluster, RawClient, int]:
 def _send(c: Cluster, client: RawClient, pid: int, seq: int) -> Any:
     box = client.call("broker-1", produce_request("t", 0, data_batch(pid, 0, seq, [f"s{seq}".encode()])))
     c.run_until(lambda: bool(box))
-    return box[0]
+    return box[0].partitions[0]
 
 
 def _restart(c: Cluster, *, clean: bool) -> None:
@@ -97,10 +97,10 @@ def test_stale_epoch_is_answered_invalid_producer_epoch() -> None:
     c, client, pid = _setup()
     box = client.call("broker-1", produce_request("t", 0, data_batch(pid, 3, 0, [b"new"])))
     c.run_until(lambda: bool(box))
-    assert box[0].error is ErrorCode.NONE
+    assert box[0].partitions[0].error is ErrorCode.NONE
     box = client.call("broker-1", produce_request("t", 0, data_batch(pid, 2, 1, [b"old"])))
     c.run_until(lambda: bool(box))
-    assert box[0].error is ErrorCode.INVALID_PRODUCER_EPOCH
+    assert box[0].partitions[0].error is ErrorCode.INVALID_PRODUCER_EPOCH
     assert log_values(c, "t") == [b"new"]
 
 
