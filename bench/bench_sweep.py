@@ -17,18 +17,34 @@ Each scenario's seeds (``--seeds`` N, default 5, from ``--first-seed``) run one 
 fresh subprocess (one core), after one untimed warm-up run (the small catalog scenario, seed 0,
 which pays the lazy imports), every seed timed on its own with ``run_spec`` (safety, heal,
 liveness, final reads, the checker and the white-box invariants: everything ``eos sweep`` does
-per seed). With ``--jobs 2`` (the default) the big scenario's seeds also run split over 2
-processes at once, to show what this 2-core machine gives in parallel; the two runs of a seed must
-end with the same fingerprint (the simulation is deterministic).
+per seed); a seed's result is dropped before the next seed runs, as ``eos sweep`` drops it. With
+``--jobs 2`` (the default) the big scenario's seeds also run split over 2 processes at once, to
+show what this 2-core machine gives in parallel; the two runs of a seed must end with the same
+fingerprint (the simulation is deterministic).
 
 Printed: per seed the wall seconds, simulated ms, events, records written and the verdict; per
 scenario the mean seconds per seed and seeds per minute. Every verdict must be PASS (this is the
 correct EOS configuration, no mutant): any FAIL, a fingerprint mismatch or a crashed child exits
 non-zero. Figures only; no timing is asserted.
 
+**Scale-out** (``--scale``, instead of the tables above): the big scenario swept over worker
+processes as ``eos sweep --jobs N`` runs a sweep, for N = 1, 2 and every doubling up to the
+machine's cores (``--scale-jobs`` to choose). No catalog scenario writes 10k records, so the
+command itself cannot be pointed at the big spec; instead this drives the pool code
+``engine.commands.sweep._run_all`` uses (a ``spawn`` ``multiprocessing.Pool(N)`` whose
+``imap(run_one, tasks, chunksize=2)`` runs ``engine.scenarios.sweep.run_one``, the sweep's own
+task), with the big spec registered in each worker's catalog by the pool's initializer, and a
+wall-clock stamp around each task (in the bench process only). Each N runs ``--scale-per-job``
+seeds per worker (default 8, so every N takes about the same wall time), from seed 1. Printed per
+N: seeds, wall seconds, seeds/min, speed-up over N = 1, efficiency (speed-up / N), the mean
+seconds per seed inside the workers, and the start-up (pool creation to a worker's first task:
+process spawn and imports, the mean over the workers) as a share of the wall. A seed swept at two
+N must end with the same fingerprint; any FAIL or mismatch exits non-zero.
+
 Usage::
 
     python bench/bench_sweep.py                        # 5 seeds each
+    python bench/bench_sweep.py --scale                # scale-out: N = 1, 2, 4, ... up to the cores
     python bench/bench_sweep.py --seeds 10 --jobs 1
     python bench/bench_sweep.py --workload txns --faults swarm
     python bench/bench_sweep.py --quick                # 2 seeds, 2k records
@@ -40,6 +56,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import subprocess
 import sys
 import time
@@ -120,8 +138,9 @@ class PhaseClock:
     ``driver`` is the rest of the safety, heal and liveness phases (the process loop, workload
     code, client API calls outside the scheduler); ``final reads`` the same for the last reads;
     ``setup`` building the cluster and the topics; ``history`` building the history;
-    ``checker`` the black-box checks; ``invariants`` the white-box ones. The engine never reads
-    the clock: the wrappers live here, in the bench process only.
+    ``checker`` the black-box checks; ``invariants`` the white-box ones. A garbage-collector pass
+    counts in the phase that triggered it. The engine never reads the clock: the wrappers live
+    here, in the bench process only.
     """
 
     def __init__(self) -> None:
@@ -228,7 +247,106 @@ def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
         )
         if not args.json:
             print(f"seed {seed}: {seconds:.2f} s, {data:,} records, {r.verdict()}", flush=True)
+        del r  # as in ``eos sweep``: a seed's run is garbage before the next one runs
     return rows
+
+
+# ==========================================================================================
+# scale-out: the big spec through eos sweep's pool
+# ==========================================================================================
+
+
+def _register_big_spec(options: dict[str, Any]) -> None:
+    """Pool initializer: put the big spec in this worker's catalog, where ``run_one`` looks names up."""
+    from engine.scenarios import catalog
+
+    spec = big_spec(argparse.Namespace(**options))
+    catalog.BY_NAME[spec.name] = spec
+
+
+def _timed_run_one(task: tuple) -> tuple[Any, int, float, float]:
+    """Run ``engine.scenarios.sweep.run_one(task)``; return its row, this worker's pid, and wall start and end."""
+    from engine.scenarios.sweep import run_one
+
+    start = time.time()  # wall clock across processes: the bench's, never the engine's
+    row = run_one(task)
+    return row, os.getpid(), start, time.time()
+
+
+def scale_jobs(args: argparse.Namespace) -> list[int]:
+    """Return the N to sweep with: ``--scale-jobs``, else 1, 2 and every doubling up to the usable cores."""
+    if args.scale_jobs:
+        return args.scale_jobs
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    jobs = [1]
+    while jobs[-1] * 2 <= cores:
+        jobs.append(jobs[-1] * 2)
+    return jobs
+
+
+def sweep_pool(args: argparse.Namespace, jobs: int, seeds: list[int]) -> dict[str, Any]:
+    """Sweep the big spec's ``seeds`` over ``jobs`` workers as ``eos sweep --jobs`` does; return the figures."""
+    options = {k: getattr(args, k) for k in ("records", "workload", "faults", "safety_ms")}
+    name = big_spec(args).name
+    tasks = [(name, seed, None, False) for seed in seeds]
+    t0 = time.time()
+    first_start: dict[int, float] = {}
+    rows = []
+    busy = 0.0
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(jobs, initializer=_register_big_spec, initargs=(options,)) as pool:
+        for row, pid, start, end in pool.imap(_timed_run_one, tasks, chunksize=2):
+            rows.append(row)
+            busy += end - start
+            first_start[pid] = min(start, first_start.get(pid, start))
+    wall = time.time() - t0
+    startup = sum(t - t0 for t in first_start.values()) / len(first_start)
+    return {"jobs": jobs, "rows": rows, "wall": wall, "startup": startup, "per_seed": busy / len(rows)}
+
+
+def run_scale(args: argparse.Namespace) -> int:
+    """Print seeds/min, speed-up and efficiency of the big spec's sweep for each N; return the exit status."""
+    jobs_list = scale_jobs(args)
+    print(
+        f"scale-out: {big_spec(args).name} ({big_spec(args).description}), swept as `eos sweep --jobs N` sweeps "
+        f"(spawn pool, imap(run_one, chunksize=2)); {args.scale_per_job} seeds per worker from seed 1; "
+        f"N = {', '.join(map(str, jobs_list))}"
+    )
+    print(machine_note())
+    print()
+    print(
+        f"  {'N':>3} {'seeds':>5} {'wall s':>7} {'seeds/min':>9} {'speed-up':>8} {'efficiency':>10} "
+        f"{'s/seed in worker':>16} {'start-up s':>10} {'share':>6}"
+    )
+    failures: list[str] = []
+    fingerprints: dict[int, str] = {}
+    base_rate = None
+    for jobs in jobs_list:
+        seeds = list(range(1, 1 + jobs * args.scale_per_job))
+        res = sweep_pool(args, jobs, seeds)
+        rate = 60 * len(seeds) / res["wall"]
+        base_rate = base_rate or rate
+        speedup = rate / base_rate
+        print(
+            f"  {jobs:>3} {len(seeds):>5} {res['wall']:>7.1f} {rate:>9.1f} {speedup:>8.2f} {speedup / jobs:>10.2f} "
+            f"{res['per_seed']:>16.2f} {res['startup']:>10.2f} {100 * res['startup'] / res['wall']:>5.1f}%",
+            flush=True,
+        )
+        for row in res["rows"]:
+            if row.status != "PASS":
+                failures.append(f"N={jobs} seed {row.seed}: {row.verdict[:300]}")
+            known = fingerprints.setdefault(row.seed, row.full_fingerprint)
+            if known != row.full_fingerprint:
+                failures.append(f"N={jobs} seed {row.seed}: fingerprint {row.fingerprint} differs from another N's")
+    print("\n  speed-up: seeds/min over N = 1's; efficiency: speed-up / N; start-up: pool creation to a worker's")
+    print("  first seed (spawn, imports), the mean over the workers, as a share of the wall.")
+    if failures:
+        print("\nFAILED:", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    print("\nall verdicts PASS, every seed's fingerprint the same at every N. No timing is asserted.")
+    return 0
 
 
 # ==========================================================================================
@@ -355,6 +473,14 @@ def main(argv: list[str] | None = None) -> int:
         help="with --child: these seeds (comma-separated)",
     )
     ap.add_argument("--json", action="store_true", help="with --child: print the rows as one JSON line")
+    ap.add_argument("--scale", action="store_true", help="scale-out: sweep the big spec with N = 1, 2, 4, ... workers")
+    ap.add_argument(
+        "--scale-jobs",
+        type=lambda s: [int(x) for x in s.split(",") if x],
+        default=None,
+        help="with --scale: these N (comma-separated; default 1, 2 and every doubling up to the cores)",
+    )
+    ap.add_argument("--scale-per-job", type=int, default=8, help="with --scale: seeds per worker (default 8)")
     ap.add_argument(
         "--baseline-tree",
         type=Path,
@@ -369,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print(json.dumps(rows))
         return 0
+    if args.scale:
+        return run_scale(args)
 
     from engine.scenarios.catalog import BY_NAME
 

@@ -7,7 +7,16 @@ as Kafka's ``NetworkClient`` does: ``REQUEST_TIMED_OUT`` when nothing came withi
 cannot tell which), ``NETWORK_EXCEPTION`` when the connection closed under it (the peer's
 process died, or refused the connection). Both are retriable. Incoming requests are dispatched
 by body type to ``self.handlers``. Pending requests are volatile: a crash forgets them, and
-their timers belong to the old incarnation.
+their deadline check belongs to the old incarnation.
+
+Deadlines
+---------
+A request's ``timeout_ms`` is not a timer of its own. Each connection keeps its requests'
+deadlines in send order, and the node keeps one check armed at the earliest deadline; an answer
+only forgets its entry (answers come in order on a connection, so that is the head). The check
+times out, in (deadline, message id) order, every request still pending whose deadline has come,
+and arms itself again at the next one. A request therefore fails at exactly its deadline, as with
+a timer, for one dictionary entry and one list append instead of a timer set and cancelled.
 
 Connections and reconnect backoff
 ---------------------------------
@@ -32,7 +41,6 @@ from engine.sim.node import Node
 
 if TYPE_CHECKING:
     from engine.sim.network import Message
-    from engine.sim.scheduler import Timer
     from engine.sim.world import World
 
 ResponseCallback = Callable[[Any], None]
@@ -53,7 +61,12 @@ class RpcNode(Node):
         reconnect_backoff_max_ms: int = RECONNECT_BACKOFF_MAX_MS,
     ) -> None:
         super().__init__(world, name)
-        self._pending: dict[int, tuple[ResponseCallback, Timer | None, str]] = {}
+        #: msg id -> (callback, destination): the requests sent and not yet answered
+        self._pending: dict[int, tuple[ResponseCallback, str]] = {}
+        #: destination -> [(deadline, msg id)] in send order; answered entries are dropped lazily
+        self._deadlines: dict[str, list[tuple[int, int]]] = {}
+        #: when the armed deadline check runs (None: none armed)
+        self._check_at: int | None = None
         self.handlers: dict[type, Callable[[Message], None]] = {}
         self._net = world.network
         #: why the last callback got ``None``: REQUEST_TIMED_OUT or NETWORK_EXCEPTION
@@ -73,18 +86,54 @@ class RpcNode(Node):
             if wait > 0:
                 return self._request_after_backoff(wait, dst, body, callback, timeout_ms)
         m = self._net.send(self.name, dst, body, "request")
-        timer = self.set_timer(timeout_ms, self._timed_out, m.msg_id) if timeout_ms is not None else None
-        self._pending[m.msg_id] = (callback, timer, dst)
+        self._pending[m.msg_id] = (callback, dst)
+        if timeout_ms is not None:
+            self._add_deadline(dst, m.msg_id, timeout_ms)
         self._connections.add(dst)
         return m.msg_id
+
+    def _add_deadline(self, dst: str, msg_id: int, timeout_ms: int) -> None:
+        due = self._sched.now_ms + max(timeout_ms, 0)
+        entries = self._deadlines.get(dst)
+        if entries is None:
+            self._deadlines[dst] = [(due, msg_id)]
+        else:
+            entries.append((due, msg_id))
+        if self._check_at is None or due < self._check_at:
+            self._check_at = due
+            self.call_after(due - self._sched.now_ms, self._check_deadlines, due)
+
+    def _check_deadlines(self, at_ms: int) -> None:
+        """Time out the pending requests whose deadline has come; arm the check for the next one."""
+        if self._check_at != at_ms:
+            return  # an earlier check re-armed it since
+        self._check_at = None
+        now = self._sched.now_ms
+        pending = self._pending
+        due: list[tuple[int, int]] = []
+        for dst in list(self._deadlines):
+            live = [e for e in self._deadlines[dst] if e[1] in pending]
+            due.extend(e for e in live if e[0] <= now)
+            live = [e for e in live if e[0] > now]
+            if live:
+                self._deadlines[dst] = live
+            else:
+                del self._deadlines[dst]
+        for _due, msg_id in sorted(due):
+            self._timed_out(msg_id)
+        if self._check_at is None and self._deadlines:
+            nxt = min(e[0] for entries in self._deadlines.values() for e in entries)
+            self._check_at = nxt
+            self.call_after(nxt - now, self._check_deadlines, nxt)
 
     def _request_after_backoff(
         self, wait_ms: int, dst: str, body: Any, callback: ResponseCallback, timeout_ms: int | None
     ) -> int:
         """Hold a request until ``dst``'s reconnect backoff ends; its id and timeout start now."""
         msg_id = self._net.reserve_id()
-        timer = self.set_timer(timeout_ms, self._timed_out, msg_id) if timeout_ms is not None else None
-        self._pending[msg_id] = (callback, timer, dst)
+        self._pending[msg_id] = (callback, dst)
+        if timeout_ms is not None:
+            self._add_deadline(dst, msg_id, timeout_ms)
         self.call_after(wait_ms, self._send_held, msg_id, dst, body)
         return msg_id
 
@@ -108,9 +157,7 @@ class RpcNode(Node):
 
     def cancel_request(self, msg_id: int) -> None:
         """Forget a pending request: a late response to it will be ignored."""
-        entry = self._pending.pop(msg_id, None)
-        if entry is not None and entry[1] is not None:
-            entry[1].cancel()
+        self._pending.pop(msg_id, None)
 
     def handle(self, message: Message) -> None:
         """Dispatch a response to its callback or a request to its handler."""
@@ -121,10 +168,10 @@ class RpcNode(Node):
             entry = self._pending.pop(message.correlation_id, None)
             if entry is None:
                 return  # a late answer to a request we gave up on
-            callback, timer, _dst = entry
-            if timer is not None:
-                timer.cancel()
-            callback(message.body)
+            entries = self._deadlines.get(message.src)
+            if entries and entries[0][1] == message.correlation_id:
+                del entries[0]  # the usual case: answers come in send order (else the check drops it)
+            entry[0](message.body)
             return
         handler = self.handlers.get(type(message.body))
         if handler is not None:
@@ -141,11 +188,8 @@ class RpcNode(Node):
         entry = self._pending.pop(msg_id, None)
         if entry is None:
             return
-        callback, timer, _dst = entry
-        if timer is not None:
-            timer.cancel()
         self.no_answer = ErrorCode.NETWORK_EXCEPTION
-        callback(None)
+        entry[0](None)
 
     def _connection_failed(self, peer: str) -> None:
         """Count a failed or closed connection to ``peer`` and start its reconnect backoff."""
@@ -162,7 +206,7 @@ class RpcNode(Node):
     def on_peer_disconnect(self, peer: str) -> None:
         """The peer's process died and closed the connection: fail what is in flight to it, back off."""
         self._connection_failed(peer)
-        for msg_id in [i for i, entry in self._pending.items() if entry[2] == peer]:
+        for msg_id in [i for i, entry in self._pending.items() if entry[1] == peer]:
             self._fail_request(msg_id)
 
     def on_connection_refused(self, message: Message) -> None:
@@ -174,6 +218,8 @@ class RpcNode(Node):
     def on_crash(self) -> None:
         """Forget every pending request and connection."""
         self._pending.clear()
+        self._deadlines.clear()
+        self._check_at = None
         self._connections.clear()
         self._reconnect_failures.clear()
         self._reconnect_at.clear()

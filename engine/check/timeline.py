@@ -66,6 +66,7 @@ class PartitionTimeline:
 
     def __init__(self, cluster: Cluster) -> None:
         self._cluster = cluster
+        self._world = cluster.world
         self._last: dict[tuple[str, int, int], tuple[int, int, int, int]] = {}
         self.samples: list[TimelineSample] = []
 
@@ -81,8 +82,9 @@ class PartitionTimeline:
 
     def on_offsets(self, r: Replica) -> None:
         """A replica's offsets may have moved: keep a sample if it leads and a value changed."""
-        world = self._cluster.world
-        self._record(r, world.trace.count - 1, world.now_ms)
+        if r.is_leader:  # a follower is never sampled: skip the look-ups (this runs per append and HW move)
+            world = self._world
+            self._record(r, world.trace.count - 1, world.now_ms)
 
     # -- sampling ---------------------------------------------------------------------------
 

@@ -89,10 +89,13 @@ class ProducerBatch:
     def __init__(self, topic: str, partition: int, now_ms: int, deadline_ms: int) -> None:
         self.topic = topic
         self.partition = partition
-        self.keys: list[Any] = []
+        #: sparse columns (see :func:`_extend_sparse`): None while every key is None, every
+        #: timestamp is ``created_ms``, every header list and callback is None (the common case
+        #: costs no list per batch)
+        self.keys: list[Any] | None = None
         self.values: list[Any] = []
         self.headers: list[Any] | None = None
-        self.timestamps: list[int] = []
+        self.timestamps: list[int] | None = None
         self.callbacks: list[Any] | None = None
         self.size = 61
         self.created_ms = now_ms
@@ -123,9 +126,9 @@ class ProducerBatch:
     def add(self, key: Any, value: Any, headers: Any, timestamp: int, callback: Any, size: int) -> None:
         """Append one record."""
         n = len(self.values)
-        self.keys.append(key)
+        self.keys = _extend_sparse(self.keys, key, n)
         self.values.append(value)
-        self.timestamps.append(timestamp)
+        self.timestamps = _extend_sparse(self.timestamps, timestamp, n, default=self.created_ms)
         self.headers = _extend_sparse(self.headers, headers, n)
         self.callbacks = _extend_sparse(self.callbacks, callback, n)
         self.size += size
@@ -134,17 +137,25 @@ class ProducerBatch:
         """Append several records at once (``produce_batch``)."""
         n = len(self.values)
         m = len(values)
-        if keys is not None:
+        if keys is not None and keys.count(None) < m:
+            if self.keys is None:
+                self.keys = [None] * n
             self.keys.extend(keys)
-        elif n == 0:
-            self.keys = [None] * m
-        else:
+        elif self.keys is not None:
             self.keys.extend([None] * m)
         self.values.extend(values)
-        self.timestamps.extend([timestamp] * m)
+        self.timestamps = _extend_sparse(self.timestamps, timestamp, n, m, default=self.created_ms)
         self.headers = _extend_sparse(self.headers, None, n, m)
         self.callbacks = _extend_sparse(self.callbacks, callback, n, m)
-        self.size = estimate_size(self.keys, self.values)
+        self.size = estimate_size(self.keys or (), self.values)
+
+    def key(self, i: int) -> Any:
+        """Return record ``i``'s key."""
+        return None if self.keys is None else self.keys[i]
+
+    def timestamp(self, i: int) -> int:
+        """Return record ``i``'s timestamp."""
+        return self.created_ms if self.timestamps is None else self.timestamps[i]
 
     def __repr__(self) -> str:
         return (
@@ -153,14 +164,14 @@ class ProducerBatch:
         )
 
 
-def _extend_sparse(column: list[Any] | None, item: Any, n: int, m: int = 1) -> list[Any] | None:
-    """Return ``column`` (``n`` items so far) with ``item`` added ``m`` times; it is None while every item is None."""
-    if item is not None:
+def _extend_sparse(column: list[Any] | None, item: Any, n: int, m: int = 1, default: Any = None) -> list[Any] | None:
+    """Return ``column`` (``n`` items so far) with ``item`` added ``m`` times; None while every item is ``default``."""
+    if item != default:
         if column is None:
-            column = [None] * n
+            column = [default] * n
         column.extend([item] * m)
     elif column is not None:
-        column.extend([None] * m)
+        column.extend([default] * m)
     return column
 
 

@@ -196,14 +196,13 @@ class Sender:
         totals = p.metrics_totals
         if b.wire is None:
             p.transaction_manager.stamp(q, b)
-            keys = b.keys
             b.wire = RecordBatch(
                 producer_id=b.producer_id,
                 producer_epoch=b.producer_epoch,
                 base_sequence=b.base_sequence,
                 is_transactional=b.is_transactional,
                 create_time=b.created_ms,
-                keys=none_keys(len(keys)) if keys.count(None) == len(keys) else tuple(keys),
+                keys=none_keys(len(b.values)) if b.keys is None else tuple(b.keys),
                 values=tuple(b.values),
                 headers=tuple(b.headers) if b.headers is not None else None,
                 size_bytes=b.size,
@@ -405,9 +404,7 @@ class Sender:
             for i, cb in enumerate(b.callbacks):
                 if cb is not None:
                     off = base_offset + i if base_offset >= 0 else -1
-                    msg = Message(
-                        b.topic, b.partition, off, b.keys[i], b.values[i], error=err, timestamp=b.timestamps[i]
-                    )
+                    msg = Message(b.topic, b.partition, off, b.key(i), b.values[i], error=err, timestamp=b.timestamp(i))
                     p._reports.append((cb, err, msg))
 
     def fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:

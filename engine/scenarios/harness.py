@@ -32,9 +32,11 @@ FAIL      anything else: a forbidden anomaly or finding, or a control that misse
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.check.anomaly import Report
@@ -48,6 +50,7 @@ from engine.scenarios.result import replay_command as replay_command  # re-expor
 from engine.scenarios.supervisor import Process, Sleep, poll_until_idle
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
+from engine.sim.rng import randbelow
 from engine.sim.scheduler import SimulationStalled
 from engine.weakenings import CORRECT, Weakenings
 
@@ -75,6 +78,15 @@ FAST_FAILOVER = (
 #: How long the liveness phase may go on past ``liveness_ms`` while the workload still works:
 #: Kafka's default ``request.timeout.ms``, the longest one lost request keeps a client waiting.
 LIVENESS_GRACE_MS = 30_000
+
+#: During a run, the cyclic garbage collector's full pass waits for this many young passes instead of
+#: Python's 10 (``gc.set_threshold``'s third value; :func:`run_spec` restores the old one). A run's
+#: live set (its trace, history, logs, timeline) only grows while it runs, so each full pass walks
+#: all of it again and finds next to nothing: with Python's default a 10k-record run spent about a
+#: third of its time in them (``bench/bench_sweep.py``). Garbage is still collected: the young
+#: passes are unchanged, and a full pass still comes after this many of them (so the cyclic graphs
+#: of a sweep's earlier runs are freed). Only wall time changes: the run itself is the same.
+RUN_GC_FULL_PASS_EVERY = 100
 
 #: The timing of a consume-transform-produce loop's transactional producer (the copier's and the
 #: invoicing loop's): short request timeouts so a request lost to a silent fault (a dropped message,
@@ -262,6 +274,13 @@ class Run:
     def drive(self, until_ms: int, *, max_steps: int = 200_000, while_working: bool = False) -> None:
         """Run the processes, one step at a time in a random order, until ``until_ms``.
 
+        Each step runs one process drawn uniformly from those due (their wake time has come), in
+        process-number order, then lets 0, 1 or 2 ms of simulated time pass (drawn uniformly);
+        when none is due, time moves to the next wake. Both draws come from the ``workload``
+        stream and are ``rng.choice`` and ``rng.randint(0, 2)``'s own values
+        (:func:`~engine.sim.rng.randbelow`). :attr:`wake_at` is in process-number order already (:meth:`spawn`
+        only adds higher numbers), so the due processes need no sort.
+
         ``while_working``: stop as soon as only services are left (:attr:`working` is False).
         """
         steps = 0
@@ -274,12 +293,12 @@ class Run:
                 return
             steps += 1
             now = sched.now_ms
-            ready = sorted([p for p, at in wake_at.items() if at <= now])
+            ready = [p for p, at in wake_at.items() if at <= now]
             if not ready:
                 nxt = min(wake_at.values())
                 run_for(max(1, min(nxt, until_ms) - now))
                 continue
-            proc = rng.choice(ready)
+            proc = ready[randbelow(rng, len(ready))]  # rng.choice(ready)
             try:
                 out = next(processes[proc])
             except StopIteration:
@@ -287,7 +306,7 @@ class Run:
                 del wake_at[proc]
                 continue
             wake_at[proc] = sched.now_ms + (out.ms if isinstance(out, Sleep) else 0)
-            run_for(rng.randint(0, 2))
+            run_for(randbelow(rng, 3))  # rng.randint(0, 2)
         if self.now_ms < until_ms:
             self.world.run_for(until_ms - self.now_ms)
 
@@ -378,6 +397,25 @@ def run_spec(
     run is SKIP if it could not have shown (swarm did not draw its fault kinds, or
     :meth:`Workload.cannot_show` gives a reason) and nothing else is wrong; FAIL otherwise.
     """
+    with _fewer_full_collections():
+        return _run_spec(spec, seed, mutant, plan, swarm, observers)
+
+
+@contextlib.contextmanager
+def _fewer_full_collections() -> Iterator[None]:
+    """Hold the collector's full passes back for the run (:data:`RUN_GC_FULL_PASS_EVERY`), then restore."""
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, max(full, RUN_GC_FULL_PASS_EVERY))
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, middle, full)
+
+
+def _run_spec(
+    spec: Spec, seed: int, mutant: Mutant | None, plan: FaultPlan | None, swarm: bool, observers: Iterable[Any]
+) -> ScenarioResult:
+    """:func:`run_spec`'s run and judgement."""
     run = Run(spec, seed, mutant, observers)
     plan = _choose_plan(run, plan, swarm) or FaultPlan()
     run.cluster.schedule_faults(plan)

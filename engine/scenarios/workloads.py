@@ -32,6 +32,7 @@ from engine.errors import (
     TransactionAbortedException,
 )
 from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep, is_sentinel
+from engine.sim.rng import randbelow
 
 #: How often a new transactional instance calls init_transactions() before the process gives up.
 INIT_ATTEMPTS = 5
@@ -253,11 +254,13 @@ class IdempotentSends(Workload):
             run.spawn(lambda r, proc: reader_process(r, proc, isolation=self.reader_isolation))
 
     def _sender(self, run: Run, proc: int, producer: Any) -> Process:
+        """Send ``sends_per_process`` values one at a time, each to a key drawn uniformly; pause 0-5 ms between."""
         keys = run.topic_partitions()
+        rng = run.rng
         for seq in range(self.sends_per_process):
             if run.stopping:
                 return
-            topic, part = keys[run.rng.randrange(len(keys))]
+            topic, part = keys[randbelow(rng, len(keys))]  # rng.randrange(len(keys)), one call cheaper
             value = f"p{proc}-t0-s{seq}"
             op = run.history.invoke(proc, "send", (Send(topic, part, value),), run.now_ms)
             box: list[Any] = []
@@ -284,7 +287,7 @@ class IdempotentSends(Workload):
                 run.now_ms,
                 error=None if err is None else type(err).__name__,
             )
-            yield Sleep(run.rng.randint(0, 5))
+            yield Sleep(randbelow(rng, 6))  # rng.randint(0, 5)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -69,8 +69,8 @@ HASH_CHUNK = 2048
 _MARSHAL_VERSION = 2
 
 
-def _chunk_bytes(chunk: list[TraceEvent]) -> bytes:
-    """Return the bytes hashed for one chunk of events."""
+def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]]) -> bytes:
+    """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none)."""
     plain = list(map(tuple, chunk))
     try:
         return marshal.dumps(plain, _MARSHAL_VERSION)
@@ -143,8 +143,8 @@ class Trace:
         #: The observers' ``after_run_for`` hooks.
         self.run_for_hooks: list[Any] = []
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
-        #: keep=False: the events of the chunk being filled (hashed when it is full).
-        self._chunk: list[TraceEvent] = self.events if keep else []
+        #: keep=False: the plain rows of the chunk being filled (hashed when it is full).
+        self._chunk: list[tuple[Any, ...]] = []
 
     # -- observers --------------------------------------------------------------------------
 
@@ -170,20 +170,33 @@ class Trace:
 
     # -- emitting ---------------------------------------------------------------------------
 
-    def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent:
-        """Record one event now and hand it to the observers."""
+    def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent | None:
+        """Record one event now and hand it to the observers; return it (None when nobody keeps or sees it).
+
+        A trace that neither keeps its events nor has observers only hashes them, so it stores the
+        plain tuple the fingerprint hashes and builds no :class:`TraceEvent`.
+        """
         n = self.count
-        event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
         self.count = n + 1
+        if self.keep:
+            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
+            self.events.append(event)
+        elif self._hooks:
+            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
+            self._add_plain((n, event.time_ms, node, kind, name, detail))
+        else:
+            self._add_plain((n, self._clock.now_ms, node, kind, name, detail))
+            return None
+        for hook in self._hooks:
+            hook(event)
+        return event
+
+    def _add_plain(self, row: tuple[Any, ...]) -> None:
         chunk = self._chunk
-        chunk.append(event)
-        if not self.keep and len(chunk) >= HASH_CHUNK:
+        chunk.append(row)
+        if len(chunk) >= HASH_CHUNK:
             self._hash.update(_chunk_bytes(chunk))  # type: ignore[union-attr]
             self._chunk = []
-        if self._hooks:
-            for hook in self._hooks:
-                hook(event)
-        return event
 
     def mark(self, node: str, label: str) -> None:
         """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
@@ -240,7 +253,7 @@ class RegionTrace(Trace):
         self._parent_emit = parent.emit
         self._prefix = f"{region}/"
 
-    def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent:
+    def emit(self, node: str, kind: str, name: str, *detail: tuple[str, Any]) -> TraceEvent | None:
         """Record one event here, then emit it into the parent's trace as ``<region>/<node>``."""
         event = _emit_here(self, node, kind, name, *detail)
         self._parent_emit(self._prefix + node, kind, name, *detail)

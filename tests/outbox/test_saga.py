@@ -227,15 +227,19 @@ def test_the_checker_counts_money_and_refuses_repeated_rows() -> None:
 # -- the scenario and its contrast ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_saga_scenario_ends_every_saga_done_or_compensated(seed) -> None:
-    r = run_spec(SAGA, seed)
-    assert r.ok, r.verdict()
-    s = r.state
-    assert s.incomplete == 0 and s.money_conserved
-    assert s.done > 0 and s.compensated > 0 and s.refunded > 0 and s.rejected > 0
-    assert s.done + s.compensated == s.created
-    assert s.relay_crashes + s.consumer_crashes > 0
+def test_the_saga_scenario_ends_every_saga_done_or_compensated() -> None:
+    """Per seed: every saga ended, money is conserved, crashes happened; over the seeds: every ending."""
+    seen = {"done": 0, "compensated": 0, "refunded": 0, "rejected": 0}
+    for seed in (1, 2, 3):
+        r = run_spec(SAGA, seed)
+        assert r.ok, r.verdict()
+        s = r.state
+        assert s.incomplete == 0 and s.money_conserved
+        assert s.done + s.compensated == s.created
+        assert s.relay_crashes + s.consumer_crashes > 0
+        for ending in seen:
+            seen[ending] += getattr(s, ending)
+    assert all(seen.values()), seen  # each way a saga can end, shown by at least one seed
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])

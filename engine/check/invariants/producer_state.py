@@ -32,8 +32,22 @@ _SAME_FIELDS = (
 
 
 def _batch(b: BatchRow) -> RecordBatch:
-    same = {f: getattr(b, f) for f in _SAME_FIELDS}
-    return RecordBatch(**same, partition_leader_epoch=b.leader_epoch, size_bytes=1)
+    """Return a copy of ``b`` as a :class:`RecordBatch`: the :data:`_SAME_FIELDS`, the epoch, size 1."""
+    return RecordBatch(
+        base_offset=b.base_offset,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+        create_time=b.create_time,
+        keys=b.keys,
+        values=b.values,
+        control_type=b.control_type,
+        coordinator_epoch=b.coordinator_epoch,
+        partition_leader_epoch=b.leader_epoch,
+        size_bytes=1,
+    )
 
 
 def check_producer_state(gt: GroundTruth) -> list[Anomaly]:
