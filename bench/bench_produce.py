@@ -183,7 +183,8 @@ def run_engine(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[s
         "retried": m["records_retried"],
         "failed": m["records_failed"],
         "acked": m["records_acked"],
-        "requests": m["batches_sent"],
+        "requests": m["requests_sent"],
+        "batches": m["batches_sent"],
         "broker_errors": errors,
         "net_dropped": net.dropped,
     }
@@ -336,6 +337,7 @@ def run_model(chunks: list[list[bytes]], idempotent: bool, coalesce: bool = Fals
         "failed": 0,
         "acked": acked[0],
         "requests": len(chunks),
+        "batches": len(chunks),
         "broker_errors": {},
         "net_dropped": 0,
     }
@@ -434,7 +436,7 @@ def print_notes(results: dict[tuple[str, int, bool], dict[str, Any]]) -> None:
             f"produce_batch calls {r['queue_seconds']:.3f} s ({share:.0%})",
             f"simulated {r['sim_ms']:,} ms",
             f"{r['events']:,} events",
-            f"{r['requests']:,} produce requests",
+            f"{r['batches']:,} batches in {r['requests']:,} produce requests",
         ]
         if r["retried"] or r["failed"] or r["broker_errors"] or r["net_dropped"]:
             notes.append(

@@ -220,6 +220,7 @@ class Sender:
         """Send one request to ``leader`` with one batch per partition."""
         p = self.producer
         cfg = self.config
+        p.metrics_totals["requests_sent"] += 1
         req = ProduceRequest(
             tuple([ProducePartition(b.topic, b.partition, b.wire) for _q, b in entries]),
             cfg.acks,
