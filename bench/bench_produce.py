@@ -184,7 +184,6 @@ def run_engine(chunks: list[list[bytes]], idempotent: bool, seed: int) -> dict[s
         "failed": m["records_failed"],
         "acked": m["records_acked"],
         "requests": m["requests_sent"],
-        "batches": m["batches_sent"],
         "broker_errors": errors,
         "net_dropped": net.dropped,
     }
@@ -337,7 +336,6 @@ def run_model(chunks: list[list[bytes]], idempotent: bool, coalesce: bool = Fals
         "failed": 0,
         "acked": acked[0],
         "requests": len(chunks),
-        "batches": len(chunks),
         "broker_errors": {},
         "net_dropped": 0,
     }

@@ -62,6 +62,7 @@ from engine.errors import (
     PurgedException,
     RecordTooLargeException,
 )
+from engine.sim.collector import hold_full_passes, release_full_passes
 from engine.sim.node import NodeStatus
 from engine.sim.scheduler import SimulationStalled
 from engine.weakenings import CORRECT, Weakenings
@@ -261,16 +262,20 @@ class Producer(ClientNode):
         step = sched.step
         heap = sched._heap
         ran = 0
-        while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP:
-            top = heap[0] if heap else None
-            if top is None or top[0] > end or (top[2] is not None and top[2].cancelled and _due_after(sched, end)):
-                sched._advance_to(end)  # nothing left to run before the deadline
-                break
-            if ran >= max_events:
-                raise SimulationStalled(f"budget of {max_events} events spent", sched.now_ms, ran)
-            if not step():
-                raise SimulationStalled("the event queue is empty", sched.now_ms, ran)
-            ran += 1
+        held = hold_full_passes()
+        try:
+            while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP:
+                top = heap[0] if heap else None
+                if top is None or top[0] > end or (top[2] is not None and top[2].cancelled and _due_after(sched, end)):
+                    sched._advance_to(end)  # nothing left to run before the deadline
+                    break
+                if ran >= max_events:
+                    raise SimulationStalled(f"budget of {max_events} events spent", sched.now_ms, ran)
+                if not step():
+                    raise SimulationStalled("the event queue is empty", sched.now_ms, ran)
+                ran += 1
+        finally:
+            release_full_passes(held)
         self._serve_reports()
         return self._outstanding
 

@@ -32,11 +32,9 @@ FAIL      anything else: a forbidden anomaly or finding, or a control that misse
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.check.anomaly import Report
@@ -48,6 +46,7 @@ from engine.scenarios.fault_plans import swarm as swarm_plan
 from engine.scenarios.result import ScenarioResult, finding_kind
 from engine.scenarios.result import replay_command as replay_command  # re-exported: the sweep imports it here
 from engine.scenarios.supervisor import Process, Sleep, poll_until_idle
+from engine.sim.collector import hold_full_passes, release_full_passes
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.rng import randbelow
@@ -78,15 +77,6 @@ FAST_FAILOVER = (
 #: How long the liveness phase may go on past ``liveness_ms`` while the workload still works:
 #: Kafka's default ``request.timeout.ms``, the longest one lost request keeps a client waiting.
 LIVENESS_GRACE_MS = 30_000
-
-#: During a run, the cyclic garbage collector's full pass waits for this many young passes instead of
-#: Python's 10 (``gc.set_threshold``'s third value; :func:`run_spec` restores the old one). A run's
-#: live set (its trace, history, logs, timeline) only grows while it runs, so each full pass walks
-#: all of it again and finds next to nothing: with Python's default a 10k-record run spent about a
-#: third of its time in them (``bench/bench_sweep.py``). Garbage is still collected: the young
-#: passes are unchanged, and a full pass still comes after this many of them (so the cyclic graphs
-#: of a sweep's earlier runs are freed). Only wall time changes: the run itself is the same.
-RUN_GC_FULL_PASS_EVERY = 100
 
 #: The timing of a consume-transform-produce loop's transactional producer (the copier's and the
 #: invoicing loop's): short request timeouts so a request lost to a silent fault (a dropped message,
@@ -397,19 +387,11 @@ def run_spec(
     run is SKIP if it could not have shown (swarm did not draw its fault kinds, or
     :meth:`Workload.cannot_show` gives a reason) and nothing else is wrong; FAIL otherwise.
     """
-    with _fewer_full_collections():
-        return _run_spec(spec, seed, mutant, plan, swarm, observers)
-
-
-@contextlib.contextmanager
-def _fewer_full_collections() -> Iterator[None]:
-    """Hold the collector's full passes back for the run (:data:`RUN_GC_FULL_PASS_EVERY`), then restore."""
-    young, middle, full = gc.get_threshold()
-    gc.set_threshold(young, middle, max(full, RUN_GC_FULL_PASS_EVERY))
+    held = hold_full_passes()  # the whole run: safety, heal, liveness, the checkers (engine.sim.collector)
     try:
-        yield
+        return _run_spec(spec, seed, mutant, plan, swarm, observers)
     finally:
-        gc.set_threshold(young, middle, full)
+        release_full_passes(held)
 
 
 def _run_spec(

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.sim import events
+from engine.sim.collector import hold_full_passes, release_full_passes
 from engine.sim.faults import FaultInjector, FaultPlan
 from engine.sim.network import Network, NetworkOptions
 from engine.sim.node import NodeStatus
@@ -175,7 +176,11 @@ class World:
 
     def run_for(self, duration_ms: int, max_events: int = DEFAULT_MAX_EVENTS) -> int:
         """Run ``duration_ms`` of simulated time; return the number of events run."""
-        ran = self.scheduler.run_for(duration_ms, max_events)
+        held = hold_full_passes()
+        try:
+            ran = self.scheduler.run_for(duration_ms, max_events)
+        finally:
+            release_full_passes(held)
         for hook in self.trace.run_for_hooks:
             hook(self)
         return ran
@@ -188,7 +193,11 @@ class World:
         Raises ``SimulationStalled`` if the predicate cannot become true (no deadline and nothing
         pending, or the event budget spent).
         """
-        return self.scheduler.run_until(predicate, max_events, deadline_ms)
+        held = hold_full_passes()
+        try:
+            return self.scheduler.run_until(predicate, max_events, deadline_ms)
+        finally:
+            release_full_passes(held)
 
     # -- nodes ------------------------------------------------------------------------------
 
