@@ -98,7 +98,9 @@ class Fetcher:
         #: Partitions with a Fetch, a ListOffsets, or an OffsetFetch in flight.
         self.fetching: set[Key] = set()
         self.resetting: set[Key] = set()
-        self.resolving: set[Key] = set()
+        #: key -> the OffsetFetch (its token) resolving the key's start from the committed offset
+        self.resolving: dict[Key, int] = {}
+        self._resolve_token = 0
         #: Partitions the group is known to have no committed offset for (auto.offset.reset applies).
         self.no_committed: set[Key] = set()
         #: Bumped whenever in-flight answers must be ignored (new assignment, seek).
@@ -135,7 +137,7 @@ class Fetcher:
             self.reported &= kept
         self.generation += 1
         self.fetching = set()
-        self.resolving = set()
+        self.resolving = {}
 
     def start_at(self, key: Key, offset: int) -> None:
         """Read ``key`` from ``offset`` (>= 0), or from the log start or end (OFFSET_BEGINNING, OFFSET_END)."""
@@ -191,7 +193,7 @@ class Fetcher:
         self.buffer = deque()
         self.fetching = set()
         self.resetting = set()
-        self.resolving = set()
+        self.resolving = {}
         self.no_committed = set()
         self.positions = {}
         self.requested = {}
@@ -229,11 +231,19 @@ class Fetcher:
         group = c.group
         if group is None:
             return
-        self.resolving.update(keys)
+        self._resolve_token += 1
+        token = self._resolve_token
+        for key in keys:
+            self.resolving[key] = token
         gen = self.generation
 
         def answered(code: ErrorCode, offsets: dict[Key, int]) -> None:
-            self.resolving.difference_update(keys)
+            # Only the keys this request still owns: a stale answer (an older assignment, a seek)
+            # must not free a key a newer OffsetFetch is resolving, or a second one would start and
+            # its late answer would move the position back after records were read.
+            for key in keys:
+                if self.resolving.get(key) == token:
+                    del self.resolving[key]
             if gen != self.generation:
                 self.kick()
                 return

@@ -51,6 +51,20 @@ def test_zombie_copier_paused_through_a_rebalance_is_fenced_and_its_output_never
     assert any("copier-duplicate" in _kinds(c) for c in contrasts)  # without KIP-447 fencing, the zombie's output lands
 
 
+def test_a_stale_offset_fetch_answer_does_not_move_a_position_back_after_a_rebalance() -> None:
+    """Found by the 200-seed swarm sweep of issue 31 (seed 64): 35 records copied twice.
+
+    After a rebalance, copier-2's consumer asked for its new partitions' committed offsets while an
+    OffsetFetch of the old assignment was still retrying. The old one's answer freed the keys the
+    new one was resolving, so a second OffsetFetch started; the consumer fetched in/6 from 25, the
+    copier copied 25..59, and then the second answer moved the position back to 25.
+    """
+    r = run_spec(BY_NAME["copier: group mode rebalance"], 64, swarm=True)
+    assert r.ok, r.verdict()
+    assert not _duplicates(r)
+    assert "copier-duplicate" not in _kinds(r)
+
+
 def _inputs(r: object) -> list[tuple]:
     return r.state.inputs  # type: ignore[attr-defined]
 
