@@ -10,6 +10,7 @@ import json
 import os
 import resource
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -66,3 +67,15 @@ def print_child_result(result: dict[str, Any], *, as_json: bool) -> None:
     else:
         for k, v in result.items():
             print(f"{k:>14}: {v}")
+
+
+def finish(failures: list[str], passed: str = "", *, heading: str = "FAILED:") -> int:
+    """End a bench: print the failures under ``heading`` to stderr and return 1, else print ``passed`` and return 0."""
+    if failures:
+        print(f"\n{heading}", file=sys.stderr)
+        for f in failures:
+            print(f"  {f}", file=sys.stderr)
+        return 1
+    if passed:
+        print(passed)
+    return 0

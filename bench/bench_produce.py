@@ -60,7 +60,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import BenchError, check, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
+from _common import BenchError, check, finish, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
 
 if "--engine-root" in sys.argv:  # a child timing another checkout's engine (--baseline-tree)
     sys.path.insert(0, sys.argv[sys.argv.index("--engine-root") + 1])
@@ -503,12 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         "\ntargets: ratio e/m ≥ 0.33 (T2 batch 100, T3 batch 1); growth e/m ≤ 2 (T5). "
         "peak RSS includes the pre-generated input."
     )
-    if failures:
-        print("\nFAILED:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    return 0
+    return finish(failures)
 
 
 if __name__ == "__main__":

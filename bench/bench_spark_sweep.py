@@ -39,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import BenchError, machine_note, run_json_child  # noqa: E402 - after the path setup
+from _common import BenchError, finish, machine_note, run_json_child  # noqa: E402 - after the path setup
 
 sys.path.insert(0, str(ROOT))
 
@@ -204,13 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  spark warm / eos sweep --jobs 2: {jobs_wall / spark['warm']:.2f}x")
         print(f"  spark from nothing / eos sweep --jobs 2: {jobs_wall / total:.2f}x")
     print(f"after: {machine_note()}")
-    if failures:
-        print("\nFAILED:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    print(f"\nall {n} Spark rows equal the serial rows. No timing is asserted.")
-    return 0
+    return finish(failures, f"\nall {n} Spark rows equal the serial rows. No timing is asserted.")
 
 
 if __name__ == "__main__":

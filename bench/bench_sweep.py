@@ -66,7 +66,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import BenchError, machine_note  # noqa: E402 - after the path setup
+from _common import BenchError, finish, machine_note  # noqa: E402 - after the path setup
 
 sys.path.insert(0, str(ROOT))
 
@@ -340,13 +340,7 @@ def run_scale(args: argparse.Namespace) -> int:
                 failures.append(f"N={jobs} seed {row.seed}: fingerprint {row.fingerprint} differs from another N's")
     print("\n  speed-up: seeds/min over N = 1's; efficiency: speed-up / N; start-up: pool creation to a worker's")
     print("  first seed (spawn, imports), the mean over the workers, as a share of the wall.")
-    if failures:
-        print("\nFAILED:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    print("\nall verdicts PASS, every seed's fingerprint the same at every N. No timing is asserted.")
-    return 0
+    return finish(failures, "\nall verdicts PASS, every seed's fingerprint the same at every N. No timing is asserted.")
 
 
 # ==========================================================================================
@@ -581,13 +575,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"NOTE: the big scenario wrote {br:,.0f} records per seed, short of --records {args.records:,}: "
                 f"the senders stop when the safety phase ends; raise --safety-ms."
             )
-    if failures:
-        print("\nFAILED:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    print("\nall verdicts PASS. No timing is asserted.")
-    return 0
+    return finish(failures, "\nall verdicts PASS. No timing is asserted.")
 
 
 if __name__ == "__main__":

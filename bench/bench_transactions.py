@@ -60,7 +60,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import BenchError, check, machine_note, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
+from _common import BenchError, check, finish, machine_note, peak_rss_bytes, print_child_result, run_json_child  # noqa: E402 - after the path setup
 
 sys.path.insert(0, str(ROOT))
 
@@ -549,13 +549,7 @@ def main(argv: list[str] | None = None) -> int:
         "\nwall s / records/s: the engine's cost (Python time). sim ms: simulated time, which includes every "
         "EndTxn round trip and retry back-off that commit_transaction() waits for. No timing is asserted."
     )
-    if failures:
-        print("\nFAILED:", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
-    print("correctness: every log and every read matched what was sent (see the module doc).")
-    return 0
+    return finish(failures, "correctness: every log and every read matched what was sent (see the module doc).")
 
 
 if __name__ == "__main__":

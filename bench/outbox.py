@@ -72,7 +72,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import BenchError, machine_note, print_child_result, run_json_child  # noqa: E402 - after the path setup
+from _common import BenchError, finish, machine_note, print_child_result, run_json_child  # noqa: E402 - after the path setup
 
 sys.path.insert(0, str(ROOT))
 
@@ -385,10 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     if len({r["log_digest"] for r in samples}) > 1:
         print("note: the samples ran different statements (the simulation was not deterministic across processes)")
     if failures:
-        print("\nWARNING: correctness failure (a bug, not a speed figure):", file=sys.stderr)
-        for f in failures:
-            print(f"  {f}", file=sys.stderr)
-        return 1
+        return finish(failures, heading="WARNING: correctness failure (a bug, not a speed figure):")
     r = samples[0]
     print(
         f"\ncorrectness: orders {r['orders']:,} == shipments {r['shipments']:,} (same order ids), no unsent outbox "

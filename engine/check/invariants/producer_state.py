@@ -15,24 +15,8 @@ if TYPE_CHECKING:
 L13_PRODUCER_STATE = "L13-producer-state"
 
 
-#: The fields a :class:`BatchRow` and a :class:`RecordBatch` share by name.
-_SAME_FIELDS = (
-    "base_offset",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "is_transactional",
-    "is_control",
-    "create_time",
-    "keys",
-    "values",
-    "control_type",
-    "coordinator_epoch",
-)
-
-
 def _batch(b: BatchRow) -> RecordBatch:
-    """Return a copy of ``b`` as a :class:`RecordBatch`: the :data:`_SAME_FIELDS`, the epoch, size 1."""
+    """Return a copy of ``b`` as a :class:`RecordBatch`: the fields both have, the leader epoch, size 1."""
     return RecordBatch(
         base_offset=b.base_offset,
         producer_id=b.producer_id,
