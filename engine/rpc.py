@@ -120,11 +120,12 @@ class RpcNode(Node):
             else:
                 del self._deadlines[dst]
         for _due, msg_id in sorted(due):
-            self._timed_out(msg_id)
-        if self._check_at is None and self._deadlines:
+            self._timed_out(msg_id)  # its callback may send again: a later check may be armed now
+        if self._deadlines:
             nxt = min(e[0] for entries in self._deadlines.values() for e in entries)
-            self._check_at = nxt
-            self.call_after(nxt - now, self._check_deadlines, nxt)
+            if self._check_at is None or nxt < self._check_at:
+                self._check_at = nxt
+                self.call_after(nxt - now, self._check_deadlines, nxt)
 
     def _request_after_backoff(
         self, wait_ms: int, dst: str, body: Any, callback: ResponseCallback, timeout_ms: int | None

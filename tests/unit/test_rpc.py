@@ -120,3 +120,45 @@ def test_a_request_held_by_the_backoff_times_out_if_its_timeout_ends_first() -> 
     world.run_for(100)
     assert client.answers[1] == (30, 2, ErrorCode.REQUEST_TIMED_OUT)
     assert len([e for e in world.trace.select(name="request") if e.kind == "send"]) == 1
+
+
+# -- deadlines: one check per node, armed at the earliest ---------------------------------------------
+
+
+def test_each_request_times_out_at_its_own_deadline_whatever_order_they_were_sent_in() -> None:
+    world, server, client = _pair()
+    server.answer = False
+    client.ping(1, timeout_ms=300)
+    client.ping(2, timeout_ms=100)  # sent later, due earlier
+    client.ping(3, timeout_ms=200)
+    world.run_for(1_000)
+    assert client.answers == [
+        (100, 2, ErrorCode.REQUEST_TIMED_OUT),
+        (200, 3, ErrorCode.REQUEST_TIMED_OUT),
+        (300, 1, ErrorCode.REQUEST_TIMED_OUT),
+    ]
+
+
+def test_a_request_sent_from_a_timeout_callback_does_not_delay_an_earlier_deadline() -> None:
+    world, server, client = _pair()
+    server.answer = False
+
+    def retry(resp: Any) -> None:
+        client.answers.append((world.now_ms, 1, client.no_answer))
+        client.ping(9, timeout_ms=10_000)  # armed far later than the deadline still pending
+
+    client.request("server", Ping(1), retry, timeout_ms=100)
+    client.ping(2, timeout_ms=250)
+    world.run_for(1_000)
+    assert client.answers[:2] == [(100, 1, ErrorCode.REQUEST_TIMED_OUT), (250, 2, ErrorCode.REQUEST_TIMED_OUT)]
+
+
+def test_an_answered_request_never_times_out_and_an_unanswered_one_does_at_its_deadline() -> None:
+    world, server, client = _pair()
+    client.ping(1, timeout_ms=100)
+    world.run_for(1_000)
+    assert client.answers == [(4, 1, ("pong", 1))]
+    server.answer = False
+    client.ping(2, timeout_ms=100)  # sent at 1,000
+    world.run_for(1_000)
+    assert client.answers[1:] == [(1_100, 2, ErrorCode.REQUEST_TIMED_OUT)]
