@@ -36,10 +36,9 @@ When a record cannot be sent (Kafka's ``RecordAccumulator`` and ``KafkaProducer.
 - Bad arguments (a value that is not bytes, str or None, a negative partition, headers of the
   wrong shape) raise ``TypeError``/``ValueError`` at once and change nothing.
 
-What is simplified: a produce request carries one batch per partition the leader leads, as
-Kafka's does, but ``max.in.flight.requests.per.connection`` is enforced per partition (a request
-holds the k-th batch taken from each partition); no compression, no ``buffer.memory`` back-pressure. Values and keys
-are kept as given (``str`` stays ``str``; confluent-kafka encodes it as UTF-8 bytes).
+What is simplified: ``max.in.flight.requests.per.connection`` is enforced per partition (a
+request to a leader holds the k-th batch taken from each of its partitions); no compression, no
+``buffer.memory`` back-pressure. Values and keys are kept as given (``str`` stays ``str``).
 """
 
 from __future__ import annotations
