@@ -31,7 +31,7 @@ non-zero. Figures only; no timing is asserted.
 processes as ``eos sweep --jobs N`` runs a sweep, for N = 1, 2 and every doubling up to the
 machine's cores (``--scale-jobs`` to choose). No catalog scenario writes 10k records, so the
 command itself cannot be pointed at the big spec; instead this drives the pool code
-``engine.commands.sweep._run_all`` uses (a ``spawn`` ``multiprocessing.Pool(N)`` whose
+``engine.commands.sweep._run_all`` uses (``engine.scenarios.sweep.worker_pool``, a ``spawn`` pool whose
 ``imap(run_one, tasks, chunksize=2)`` runs ``engine.scenarios.sweep.run_one``, the sweep's own
 task), with the big spec registered in each worker's catalog by the pool's initializer, and a
 wall-clock stamp around each task (in the bench process only). Each N runs ``--scale-per-job``
@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import subprocess
 import sys
@@ -293,9 +292,10 @@ def sweep_pool(args: argparse.Namespace, jobs: int, seeds: list[int]) -> dict[st
     first_start: dict[int, float] = {}
     rows = []
     busy = 0.0
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(jobs, initializer=_register_big_spec, initargs=(options,)) as pool:
-        for row, pid, start, end in pool.imap(_timed_run_one, tasks, chunksize=2):
+    from engine.scenarios.sweep import POOL_CHUNKSIZE, worker_pool
+
+    with worker_pool(jobs, _register_big_spec, (options,)) as pool:
+        for row, pid, start, end in pool.imap(_timed_run_one, tasks, chunksize=POOL_CHUNKSIZE):
             rows.append(row)
             busy += end - start
             first_start[pid] = min(start, first_start.get(pid, start))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from engine.scenarios.sweep import Row, print_report, run_one
+from engine.scenarios.sweep import POOL_CHUNKSIZE, Row, print_report, run_one, worker_pool
 
 __all__ = ["Row", "add_arguments", "print_report", "run", "run_one"]
 
@@ -61,10 +61,8 @@ def _run_all(tasks: list[tuple], jobs: int, quiet: bool) -> list[Row]:
             _bar(len(rows), len(tasks), fails, row.name)
 
     if jobs > 1:
-        import multiprocessing
-
-        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            for row in pool.imap(run_one, tasks, chunksize=2):
+        with worker_pool(jobs) as pool:
+            for row in pool.imap(run_one, tasks, chunksize=POOL_CHUNKSIZE):
                 progress(row)
     else:
         for task in tasks:

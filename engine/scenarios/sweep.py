@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 __all__ = ["STATUSES", "Row", "failure_lines", "print_report", "run_one", "summary_line", "table_lines"]
 
@@ -51,6 +51,17 @@ class Row:
     full_fingerprint: str = ""
     #: the one-line internal error (``"Type: message"``) when the run raised, else ""
     error: str = ""
+
+
+#: Seeds handed to a worker at a time: small, so a slow seed holds back little.
+POOL_CHUNKSIZE = 2
+
+
+def worker_pool(jobs: int, initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> Any:
+    """Return the pool ``eos sweep --jobs`` runs :func:`run_one` in (``spawn``: no state shared with the parent)."""
+    import multiprocessing
+
+    return multiprocessing.get_context("spawn").Pool(jobs, initializer=initializer, initargs=initargs)
 
 
 def run_one(task: tuple) -> Row:

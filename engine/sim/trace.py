@@ -183,7 +183,7 @@ class Trace:
             self.events.append(event)
         elif self._hooks:
             event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
-            self._add_plain((n, event.time_ms, node, kind, name, detail))
+            self._add_plain(event)  # hashed as its plain tuple (_chunk_bytes)
         else:
             self._add_plain((n, self._clock.now_ms, node, kind, name, detail))
             return None
@@ -192,6 +192,7 @@ class Trace:
         return event
 
     def _add_plain(self, row: tuple[Any, ...]) -> None:
+        """Add one event (a plain row or a TraceEvent) to the chunk being filled; hash the chunk when full."""
         chunk = self._chunk
         chunk.append(row)
         if len(chunk) >= HASH_CHUNK:
