@@ -51,6 +51,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("engine.commands.export", "run a scenario (or read a history file) and write its tables as Parquet"),
     "serve": ("engine.commands.serve", "serve a simulated cluster to real Kafka clients on 127.0.0.1"),
     "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
+    "conform": ("engine.commands.conform", "run the conformance cases against a cluster and compare it with Kafka 4.4"),
 }
 
 

@@ -1,0 +1,230 @@
+"""Consumer group cases (the classic protocol): join, share, leave, offsets, failover, static members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from engine.conform.case import Bounds, Ctx, case
+from engine.conform.cases.common import CALL_S, assignment_of, make_topic, poll_until, send
+
+#: Group timings short enough for a test, the same on both targets.
+MEMBER = {
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 500,
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+}
+#: Group timings vary with heartbeats and the JVM: within 3x and 3 s of each other.
+GROUP_BOUNDS = Bounds(3.0, 3.0)
+
+
+class Member:
+    """A subscribed consumer and the rebalance callbacks confluent-kafka called on it."""
+
+    def __init__(self, ctx: Ctx, group: str, topic: str, **config: Any) -> None:
+        self.events: list[list[Any]] = []
+        self.consumer = ctx.consumer(**{"group.id": group, **MEMBER, **config})
+        self.consumer.subscribe(
+            [topic],
+            on_assign=lambda c, tps: self.events.append(["assign", sorted(tp.partition for tp in tps)]),
+            on_revoke=lambda c, tps: self.events.append(["revoke", sorted(tp.partition for tp in tps)]),
+            on_lost=lambda c, tps: self.events.append(["lost", sorted(tp.partition for tp in tps)]),
+        )
+
+    def owns(self) -> list[int]:
+        return assignment_of(self.consumer)
+
+
+def _stable(members: list[Member], partitions: int) -> bool:
+    owned = [p for m in members for p in m.owns()]
+    return sorted(owned) == list(range(partitions)) and all(m.owns() for m in members)
+
+
+@case(
+    "group.join", "groups", "one member subscribes to 4 partitions: all four, and how long it took", bounds=GROUP_BOUNDS
+)
+def join(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "j", 4)
+    start = ctx.seconds()
+    member = Member(ctx, ctx.name("g"), topic)
+    ctx.observe("stable", poll_until(ctx, [member.consumer], lambda: _stable([member], 4)))
+    ctx.timing("until-assigned", ctx.seconds() - start)
+    ctx.observe("events", member.events)
+
+
+@case(
+    "group.second-member",
+    "groups",
+    "a second member joins: the range assignor splits 4 partitions 2 and 2",
+    bounds=GROUP_BOUNDS,
+)
+def second_member(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "s", 4)
+    group = ctx.name("g")
+    first = Member(ctx, group, topic)
+    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
+    start = ctx.seconds()
+    second = Member(ctx, group, topic)
+    ctx.observe("stable", poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4)))
+    ctx.timing("until-stable", ctx.seconds() - start)
+    ctx.observe("sizes", sorted([len(first.owns()), len(second.owns())]))
+    ctx.observe("ranges-contiguous", all(m.owns() in ([0, 1], [2, 3]) for m in (first, second)))
+    ctx.observe("first-events", [e[0] for e in first.events])
+
+
+@case("group.leave", "groups", "one of two members closes (LeaveGroup): the other owns all four", bounds=GROUP_BOUNDS)
+def leave(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "l", 4)
+    group = ctx.name("g")
+    first, second = Member(ctx, group, topic), Member(ctx, group, topic)
+    poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4))
+    start = ctx.seconds()
+    second.consumer.close()
+    ctx.observe("stable", poll_until(ctx, [first.consumer], lambda: first.owns() == [0, 1, 2, 3]))
+    ctx.timing("until-all-four", ctx.seconds() - start)
+    ctx.observe("second-events", second.events)
+
+
+@case("group.commit-and-resume", "groups", "committed offsets: committed() reads them, a new member resumes there")
+def commit_and_resume(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "o")
+    send(ctx.producer(**{"enable.idempotence": True}), topic, [f"v-{i}" for i in range(10)])
+    group = ctx.name("g")
+    member = Member(ctx, group, topic)
+    taken: list[int] = []
+    poll_until(ctx, [], lambda: _take(member, taken, 6))
+    ctx.attempt("commit", member.consumer.commit, offsets=[TopicPartition(topic, 0, 6)], asynchronous=False)
+    ctx.observe("committed", [tp.offset for tp in member.consumer.committed([TopicPartition(topic, 0)], CALL_S)])
+    member.consumer.close()
+    successor = Member(ctx, group, topic)
+    rest: list[int] = []
+    poll_until(ctx, [], lambda: _take(successor, rest, 4))
+    ctx.observe("taken", taken[:6])
+    ctx.observe("successor-took", rest)
+
+
+def _take(member: Member, into: list[int], count: int) -> bool:
+    for m in member.consumer.consume(count, 0.2):
+        if m.error() is None and len(into) < count:
+            into.append(m.offset())
+    return len(into) >= count
+
+
+@case("group.committed-unknown", "groups", "committed() for a group that never committed: OFFSET_INVALID (-1001)")
+def committed_unknown(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "u")
+    consumer = ctx.consumer(**{"group.id": ctx.name("never")})
+    ctx.observe("committed", [tp.offset for tp in consumer.committed([TopicPartition(topic, 0)], CALL_S)])
+
+
+@case(
+    "group.failover-after-leave",
+    "groups",
+    "the only member leaves, the coordinator dies: a new member is assigned after the election, not a session later",
+    faults=True,
+    bounds=Bounds(3.0, 5.0),
+)
+def failover_after_leave(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "fl", 2)
+    group = ctx.name("g")
+    first = Member(ctx, group, topic, **{"session.timeout.ms": 30_000})
+    poll_until(ctx, [first.consumer], lambda: _stable([first], 2))
+    first.consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+    first.consumer.close()
+    ctx.fault(f"kill coordinator group {group}")
+    start = ctx.seconds()
+    second = Member(ctx, group, topic)
+    ctx.observe("stable", poll_until(ctx, [second.consumer], lambda: _stable([second], 2), seconds=90))
+    ctx.timing("until-assigned", ctx.seconds() - start)
+    ctx.observe("committed", [tp.offset for tp in second.consumer.committed([TopicPartition(topic, 0)], CALL_S)])
+
+
+@case(
+    "group.member-through-failover",
+    "groups",
+    "a live member's coordinator dies: it keeps its partitions on the new coordinator and can commit",
+    faults=True,
+    bounds=Bounds(3.0, 5.0),
+)
+def member_through_failover(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "mf", 2)
+    send(ctx.producer(**{"enable.idempotence": True}), topic, ["v-0", "v-1"])
+    group = ctx.name("g")
+    member = Member(ctx, group, topic)
+    poll_until(ctx, [member.consumer], lambda: _stable([member], 2))
+    ctx.fault(f"kill coordinator group {group}")
+    start = ctx.seconds()
+
+    def committed() -> bool:
+        member.consumer.poll(0.2)
+        try:
+            member.consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+        except Exception:
+            return False
+        return True
+
+    ctx.observe("commit-on-new-coordinator", ctx.wait_until(committed, 60, 0.2))
+    ctx.timing("until-commit", ctx.seconds() - start)
+    ctx.observe("owns", member.owns())
+    ctx.observe("events", member.events)
+    ctx.observe("committed", [tp.offset for tp in member.consumer.committed([TopicPartition(topic, 0)], CALL_S)])
+
+
+@case(
+    "group.static-rejoin",
+    "groups",
+    "a static member (group.instance.id) restarts within its session: same partitions, the other member undisturbed",
+    bounds=GROUP_BOUNDS,
+)
+def static_rejoin(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "st", 4)
+    group = ctx.name("g")
+    a = Member(ctx, group, topic, **{"group.instance.id": "a", "session.timeout.ms": 20_000})
+    b = Member(ctx, group, topic, **{"group.instance.id": "b", "session.timeout.ms": 20_000})
+    ctx.observe("stable", poll_until(ctx, [a.consumer, b.consumer], lambda: _stable([a, b], 4)))
+    before = a.owns()
+    b_events = len(b.events)
+    a.consumer.close()
+    start = ctx.seconds()
+    again = Member(ctx, group, topic, **{"group.instance.id": "a", "session.timeout.ms": 20_000})
+    ctx.observe("rejoined", poll_until(ctx, [again.consumer, b.consumer], lambda: again.owns() == before, 30))
+    ctx.timing("until-rejoined", ctx.seconds() - start)
+    poll_until(ctx, [again.consumer, b.consumer], lambda: False, 2)
+    ctx.observe("other-member-events-after", b.events[b_events:])
+
+
+@case(
+    "group.static-fenced",
+    "groups",
+    "two live members with one group.instance.id: the older one is fenced (FENCED_INSTANCE_ID)",
+)
+def static_fenced(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "sf", 2)
+    group = ctx.name("g")
+    old = Member(ctx, group, topic, **{"group.instance.id": "same"})
+    poll_until(ctx, [old.consumer], lambda: _stable([old], 2))
+    new = Member(ctx, group, topic, **{"group.instance.id": "same"})
+    errors: set[str] = set()
+
+    def fenced() -> bool:
+        for consumer in (old.consumer, new.consumer):
+            try:
+                m = consumer.poll(0.1)
+            except Exception as exc:
+                errors.add(_name(exc))
+                continue
+            if m is not None and m.error() is not None:
+                errors.add(str(m.error().name()))
+        return bool(errors) and bool(new.owns())
+
+    ctx.observe("fenced", poll_until(ctx, [], fenced, 30))
+    ctx.observe("errors", sorted(errors))
+    ctx.observe("new-owns", new.owns())
+
+
+def _name(exc: Exception) -> str:
+    from engine.record.confluent import error_name
+
+    return error_name(exc)
