@@ -183,8 +183,11 @@ class Ctx:
     # -- clients ----------------------------------------------------------------------------------
 
     def config(self, **extra: Any) -> dict[str, Any]:
-        """Return the target's confluent-kafka config with ``extra`` (Kafka's own key names)."""
-        return {**self.target.client_config(), **extra}
+        """Return the target's confluent-kafka config with ``extra`` (Kafka's own key names).
+
+        librdkafka's own log is off (``log_level`` 0): what a case needs it observes.
+        """
+        return {**self.target.client_config(), "log_level": 0, **extra}
 
     def producer(self, **config: Any) -> Any:
         """Return a recording confluent-kafka producer with ``config`` (closed when the case ends)."""

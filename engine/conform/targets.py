@@ -156,7 +156,7 @@ class ReferenceTarget:
     def __init__(self, reference: Any) -> None:
         self.reference = reference
         self.name = "Kafka 4.4"
-        self.brokers = tuple(reference.broker_ids)
+        self.brokers = tuple(range(1, reference.brokers + 1))
         self.features = features_of(self.client_config())
         self._restoring = _Restoring()
 
@@ -222,7 +222,8 @@ class ServedTarget:
 
         self.end(case)
         self.server = serve(ServeSpec(self.seed, len(self.brokers), dict(self.config), ()))
-        self._control = ControlClient(self.server.control_address, self.server.password)
+        host, port = self.server.control_address
+        self._control = ControlClient(f"{host}:{port}", self.server.password)
 
     def end(self, case: Case) -> None:
         """Stop the case's served cluster."""
