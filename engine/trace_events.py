@@ -213,6 +213,8 @@ WIRE_FAULT = "wire.fault"
 # -- controller and brokers ----------------------------------------------------------------
 
 TOPIC_CREATE = "topic.create"
+#: A topic deleted at the controller (its partitions), or its replicas dropped by a broker.
+TOPIC_DELETE = "topic.delete"
 BROKER_REGISTER = "broker.register"
 BROKER_REREGISTER = "broker.reregister"
 BROKER_FENCE = "broker.fence"
@@ -318,6 +320,7 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
         (
             # controller and brokers
             TOPIC_CREATE,
+            TOPIC_DELETE,
             BROKER_REGISTER,
             BROKER_REREGISTER,
             BROKER_FENCE,
