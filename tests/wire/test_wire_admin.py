@@ -256,7 +256,7 @@ def test_delete_topics_then_the_name_is_created_again_empty(served, ck) -> None:
     assert _outcome(internal) == "UNKNOWN_TOPIC_OR_PART"  # not created yet, as on Kafka
 
 
-def test_describe_cluster_lists_the_live_brokers(served, ck) -> None:
+def test_describe_cluster_lists_the_live_brokers(served, ck, raw_call) -> None:
     server = served([("t", 1, 3)])
     admin = AdminClient(ck(server))
     described = admin.describe_cluster(request_timeout=10).result(10)
@@ -268,3 +268,8 @@ def test_describe_cluster_lists_the_live_brokers(served, ck) -> None:
         cluster.run_for(cluster.config.broker_session_timeout_ms + 2 * cluster.config.broker_heartbeat_interval_ms)
     described = admin.describe_cluster(request_timeout=10).result(10)
     assert sorted(n.id for n in described.nodes) == [1, 2]
+    # DescribeCluster v2 itself (librdkafka falls back to Metadata where it is not advertised).
+    request = load_request_schema(60, 2)(include_cluster_authorized_operations=False, include_fenced_brokers=True)
+    answer = raw_call(server, 60, 2, request)
+    assert (int(answer.error_code), answer.cluster_id, answer.controller_id) == (0, "eos-magics-simulated", 1)
+    assert [(b.broker_id, b.is_fenced) for b in answer.brokers] == [(1, False), (2, False), (3, True)]
