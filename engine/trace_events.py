@@ -38,6 +38,7 @@ Controller and brokers
 name                              kind     node        detail                    meaning
 ================================  =======  ==========  ========================  ===================================
 ``topic.create``                  state    controller  topic, partitions         a topic was created
+``topic.delete``                  state    controller  topic, partitions         a topic was deleted (or dropped)
 ``broker.register``               state    controller  broker, incarnation       a broker registered
 ``broker.reregister``             state    controller  broker, incarnation       a restarted broker registered again
 ``broker.fence``                  state    controller  broker                    a broker missed its heartbeats
