@@ -42,6 +42,7 @@ from engine.errors import (
     InvalidPartitionsException,
     InvalidReplicaAssignmentException,
     InvalidReplicationFactorException,
+    InvalidRequestException,
 )
 from engine.group import GroupCoordinator
 from engine.sim.faults import FaultPlan
@@ -285,6 +286,26 @@ class Cluster:
         """Create a topic (see :meth:`add_topic` for the checks), and give its leaders 10 ms to be elected."""
         self.add_topic(name, partitions, replication_factor, config, assignments=assignments)
         self.world.run_for(10)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic now, without running the world (Kafka's DeleteTopics, as its controller does it).
+
+        The controller drops the partitions and tells the live brokers, which drop their replicas
+        and files in the next events; a broker down now drops them when it registers again.
+        Clients of the topic then get ``UNKNOWN_TOPIC_OR_PARTITION``, and the name can be created
+        again (empty). Raises ``UnknownTopicOrPartitionException`` for a topic the cluster does
+        not have, and ``InvalidRequestException`` for an internal topic: Kafka 4.4 deletes
+        ``__consumer_offsets`` when asked, but the engine's coordinators cannot lose their
+        partitions, so that is not served. Committed offsets of the topic's partitions stay in
+        their group (Kafka removes them; see docs/wire.md).
+        """
+        lookup.require_topic(self, name)
+        if name in lookup.INTERNAL_TOPICS:
+            msg = f"deleting the internal topic {name!r} is not served by the simulation"
+            raise InvalidRequestException(msg, topic=name)
+        self.topics.pop(name, None)
+        self.topic_configs.pop(name, None)
+        self.controller.delete_topic(name)
 
     def _replication_factor(self, replication_factor: int | None) -> int:
         n = len(self.brokers)

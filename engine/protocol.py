@@ -282,13 +282,17 @@ class LeaderAndIsrRequest:
     controller_epoch: int
     states: tuple[PartitionState, ...]
     live_brokers: tuple[int, ...]
+    #: Deleted topics as (name, how many times that name was deleted), applied before ``states``:
+    #: the broker drops their partitions and any files older than that deletion (KRaft's
+    #: RemoveTopicRecord; the count stands in for topic ids, so a recreated name starts empty).
+    deleted: tuple[tuple[str, int], ...] = ()
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
         return tuple(
             (f"{s.topic}-{s.partition}", f"leader={s.leader}/e{s.leader_epoch}/isr={list(s.isr)}")
             for s in self.states[:4]
-        )
+        ) + tuple(("deleted", name) for name, _n in self.deleted)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ Controller and brokers
 name                              kind     node        detail                    meaning
 ================================  =======  ==========  ========================  ===================================
 ``topic.create``                  state    controller  topic, partitions         a topic was created
+``topic.delete``                  state    controller  topic, partitions         a topic was deleted (or dropped)
 ``broker.register``               state    controller  broker, incarnation       a broker registered
 ``broker.reregister``             state    controller  broker, incarnation       a restarted broker registered again
 ``broker.fence``                  state    controller  broker                    a broker missed its heartbeats
@@ -213,6 +214,8 @@ WIRE_FAULT = "wire.fault"
 # -- controller and brokers ----------------------------------------------------------------
 
 TOPIC_CREATE = "topic.create"
+#: A topic deleted at the controller (its partitions), or its replicas dropped by a broker.
+TOPIC_DELETE = "topic.delete"
 BROKER_REGISTER = "broker.register"
 BROKER_REREGISTER = "broker.reregister"
 BROKER_FENCE = "broker.fence"
@@ -318,6 +321,7 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
         (
             # controller and brokers
             TOPIC_CREATE,
+            TOPIC_DELETE,
             BROKER_REGISTER,
             BROKER_REREGISTER,
             BROKER_FENCE,

@@ -249,6 +249,8 @@ class Broker(RpcNode):
     def _on_leader_and_isr(self, m: Message) -> None:
         req: LeaderAndIsrRequest = m.body
         self.live_brokers = req.live_brokers
+        for topic, generation in req.deleted:
+            self._drop_topic(topic, generation)
         for state in req.states:
             key = (state.topic, state.partition)
             old = self.metadata.get(key)
@@ -311,6 +313,36 @@ class Broker(RpcNode):
                 ("leo", r.log_end_offset),
             )
             self.fetchers.follow(key, state.leader, state.leader_epoch)
+
+    def _drop_topic(self, topic: str, generation: int) -> None:
+        """Forget a deleted topic: its metadata, replicas, fetchers and files (Kafka's stray-log removal).
+
+        ``generation`` counts the deletions of that name; the broker's durable ``deleted-topics``
+        file holds the last one it applied, so a deletion is applied once, even after a restart,
+        and the files of the name created again later are kept.
+        """
+        seen: dict[str, int] = self.disk.open("deleted-topics", dict)
+        if seen.get(topic, 0) >= generation:
+            return
+        seen[topic] = generation
+        for key in [k for k in sorted(self.metadata) if k[0] == topic]:
+            del self.metadata[key]
+        for key in [k for k in sorted(self.replicas) if k[0] == topic]:
+            self.fetchers.unfollow(key)
+            self._fail_parked(key, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            self.replication.wake(key)
+            del self.replicas[key]
+            del self.purgatory[key]
+        prefix = f"{topic}-"
+        for name in self.disk.names():
+            kind, _, tp = name.partition(":")
+            if kind in ("log", "txnindex", "snapshots") and tp.startswith(prefix) and tp[len(prefix) :].isdigit():
+                self.disk.remove(name)
+        checkpoint = self.disk.get("hw-checkpoint")
+        if checkpoint is not None:
+            for tp in [t for t in sorted(checkpoint.values) if t.startswith(prefix) and t[len(prefix) :].isdigit()]:
+                del checkpoint.values[tp]
+        self.world.trace.emit(self.name, "state", events.TOPIC_DELETE, ("topic", topic))
 
     def _fail_parked(self, key: tuple[str, int], code: ErrorCode) -> None:
         produces, fetches = self.purgatory[key].drain()

@@ -56,6 +56,8 @@ class Controller(RpcNode):
         self.fenced: set[int] = set()
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.controller_epoch = 1
+        #: topic name -> how many times it was deleted (sent to restarting brokers; see delete_topic)
+        self.deleted: dict[str, int] = {}
         self.handlers = {
             BrokerHeartbeatRequest: self._on_heartbeat,
             AlterPartitionRequest: self._on_alter_partition,
@@ -79,6 +81,21 @@ class Controller(RpcNode):
             self.name, "state", events.TOPIC_CREATE, ("topic", topic), ("partitions", len(assignments))
         )
         self._push(changed)
+
+    def delete_topic(self, topic: str) -> None:
+        """Delete a topic's partitions and tell every live broker (KRaft's RemoveTopicRecord).
+
+        A broker down now learns it when it registers again (the full push carries every deletion),
+        before it opens any partition, so a name created again never finds the old files.
+        """
+        keys = [k for k in sorted(self.partitions) if k[0] == topic]
+        for k in keys:
+            del self.partitions[k]
+        self.deleted[topic] = self.deleted.get(topic, 0) + 1
+        self.world.trace.emit(self.name, "state", events.TOPIC_DELETE, ("topic", topic), ("partitions", len(keys)))
+        req = LeaderAndIsrRequest(self.controller_epoch, (), self.live_brokers(), ((topic, self.deleted[topic]),))
+        for b in self.live_brokers():
+            self.send_oneway(f"broker-{b}", req)
 
     def _on_create_topics(self, m: Message) -> None:
         """Create an internal topic that a broker found missing (first use), once."""
@@ -169,10 +186,11 @@ class Controller(RpcNode):
         self._push(changed)
         # The restarted broker learns every partition it hosts (and the rest, for metadata).
         everything = [self.partitions[k] for k in sorted(self.partitions)]
-        if everything:
+        deleted = tuple(sorted(self.deleted.items()))
+        if everything or deleted:
             self.send_oneway(
                 f"broker-{b}",
-                LeaderAndIsrRequest(self.controller_epoch, tuple(everything), self.live_brokers()),
+                LeaderAndIsrRequest(self.controller_epoch, tuple(everything), self.live_brokers(), deleted),
             )
 
     # -- election ---------------------------------------------------------------------------

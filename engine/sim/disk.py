@@ -39,6 +39,10 @@ class Disk:
         """Return the file ``name`` or None."""
         return self._files.get(name)
 
+    def remove(self, name: str) -> None:
+        """Delete the file ``name`` (no-op when there is none): a deleted topic's log."""
+        self._files.pop(name, None)
+
     def names(self) -> list[str]:
         """Return the names of the files, in creation order."""
         return list(self._files)

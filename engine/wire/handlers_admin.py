@@ -1,8 +1,20 @@
-"""CreateTopics over the wire, with the checks of ``Cluster.add_topic`` (Kafka's controller checks).
+"""The admin APIs over the wire: CreateTopics, DeleteTopics, DescribeConfigs, IncrementalAlterConfigs, DescribeCluster.
 
-A topic is created at the controller as the engine's ``Cluster.create_topic`` creates it; the answer
+Role
+----
+A topic is created at the controller as the engine's ``Cluster.create_topic`` creates it, with the
+checks of ``Cluster.add_topic`` (Kafka's ``ReplicationControlManager.createTopic``); the answer
 goes out 10 ms of simulated time later, when the controller has elected the leaders (Kafka answers
-once the topic is in the metadata). ``validate_only`` checks and creates nothing.
+once the topic is in the metadata). ``validate_only`` runs the same checks and creates nothing.
+-1 partitions or replication factor mean the broker's default (``num.partitions`` is 1 here); 0 and
+other negatives are refused as Kafka refuses them (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR).
+DeleteTopics deletes through ``Cluster.delete_topic`` and answers 10 ms later, once the brokers
+have dropped the partitions. Configs are described and altered by :mod:`engine.wire.configs`.
+
+Invariants
+----------
+These act on the cluster directly, as the engine's admin client does, not through a simulated RPC
+to the controller; every answer is a pure function of the cluster's state and the request.
 """
 
 from __future__ import annotations
@@ -10,6 +22,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ErrorCode, KafkaError
+from engine.views import lookup
+from engine.wire import configs
 
 if TYPE_CHECKING:
     from engine.wire.frames import Request
@@ -21,6 +35,13 @@ Reply = Any
 ELECTION_MS = 10
 
 
+#: Kafka's default ``num.partitions`` (the engine has no such setting: a topic created without one gets 1).
+DEFAULT_PARTITIONS = 1
+#: Kafka's error codes the engine's catalogue does not name.
+UNKNOWN_TOPIC_ID = 100
+MISMATCHED_ENDPOINT_TYPE = 114
+
+
 def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Create each topic, or answer why not (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, ...)."""
     b = request.body
@@ -28,8 +49,6 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
     results = []
     for t in b.topics:
         assignments = [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] or None
-        partitions = t.num_partitions if t.num_partitions > 0 else 1
-        rf = t.replication_factor if t.replication_factor > 0 else None
         config = {c.name: c.value for c in t.configs} or None
         entry: dict[str, Any] = {
             "name": t.name,
@@ -39,16 +58,17 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
             "replication_factor": -1,
         }
         try:
-            if b.validate_only:
-                _validate(cluster, t.name, partitions, rf, config, assignments)
-            else:
-                cluster.add_topic(
-                    t.name, partitions if assignments is None else len(assignments), rf, config, assignments=assignments
-                )
-                entry["num_partitions"] = cluster.topics[t.name]
-                entry["replication_factor"] = (
-                    len(assignments[0]) if assignments else (rf or cluster.config.default_replication_factor)
-                )
+            partitions, rf = _counts(t.num_partitions, t.replication_factor, assignments)
+            _validate(cluster, t.name, partitions, rf, config, assignments)
+            if not b.validate_only:
+                cluster.add_topic(t.name, partitions, rf, config, assignments=assignments)
+            entry["num_partitions"] = len(assignments) if assignments else partitions
+            entry["replication_factor"] = len(assignments[0]) if assignments else cluster._replication_factor(rf)
+            if not b.validate_only:
+                entry["configs"] = [
+                    {**c, "is_sensitive": False}
+                    for c in configs.select(configs.topic_configs(cluster, t.name), None, False)
+                ]
         except KafkaError as exc:
             entry["error_code"] = exc.code
             entry["error_message"] = str(exc)
@@ -59,10 +79,189 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
     conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "topics": results})
 
 
+def _counts(partitions: int, rf: int, assignments: Any) -> tuple[int, int | None]:
+    """Return the partition count and replication factor asked for, or raise as Kafka's controller does."""
+    if assignments:
+        return 1, None
+    from engine.errors import InvalidPartitionsException, InvalidReplicationFactorException
+
+    if partitions == 0 or partitions < -1:
+        raise InvalidPartitionsException("Number of partitions was set to an invalid non-positive value.")
+    if rf == 0 or rf < -1:
+        raise InvalidReplicationFactorException(
+            "Replication factor must be larger than 0, or -1 to use the default value."
+        )
+    return (DEFAULT_PARTITIONS if partitions == -1 else partitions), (None if rf == -1 else rf)
+
+
 def _validate(cluster: Any, name: str, partitions: int, rf: int | None, config: Any, assignments: Any) -> None:
-    """Run the checks of ``add_topic`` on a throwaway copy of the topic table."""
-    from engine.views import lookup
+    """Run the checks of ``add_topic`` without creating anything."""
+    from engine.config import TopicConfig, parse_config
 
     lookup.check_new_topic(name, cluster.topics)
-    if partitions < 1:
-        raise ValueError(f"Number of partitions must be at least 1, got {partitions}")
+    if assignments is None:
+        cluster._replication_factor(rf)
+    else:
+        cluster._check_assignments(assignments, partitions, rf)
+    parse_config(TopicConfig, config, what="topic")
+
+
+def delete_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Delete each topic named (v6 may name them by id: the engine has no topic ids, UNKNOWN_TOPIC_ID)."""
+    b = request.body
+    cluster = conn.service.cluster
+    if request.api_version >= 6:
+        asked = [(t.name, t.topic_id) for t in b.topics]
+    else:
+        asked = [(name, None) for name in b.topic_names]
+    results = []
+    for name, topic_id in asked:
+        entry: dict[str, Any] = {
+            "name": name,
+            "topic_id": topic_id,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+        }
+        if name is None:
+            entry.update(error_code=UNKNOWN_TOPIC_ID, error_message="This server does not host this topic ID.")
+        else:
+            try:
+                cluster.delete_topic(name)
+            except KafkaError as exc:
+                entry["error_code"] = exc.code
+                entry["error_message"] = (
+                    "This server does not host this topic-partition."
+                    if exc.code is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    else str(exc)
+                )
+        results.append(entry)
+    conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "responses": results})
+
+
+def describe_configs(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Describe topic and broker configs (``ConfigHelper.describeConfigs``'s errors)."""
+    b = request.body
+    cluster = conn.service.cluster
+    synonyms = bool(getattr(b, "include_synonyms", False))
+    results = []
+    for r in b.resources:
+        entry: dict[str, Any] = {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+            "configs": [],
+        }
+        keys = None if r.configuration_keys is None else set(r.configuration_keys)
+        if r.resource_type == configs.RESOURCE_TOPIC:
+            if r.resource_name in lookup.partition_counts(cluster):
+                entry["configs"] = configs.select(configs.topic_configs(cluster, r.resource_name), keys, synonyms)
+            else:
+                entry.update(
+                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message=f"The topic '{r.resource_name}' does not exist.",
+                )
+        elif r.resource_type == configs.RESOURCE_BROKER and r.resource_name in ("", str(conn.broker_id)):
+            entry["configs"] = configs.select(configs.broker_configs(cluster, conn.broker_id), keys, synonyms)
+        elif r.resource_type == configs.RESOURCE_BROKER:
+            entry.update(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message=(
+                    f"Unexpected broker id, expected {conn.broker_id} or empty string, but received {r.resource_name}"
+                ),
+            )
+        else:
+            entry.update(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message=f"Resource type {r.resource_type} is not served (topics and brokers are)",
+            )
+        results.append(entry)
+    reply({"throttle_time": 0, "results": results})
+
+
+def incremental_alter_configs(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Alter the topic configs the engine models (SET, DELETE); broker configs are not served."""
+    b = request.body
+    cluster = conn.service.cluster
+    results = []
+    for r in b.resources:
+        entry: dict[str, Any] = {
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "resource_type": r.resource_type,
+            "resource_name": r.resource_name,
+        }
+        if r.resource_type != configs.RESOURCE_TOPIC:
+            entry.update(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="Altering broker configs is not served by the simulation (topic configs are)",
+            )
+        elif r.resource_name not in lookup.partition_counts(cluster):
+            entry.update(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                error_message=f"The topic '{r.resource_name}' does not exist.",
+            )
+        else:
+            from engine.config import TopicConfig
+
+            try:
+                new = configs.altered(
+                    cluster.topic_configs.get(r.resource_name) or TopicConfig(),
+                    [(c.name, c.config_operation, c.value) for c in r.configs],
+                )
+            except ValueError as exc:
+                entry.update(error_code=ErrorCode.INVALID_CONFIG, error_message=str(exc))
+            else:
+                if not b.validate_only:
+                    cluster.topic_configs[r.resource_name] = new
+        results.append(entry)
+    reply({"throttle_time": 0, "responses": results})
+
+
+def describe_cluster(conn: WireConnection, request: Request, reply: Reply) -> None:
+    """Answer DescribeCluster from the broker's metadata cache: its live brokers (and, v2, the fenced)."""
+    from engine.protocol import MetadataRequest
+    from engine.wire.handlers_data import CLUSTER_ID
+
+    b = request.body
+    service = conn.service
+    if getattr(b, "endpoint_type", 1) != 1:
+        reply(
+            {
+                "throttle_time": 0,
+                "error_code": MISMATCHED_ENDPOINT_TYPE,
+                "error_message": "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of "
+                "type CONTROLLER",
+                "cluster_id": CLUSTER_ID,
+                "brokers": [],
+            }
+        )
+        return
+
+    def answered(resp: Any) -> None:
+        if resp is None:
+            conn.hang_up(f"{conn.broker} did not answer DescribeCluster")
+            return
+        live = set(resp.brokers)
+        shown = sorted(service.addresses) if getattr(b, "include_fenced_brokers", False) else sorted(live)
+        brokers = [
+            {
+                "broker_id": i,
+                "host": service.addresses[i][0],
+                "port": service.addresses[i][1],
+                "is_fenced": i not in live,
+            }
+            for i in shown
+            if i in service.addresses
+        ]
+        reply(
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.NONE,
+                "cluster_id": CLUSTER_ID,
+                "controller_id": min(live) if live else -1,
+                "brokers": brokers,
+            }
+        )
+
+    conn.ask(MetadataRequest(()), answered)

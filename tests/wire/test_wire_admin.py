@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
+    ResourceType,
+)
 from kio.index import load_request_schema
 from kio.schema.describe_producers.v0.request import TopicRequest
 from kio.schema.offset_for_leader_epoch.v3.request import OffsetForLeaderPartition, OffsetForLeaderTopic
@@ -121,3 +129,147 @@ def test_offset_for_leader_epoch_answers_from_the_leader_s_epoch_cache(served, c
     )
     [part] = raw_call(server, 23, 3, stale, leader).topics[0].partitions
     assert int(part.error_code) == 75  # UNKNOWN_LEADER_EPOCH: the client's epoch is ahead of the leader's
+
+
+def _outcome(future) -> str:
+    """``ok``, or the name of the Kafka error a future failed with."""
+    try:
+        future.result(10)
+    except KafkaException as exc:
+        return exc.args[0].name()
+    return "ok"
+
+
+def test_create_topics_defaults_and_validate_only_as_kafka_4_4(served, ck, kp) -> None:
+    """-1 partitions/RF take the defaults; validate_only checks the replication factor; 0 is refused."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KpNewTopic
+    from kafka.errors import InvalidPartitionsError, InvalidReplicationFactorError
+
+    server = served([("t", 1, 3)])
+    admin = AdminClient(ck(server))
+    futures = admin.create_topics(
+        [NewTopic("dflt", -1, -1), NewTopic("v", 1, 1), NewTopic("vrf", 1, 9)], validate_only=True
+    )
+    assert {k: _outcome(f) for k, f in futures.items()} == {
+        "dflt": "ok",
+        "v": "ok",
+        "vrf": "INVALID_REPLICATION_FACTOR",
+    }
+    assert _outcome(admin.create_topics([NewTopic("dflt", -1, -1)])["dflt"]) == "ok"
+    with server.locked() as cluster:
+        assert "v" not in cluster.topics
+        assert cluster.topics["dflt"] == 1
+        assert len(cluster.describe_partition("dflt").replicas) == 3
+    kadmin = KafkaAdminClient(**kp(server))
+    try:
+        with pytest.raises(InvalidPartitionsError):
+            kadmin.create_topics([KpNewTopic("zero", 0, 1)])
+        with pytest.raises(InvalidReplicationFactorError):
+            kadmin.create_topics([KpNewTopic("rf0", 1, 0)])
+    finally:
+        kadmin.close()
+
+
+def test_describe_configs_of_topics_and_brokers(served, ck) -> None:
+    server = served([("t", 1, 3)], config={"default.replication.factor": 2})
+    admin = AdminClient(ck(server))
+    created = admin.create_topics([NewTopic("made", 1, 3, config={"min.insync.replicas": "2"})])
+    created["made"].result(10)
+    futures = admin.describe_configs(
+        [
+            ConfigResource(ResourceType.TOPIC, "made"),
+            ConfigResource(ResourceType.BROKER, "1"),
+            ConfigResource(ResourceType.TOPIC, "nope"),
+        ]
+    )
+    topic, broker, missing = (futures[r] for r in sorted(futures, key=lambda r: (r.name != "made", r.name)))
+    configs = topic.result(10)
+    mir = configs["min.insync.replicas"]
+    assert (mir.value, mir.source, mir.is_read_only, mir.is_sensitive) == (
+        "2",
+        ConfigSource.DYNAMIC_TOPIC_CONFIG.value,
+        False,
+        False,
+    )
+    unclean = configs["unclean.leader.election.enable"]
+    assert (unclean.value, unclean.source) == ("false", ConfigSource.DEFAULT_CONFIG.value)
+    brokers = broker.result(10)
+    drf = brokers["default.replication.factor"]
+    assert (drf.value, drf.source, drf.is_read_only) == ("2", ConfigSource.STATIC_BROKER_CONFIG.value, True)
+    assert brokers["broker.id"].value == "1"
+    assert brokers["transaction.max.timeout.ms"].value == "900000"
+    assert _outcome(missing) == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_incremental_alter_configs_sets_a_topic_config(served, ck) -> None:
+    server = served([("t", 1, 3)])
+    admin = AdminClient(ck(server))
+    set_mir = [ConfigEntry("min.insync.replicas", "2", incremental_operation=AlterConfigOpType.SET)]
+    unknown = [ConfigEntry("no.such", "2", incremental_operation=AlterConfigOpType.SET)]
+    [ok] = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.TOPIC, "t", incremental_configs=set_mir)]
+    ).values()
+    assert _outcome(ok) == "ok"
+    with server.locked() as cluster:
+        assert cluster.topic_configs["t"].min_insync_replicas == 2
+        assert cluster.brokers[1].min_insync_replicas("t") == 2
+    [bad] = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.TOPIC, "t", incremental_configs=unknown)]
+    ).values()
+    assert _outcome(bad) == "INVALID_CONFIG"
+    [gone] = admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.TOPIC, "nope", incremental_configs=set_mir)]
+    ).values()
+    assert _outcome(gone) == "UNKNOWN_TOPIC_OR_PART"
+    [described] = admin.describe_configs([ConfigResource(ResourceType.TOPIC, "t")]).values()
+    entry = described.result(10)["min.insync.replicas"]
+    assert (entry.value, entry.source) == ("2", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+
+
+def test_delete_topics_then_the_name_is_created_again_empty(served, ck) -> None:
+    server = served([("t", 2, 3), ("keep", 1, 3)])
+    p = Producer(ck(server))
+    for i in range(6):
+        p.produce("t", value=b"old-%d" % i, partition=i % 2)
+    assert p.flush(10) == 0
+    admin = AdminClient(ck(server))
+    futures = admin.delete_topics(["t", "nope"], operation_timeout=10)
+    assert {k: _outcome(f) for k, f in futures.items()} == {"t": "ok", "nope": "UNKNOWN_TOPIC_OR_PART"}
+    md = admin.list_topics(topic="t", timeout=10)
+    assert md.topics["t"].error is not None and md.topics["t"].error.name() == "UNKNOWN_TOPIC_OR_PART"
+    with server.locked() as cluster:
+        assert "t" not in cluster.topics
+        assert all(k[0] != "t" for b in cluster.brokers.values() for k in b.replicas)
+        assert all(not n.endswith(("t-0", "t-1")) for b in cluster.brokers.values() for n in b.disk.names())
+    admin.create_topics([NewTopic("t", 1, 3)])["t"].result(10)
+    with server.locked() as cluster:
+        assert cluster.topics["t"] == 1
+    fresh = Producer(ck(server))
+    fresh.produce("t", value=b"new")
+    assert fresh.flush(10) == 0
+    with server.locked() as cluster:
+        leader = cluster.leader("t")
+        values = [v for batch in cluster.brokers[leader].replicas[("t", 0)].log.batches for v in batch.values]
+    assert values == [b"new"]
+    [internal] = admin.delete_topics(["__consumer_offsets"]).values()
+    assert _outcome(internal) == "UNKNOWN_TOPIC_OR_PART"  # not created yet, as on Kafka
+
+
+def test_describe_cluster_lists_the_live_brokers(served, ck, raw_call) -> None:
+    server = served([("t", 1, 3)])
+    admin = AdminClient(ck(server))
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    assert described.cluster_id == "eos-magics-simulated"
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert described.controller.id == 1
+    with server.locked() as cluster:
+        cluster.crash(3)
+        cluster.run_for(cluster.config.broker_session_timeout_ms + 2 * cluster.config.broker_heartbeat_interval_ms)
+    described = admin.describe_cluster(request_timeout=10).result(10)
+    assert sorted(n.id for n in described.nodes) == [1, 2]
+    # DescribeCluster v2 itself (librdkafka falls back to Metadata where it is not advertised).
+    request = load_request_schema(60, 2)(include_cluster_authorized_operations=False, include_fenced_brokers=True)
+    answer = raw_call(server, 60, 2, request)
+    assert (int(answer.error_code), answer.cluster_id, answer.controller_id) == (0, "eos-magics-simulated", 1)
+    assert [(b.broker_id, b.is_fenced) for b in answer.brokers] == [(1, False), (2, False), (3, True)]
