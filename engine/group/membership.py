@@ -23,6 +23,7 @@ pending-sync timeout of recent Kafka versions, ``group.max.size``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine import trace_events as events
@@ -52,6 +53,8 @@ GROUP_MIN_SESSION_TIMEOUT_MS = 6_000
 GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000
 
 Assignment = tuple[tuple[str, int], ...]
+#: A group record a step appended: ``(end offset, append error)``; its request is answered once replicated.
+Written = tuple[int, ErrorCode]
 
 
 class Membership:
@@ -173,11 +176,12 @@ class Membership:
 
     # -- rebalancing ------------------------------------------------------------------------
 
-    def _maybe_prepare_rebalance(self, g: GroupMetadata, reason: str) -> None:
+    def _maybe_prepare_rebalance(self, g: GroupMetadata, reason: str) -> Written | None:
         if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
-            self._prepare_rebalance(g, reason)
+            return self._prepare_rebalance(g, reason)
+        return None
 
-    def _prepare_rebalance(self, g: GroupMetadata, reason: str) -> None:
+    def _prepare_rebalance(self, g: GroupMetadata, reason: str) -> Written | None:
         if g.is_(GroupState.COMPLETING_REBALANCE):
             self._answer_syncs(g, ErrorCode.REBALANCE_IN_PROGRESS)
         initial = g.is_(GroupState.EMPTY)
@@ -186,17 +190,25 @@ class Membership:
         g.new_member_added = False
         if g.join_timer is not None:
             g.join_timer.cancel()
-        if initial:
-            delay = self.broker.config.group_initial_rebalance_delay_ms
-            g.rebalance_deadline_ms = self.c.now_ms + g.rebalance_timeout_ms()
-        else:
-            delay = g.rebalance_timeout_ms()
-        g.join_timer = self.broker.set_timer(delay, self._join_deadline, g)
         self.c.trace(events.GROUP_REBALANCE, ("group", g.group_id), ("generation", g.generation), ("reason", reason))
+        if initial:
+            g.rebalance_deadline_ms = self.c.now_ms + g.rebalance_timeout_ms()
+            g.join_timer = self.broker.set_timer(
+                self.broker.config.group_initial_rebalance_delay_ms, self._join_deadline, g
+            )
+            return None
+        if g.all_members_joined():
+            # Kafka's maybeCompleteJoinElseSchedule: nobody to wait for (the last member left, or
+            # the only one rejoined), so the join completes in the same step (an emptied group's
+            # record is written with the leave or expiry that emptied it).
+            return self._complete_join(g)
+        g.join_timer = self.broker.set_timer(g.rebalance_timeout_ms(), self._join_deadline, g)
+        return None
 
-    def _maybe_complete_join(self, g: GroupMetadata) -> None:
+    def _maybe_complete_join(self, g: GroupMetadata) -> Written | None:
         if g.is_(GroupState.PREPARING_REBALANCE) and not g.initial_join and g.all_members_joined():
-            self._complete_join(g)
+            return self._complete_join(g)
+        return None
 
     def _join_deadline(self, g: GroupMetadata) -> None:
         if not self._current(g) or not g.is_(GroupState.PREPARING_REBALANCE):
@@ -209,7 +221,8 @@ class Membership:
             return
         self._complete_join(g)
 
-    def _complete_join(self, g: GroupMetadata) -> None:
+    def _complete_join(self, g: GroupMetadata) -> Written | None:
+        """Start the next generation; an emptied group's record is appended and its ``(end, error)`` returned."""
         if g.join_timer is not None:
             g.join_timer.cancel()
             g.join_timer = None
@@ -225,9 +238,7 @@ class Membership:
             g.transition_to(GroupState.EMPTY, self.c.now_ms)
             self.c.trace(events.GROUP_EMPTY, ("group", g.group_id), ("generation", g.generation))
             base, code = self.c.append(g, group_batch(g.group_id, g.to_record(self.c.now_ms), self.c.now_ms))
-            if code is ErrorCode.NONE:
-                self.c.await_replication(g.partition, base + 1, lambda _code: None)
-            return
+            return base + 1, code
         g.protocol = g.select_protocol()
         g.transition_to(GroupState.COMPLETING_REBALANCE, self.c.now_ms)
         self.c.trace(
@@ -242,6 +253,7 @@ class Membership:
             if parked is not None:
                 self.broker.respond(parked, self._join_response(g, member))
             self.schedule_expiry(g, member)
+        return None
 
     def _answer_syncs(self, g: GroupMetadata, code: ErrorCode) -> None:
         """Answer every parked SyncGroup: its member's assignment when ``code`` is NONE, else ``code``."""
@@ -340,10 +352,34 @@ class Membership:
         code, g, member = self._find_member(req.group_id, req.member_id)
         if code is ErrorCode.NONE and member is None:
             code = ErrorCode.UNKNOWN_MEMBER_ID
+        written = None
         if g is not None and member is not None and code is ErrorCode.NONE:
             self.c.trace(events.GROUP_MEMBER_LEFT, ("group", g.group_id), ("member", member.member_id))
-            self._remove_member(g, member, req.reason or "member left")
-        self.broker.respond(m, LeaveGroupResponse(code))
+            written = self._remove_member(g, member, req.reason or "member left")
+        self.answer_after(g, written, m, lambda code: LeaveGroupResponse(code), code)
+
+    def answer_after(
+        self,
+        g: GroupMetadata | None,
+        written: Written | None,
+        m: Message,
+        response: Callable[[ErrorCode], object],
+        code: ErrorCode = ErrorCode.NONE,
+    ) -> None:
+        """Answer ``m`` once the record a request wrote is replicated (at once if it wrote none).
+
+        Kafka's coordinator runtime completes a request's response only when the records it
+        produced are committed (``CoordinatorRuntime.scheduleWriteOperation``), so a client that
+        saw its LeaveGroup answered knows the group's Empty record survives a failover.
+        """
+        if g is None or written is None or code is not ErrorCode.NONE:
+            self.broker.respond(m, response(code))
+            return
+        end, err = written
+        if err is not ErrorCode.NONE:
+            self.broker.respond(m, response(err))
+            return
+        self.c.await_replication(g.partition, end, lambda err: self.broker.respond(m, response(err)))
 
     # -- expiry -----------------------------------------------------------------------------
 
@@ -371,7 +407,11 @@ class Membership:
         if self._current(g) and g.pending_members.pop(member_id, None) is not None:
             self._maybe_complete_join(g)
 
-    def _remove_member(self, g: GroupMetadata, member: MemberMetadata, reason: str) -> None:
+    def _remove_member(self, g: GroupMetadata, member: MemberMetadata, reason: str) -> Written | None:
+        """Remove a member and rebalance (Kafka's ``removeMemberAndUpdateClassicGroup``).
+
+        Returns the ``(end offset, error)`` of the Empty record when the member was the last one.
+        """
         for parked in (member.awaiting_join, member.awaiting_sync):
             if parked is not None:
                 resp = JoinGroupResponse if parked is member.awaiting_join else SyncGroupResponse
@@ -379,9 +419,10 @@ class Membership:
         member.awaiting_join = member.awaiting_sync = None
         g.remove(member.member_id)
         if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._prepare_rebalance(g, reason)
-        elif g.is_(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(g)
+            return self._prepare_rebalance(g, reason)
+        if g.is_(GroupState.PREPARING_REBALANCE):
+            return self._maybe_complete_join(g)
+        return None
 
     def unload(self, g: GroupMetadata, *, answer: bool) -> None:
         """Forget a group whose partition this broker no longer leads; parked requests get NOT_COORDINATOR."""
