@@ -137,3 +137,63 @@ def test_on_loaded_schedules_the_heartbeat_expiry_of_a_member_that_did_not_leave
     v = c.group_view(GROUP)
     assert (v.state, v.generation) == ("Empty", gen + 1)
     assert _group_records(c, new)[-1].generation == gen + 1  # written in the expiry's step
+
+
+# -- static membership (KIP-345) ------------------------------------------------------------------
+
+
+def _static(c: Cluster, name: str, instance: str) -> Any:
+    consumer = c.consumer({"group.id": GROUP, "client.id": name, "group.instance.id": instance, **SESSION})
+    consumer.subscribe(["t"])
+    return consumer
+
+
+def test_static_member_rejoin_with_unknown_member_id_gets_back_its_assignment_without_a_rebalance() -> None:
+    """``testStaticMemberGetsBackAssignmentUponRejoin`` / ``testReplaceStaticMemberInStableStateNoError``:
+    a restarted static member (no LeaveGroup on close, a JoinGroup with its instance id and no member
+    id) gets a new member id, the same partitions and the same generation."""
+    c = _cluster()
+    a, b = _static(c, "a", "ia"), _static(c, "b", "ib")
+    _stable(c, a, b)
+    gen = c.group_view(GROUP).generation
+    old_id, old_parts = b.group.member_id, [tp.key() for tp in b.assignment()]
+    rebalances = len(c.world.trace.select(name="group.rebalance"))
+    c.crash("b")
+    c.run_for(2_000)  # well within session.timeout.ms
+    c.restart("b")
+    c.run_until(lambda: b.group.generation_id == gen and bool(b.assignment()))
+    _stable(c, a, b)
+    v = c.group_view(GROUP)
+    assert v.generation == gen, "the static member's return rebalanced the group"
+    assert b.group.member_id != old_id
+    assert [tp.key() for tp in b.assignment()] == old_parts
+    assert len(c.world.trace.select(name="group.rebalance")) == rebalances
+    [replaced] = c.world.trace.select(name="group.static.replaced")
+    assert (replaced.get("instance"), replaced.get("old")) == ("ib", old_id)
+
+
+def test_static_member_close_sends_no_leave_group_and_does_not_rebalance() -> None:
+    """KIP-345: a static member's close leaves no LeaveGroup (Java's ``maybeLeaveGroup`` skips static
+    members, librdkafka too), so the group stays Stable in its generation until the session expires."""
+    c = _cluster()
+    a, b = _static(c, "a", "ia"), _static(c, "b", "ib")
+    _stable(c, a, b)
+    gen = c.group_view(GROUP).generation
+    b.close()
+    c.run_for(SESSION_MS // 2)
+    v = c.group_view(GROUP)
+    assert (v.state, v.generation, len(v.members)) == ("Stable", gen, 2)
+    assert not c.world.trace.select(name="group.member.left")
+
+
+def test_static_member_fence_duplicate_rejoined_follower() -> None:
+    """``testStaticMemberFenceDuplicateRejoinedFollower``: a second live instance with the same
+    ``group.instance.id`` replaces the first, whose next heartbeat gets FENCED_INSTANCE_ID (fatal)."""
+    c = _cluster()
+    a, b = _static(c, "a", "ia"), _static(c, "b", "ib")
+    _stable(c, a, b)
+    twin = _static(c, "b2", "ib")
+    c.run_until(lambda: b.group.fatal is not None or c.now_ms > 60_000)
+    assert b.group.fatal is not None and b.group.fatal.name == "FENCED_INSTANCE_ID"
+    _stable(c, a, twin)
+    assert twin.group.member_id in [m.member_id for m in c.group_view(GROUP).members]
