@@ -208,6 +208,9 @@ class ConsumerConfig:
 
     client_id: str = ""
     group_id: str | None = None
+    #: KIP-345 static membership: a restart with the same id keeps the assignment, and close()
+    #: sends no LeaveGroup (as the Java client and librdkafka do for static members).
+    group_instance_id: str | None = None
     #: Given as Kafka's spelling (or the enum), held as :class:`IsolationLevel`.
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     auto_offset_reset: str = "earliest"

@@ -650,6 +650,8 @@ class LeaveGroupRequest:
     group_id: str
     member_id: str
     reason: str | None = None
+    #: KIP-345: a static member's instance id (v3+); with ``member_id`` "" it names the member.
+    group_instance_id: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -272,6 +272,8 @@ GROUP_LOAD_DONE = "group.load.done"
 GROUP_UNLOAD = "group.unload"
 GROUP_JOIN_ERROR = "group.join.error"
 GROUP_MEMBER_ADDED = "group.member.added"
+#: A static member (KIP-345) rejoined with its instance id: the old member id is fenced, the new one keeps its place.
+GROUP_STATIC_MEMBER_REPLACED = "group.static.replaced"
 GROUP_REBALANCE = "group.rebalance"
 GROUP_MEMBER_REMOVED = "group.member.removed"
 GROUP_EMPTY = "group.empty"
@@ -366,6 +368,7 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
             GROUP_UNLOAD,
             GROUP_JOIN_ERROR,
             GROUP_MEMBER_ADDED,
+            GROUP_STATIC_MEMBER_REPLACED,
             GROUP_REBALANCE,
             GROUP_MEMBER_REMOVED,
             GROUP_EMPTY,

@@ -94,7 +94,7 @@ class GroupMember:
         self.coordinator = -1
         self.member_id = ""
         self.generation_id = -1
-        self.group_instance_id: str | None = None
+        self.group_instance_id: str | None = consumer.config.group_instance_id
         self.state: MemberState = MemberState.UNJOINED
         self.subscription: tuple[str, ...] = ()
         self.is_leader = False
@@ -364,12 +364,18 @@ class GroupMember:
                 self.request_rejoin("heartbeat: REBALANCE_IN_PROGRESS")
         elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID):
             self._lose(code)
+        elif code is ErrorCode.FENCED_INSTANCE_ID:
+            # Another instance took this group.instance.id: fatal, as in the Java client.
+            self._trace(events.GROUP_FENCED, ("error", code.name))
+            self.fatal = code
+            self._hb_token += 1
+            self.state = MemberState.UNJOINED
 
     # -- leaving ----------------------------------------------------------------------------
 
     def leave(self, reason: str) -> None:
-        """Send LeaveGroup (no wait) and forget the membership."""
-        if self.member_id and self.coordinator >= 0:
+        """Send LeaveGroup (no wait) and forget the membership; a static member sends none (KIP-345)."""
+        if self.member_id and self.coordinator >= 0 and self.group_instance_id is None:
             self._send(
                 LeaveGroupRequest(self.group_id, self.member_id, reason),
                 lambda _r: None,

@@ -191,6 +191,9 @@ class GroupCoordinator(BrokerExtension):
             )
             m.assignment = rec.assignment
             g.members[m.member_id] = m
+            if m.group_instance_id is not None:
+                g.static_members[m.group_instance_id] = m.member_id
+            # GroupMetadataManager.onLoaded: every loaded member's session runs from the load.
             self.membership.schedule_expiry(g, m)
         g.leader = md.leader if md.leader in g.members else next(iter(g.members), None)
         # Loaded, not a transition: Kafka's GroupMetadata.loadGroup starts in Stable or Empty.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from engine.errors import ErrorCode
 from engine.group.records import GroupMetadataValue, MemberRecord, StoredOffset
 from engine.group.state import GroupState, check_transition
 
@@ -95,6 +96,8 @@ class GroupMetadata:
         self.leader: str | None = None
         #: Members in join order (the first one leads; Kafka keeps a LinkedHashMap too).
         self.members: dict[str, MemberMetadata] = {}
+        #: ``group.instance.id`` -> member id of the static members (KIP-345).
+        self.static_members: dict[str, str] = {}
         #: Member ids handed out with MEMBER_ID_REQUIRED, not yet used to join; each has a timer.
         self.pending_members: dict[str, Timer] = {}
         self.join_timer: Timer | None = None
@@ -125,6 +128,8 @@ class GroupMetadata:
     def add(self, member: MemberMetadata) -> None:
         """Add a member; the first member of a group leads it."""
         self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
         if self.leader is None:
             self.leader = member.member_id
 
@@ -134,9 +139,47 @@ class GroupMetadata:
         if member is not None and member.expiry_timer is not None:
             member.expiry_timer.cancel()
             member.expiry_timer = None
+        if member is not None and self.static_members.get(member.group_instance_id or "") == member_id:
+            del self.static_members[member.group_instance_id or ""]
         if self.leader == member_id:
             self.leader = next(iter(self.members), None)
         return member
+
+    def replace_static_member(self, old_id: str, new_id: str) -> MemberMetadata:
+        """Give a static member a new member id, keeping its assignment (``ClassicGroup.replaceStaticMember``).
+
+        The member moves to the end of the join order, as in Kafka's map; it keeps the lead if it led.
+        """
+        old = self.members.pop(old_id)
+        if old.expiry_timer is not None:
+            old.expiry_timer.cancel()
+            old.expiry_timer = None
+        new = MemberMetadata(
+            new_id,
+            old.group_instance_id,
+            old.client_id,
+            old.client_host,
+            old.rebalance_timeout_ms,
+            old.session_timeout_ms,
+            old.protocols,
+        )
+        new.assignment = old.assignment
+        self.members[new_id] = new
+        if old.group_instance_id is not None:
+            self.static_members[old.group_instance_id] = new_id
+        if self.leader == old_id:
+            self.leader = new_id
+        return new
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> ErrorCode:
+        """Kafka's ``ClassicGroup.validateMember``: FENCED_INSTANCE_ID when the instance id maps to another member."""
+        if instance_id is not None:
+            known = self.static_members.get(instance_id)
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.NONE if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     def all_members_joined(self) -> bool:
         """Return True when every member has a JoinGroup parked and no member id is pending."""

@@ -74,7 +74,7 @@ class ConsumerGroupMetadata:
     generation_id: int
     #: The member id the coordinator gave it ("" before the first join).
     member_id: str
-    #: ``group.instance.id`` (static membership; always None here).
+    #: ``group.instance.id`` (static membership, KIP-345; None for a dynamic member).
     group_instance_id: str | None = None
 
 
@@ -147,8 +147,9 @@ def validate_commit(
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     unfenced = transactional and not fence_stale_generation
     if generation_id >= 0 or member_id != "" or instance_id is not None:
-        if member_id not in g.members and not unfenced:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        known = g.validate_member(member_id, instance_id)  # FENCED_INSTANCE_ID for a replaced static member
+        if known is not ErrorCode.NONE and not unfenced:
+            return known
         if generation_id != g.generation and not unfenced:
             return ErrorCode.ILLEGAL_GENERATION
         return ErrorCode.NONE

@@ -113,7 +113,11 @@ def heartbeat(conn: WireConnection, request: Request, reply: Reply) -> None:
 
 
 def leave_group(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """One member leaves (v3 batches members; each is sent as its own engine request)."""
+    """One member leaves (v3 batches members, each with its ``group_instance_id``; each is its own engine request).
+
+    JoinGroup v5, SyncGroup v3, Heartbeat v3 and LeaveGroup v3 carry ``group_instance_id``
+    (KIP-345); the engine's coordinator fences a stale static member with FENCED_INSTANCE_ID.
+    """
     b = request.body
     members = (
         [(m.member_id, m.group_instance_id) for m in b.members] if hasattr(b, "members") else [(b.member_id, None)]
@@ -137,7 +141,7 @@ def leave_group(conn: WireConnection, request: Request, reply: Reply) -> None:
             }
         )
 
-    conn.gather([LeaveGroupRequest(b.group_id, m) for m, _g in members], answered)
+    conn.gather([LeaveGroupRequest(b.group_id, m, group_instance_id=g) for m, g in members], answered)
 
 
 def offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
