@@ -53,6 +53,8 @@ EDGE_ALLOWED: dict[str, tuple[str, ...]] = {
     "engine/serve/realtime_clock.py": ("time.monotonic",),
     # records real Kafka clients in real time: ms since start, one lock for the clients' threads
     "engine/record/realtime.py": ("time.monotonic", "import threading"),
+    # runs real Kafka JVMs: waits for them in real time, a random SASL password and cluster id
+    "engine/conform/realtime_reference.py": ("time.monotonic", "time.sleep", "import secrets", "uuid.uuid4"),
 }
 
 #: Files (relative to the repository root) where ``print`` is the point: the command line.

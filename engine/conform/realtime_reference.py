@@ -476,12 +476,27 @@ class KafkaReference:
         node.proc.wait()
 
     def pause(self, node_id: int) -> None:
-        """Freeze node ``node_id`` (SIGSTOP): its sockets stay open and silent."""
+        """Freeze node ``node_id`` (SIGSTOP): its sockets stay open and silent; returns once it is stopped."""
         self._signal(node_id, signal.SIGSTOP)
+        self._wait_state(node_id, stopped=True)
 
     def resume(self, node_id: int) -> None:
-        """Let a paused node run again (SIGCONT)."""
+        """Let a paused node run again (SIGCONT); returns once it runs."""
         self._signal(node_id, signal.SIGCONT)
+        self._wait_state(node_id, stopped=False)
+
+    def _wait_state(self, node_id: int, *, stopped: bool, timeout_s: float = 5.0) -> None:
+        """Wait until the kernel shows the process stopped (state ``T``) or not (signals are asynchronous)."""
+        pid = self.pid(node_id)
+        deadline = time.monotonic() + timeout_s
+        while pid is not None and time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                return  # no /proc (not Linux) or the process is gone
+            if (state == "T") == stopped:
+                return
+            time.sleep(0.01)
 
     def restart(self, node_id: int) -> None:
         """Start node ``node_id`` again (killing it first if it runs) on the same ports and log dir.
