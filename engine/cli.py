@@ -51,6 +51,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("engine.commands.export", "run a scenario (or read a history file) and write its tables as Parquet"),
     "serve": ("engine.commands.serve", "serve a simulated cluster to real Kafka clients on 127.0.0.1"),
     "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
+    "reference": ("engine.commands.reference", "run real Apache Kafka 4.4.0 on 127.0.0.1, the conformance oracle"),
 }
 
 
