@@ -41,9 +41,11 @@ def run(args: argparse.Namespace) -> int:
     if args.heap_mb < 128:
         raise UsageError("eos reference: --heap-mb must be at least 128 (a broker needs about 300 MiB)")
     try:
-        ref = KafkaReference(
-            args.brokers, args.workdir, parse_config(args.config), auth=not args.no_auth, heap_mb=args.heap_mb
-        )
+        settings = parse_config(args.config)
+    except UsageError as exc:
+        raise UsageError(str(exc).replace("eos serve:", "eos reference:", 1)) from None
+    try:
+        ref = KafkaReference(args.brokers, args.workdir, settings, auth=not args.no_auth, heap_mb=args.heap_mb)
     except ReferenceClusterError as exc:
         raise UsageError(f"eos reference: {exc}") from None
     stop = threading.Event()
