@@ -52,6 +52,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("engine.commands.serve", "serve a simulated cluster to real Kafka clients on 127.0.0.1"),
     "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
     "conform": ("engine.commands.conform", "run the conformance cases against a cluster and compare it with Kafka 4.4"),
+    "reference": ("engine.commands.reference", "run real Apache Kafka 4.4.0 on 127.0.0.1, the conformance oracle"),
 }
 
 
