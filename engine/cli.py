@@ -51,6 +51,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "export": ("engine.commands.export", "run a scenario (or read a history file) and write its tables as Parquet"),
     "serve": ("engine.commands.serve", "serve a simulated cluster to real Kafka clients on 127.0.0.1"),
     "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
+    "fault": ("engine.commands.fault", "crash, restart, pause, isolate a broker of a running 'eos serve'"),
 }
 
 
@@ -153,4 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # python -m engine.cli: run the importable copy, so the commands' ``from engine.cli import
+    # UsageError`` is the class main() catches (this file also runs as ``__main__``).
+    from engine.cli import main as _main
+
+    sys.exit(_main())
