@@ -231,6 +231,15 @@ def test_a_session_with_a_channel_crash_replays_byte_for_byte(served, ck, tmp_pa
     assert any(e.kind == "hang-up" and b"crashed" in e.data for e in entries), "the crash closed no connection"
     done = eos("replay-wire", str(path))
     assert done.returncode == 0 and done.stdout.startswith("identical:"), done.stdout + done.stderr
+    # A journal the replay cannot follow (a connection that opens with another id) is a difference, exit 1.
+    lines = path.read_text().splitlines()
+    i = next(n for n, line in enumerate(lines) if json.loads(line).get("e") == "open")
+    lines[i] = json.dumps({**json.loads(lines[i]), "c": 99})
+    tampered = tmp_path / "tampered.jsonl"
+    tampered.write_text("\n".join(lines) + "\n")
+    done = eos("replay-wire", str(tampered))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "replay opened connection 1 where the journal has 99" in done.stdout
 
 
 @pytest.mark.slow
