@@ -53,6 +53,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay-wire": ("engine.commands.replay_wire", "replay a served cluster's wire journal and check every response"),
     "conform": ("engine.commands.conform", "run the conformance cases against a cluster and compare it with Kafka 4.4"),
     "reference": ("engine.commands.reference", "run real Apache Kafka 4.4.0 on 127.0.0.1, the conformance oracle"),
+    "fault": ("engine.commands.fault", "crash, restart, pause, isolate a broker of a running 'eos serve'"),
 }
 
 
@@ -155,4 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # python -m engine.cli: run the importable copy, so the commands' ``from engine.cli import
+    # UsageError`` is the class main() catches (this file also runs as ``__main__``).
+    from engine.cli import main as _main
+
+    sys.exit(_main())

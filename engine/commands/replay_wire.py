@@ -11,7 +11,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Replay; exit 0 when every output is byte-identical, 1 at the first difference."""
+    """Replay; exit 0 when every output is byte-identical, 1 at the first difference.
+
+    A journal that notes a change it did not record (the cluster crashed from Python under
+    ``server.locked()``) is checked up to that change and exits 1, ``NOT REPLAYABLE: ...``.
+    """
     from engine.cli import UsageError
     from engine.wire.journal import replay
 
@@ -22,5 +26,5 @@ def run(args: argparse.Namespace) -> int:
     if report.identical:
         print(f"identical: {report.inputs} inputs replayed, {report.outputs} outputs byte-identical")
         return 0
-    print(f"DIFFERENT: {report.difference}")
+    print(f"{'NOT REPLAYABLE' if report.untracked else 'DIFFERENT'}: {report.difference}")
     return 1

@@ -5,6 +5,11 @@
 Prints (and writes to ``--ready-file``, once connections are accepted) the client config to paste
 into ``confluent_kafka.Producer({...})``: the bootstrap servers and the SASL/PLAIN settings with this
 server's random password. Serves until interrupted (Ctrl-C) or ``--duration`` seconds have passed.
+
+Faults from outside: the server listens on one more port, its control channel (``"control"`` in the
+ready file; ``port + brokers`` when ``--port`` is given), for ``eos fault --server ready.json crash 1``
+(also restart, pause, resume, isolate, heal, wire-fault, and the queries leader, coordinator, brokers).
+They are journaled with ``--journal``, so ``eos replay-wire`` replays them.
 """
 
 from __future__ import annotations
@@ -27,11 +32,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--topic", action="append", default=[], metavar="NAME[:PARTITIONS[:RF]]", help="create a topic (repeatable)"
     )
-    p.add_argument("--ready-file", help="write the client config as JSON here once connections are accepted")
+    p.add_argument(
+        "--ready-file",
+        help="write the client config (and the control channel's address, for 'eos fault') as JSON here "
+        "once connections are accepted",
+    )
     p.add_argument("--journal", help="record every wire input and output here, for 'eos replay-wire'")
     p.add_argument("--rate", type=float, default=1.0, help="simulated seconds per real second (default 1.0)")
     p.add_argument("--no-auth", action="store_true", help="accept clients without SASL/PLAIN (default: required)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many real seconds")
+    p.epilog = (
+        "faults from outside: 'eos fault --server READY.json crash 1' (restart, pause, resume, isolate, heal, "
+        "wire-fault; leader, coordinator, brokers) through the control channel, one more port (port+brokers "
+        "with --port, else a free one; 'control' in the ready file); journaled, so 'eos replay-wire' replays them"
+    )
 
 
 def parse_topic(text: str) -> tuple[str, int, int | None]:
@@ -90,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     def announce() -> None:
         print(f"eos serve: {args.brokers} brokers on {server.bootstrap} (seed {args.seed}); client config:")
         print(json.dumps(server.client_config(), indent=2))
+        if server.control_address is not None:
+            print("control channel (eos fault --server READY.json crash 1): {}:{}".format(*server.control_address))
         sys.stdout.flush()
 
     try:

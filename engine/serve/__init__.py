@@ -2,10 +2,12 @@
 
 Everything here is outside the deterministic core on purpose: :mod:`engine.serve.realtime_clock` is the one
 module of the engine that reads the wall clock, :mod:`engine.serve.realtime_server` the one that opens
-sockets and runs an asyncio loop. They feed :class:`engine.wire.service.WireService` timed inputs,
+sockets and runs an asyncio loop, :mod:`engine.serve.realtime_control` its control channel (faults from
+outside) and the client of it. They feed :class:`engine.wire.service.WireService` timed inputs,
 and the service (with the whole simulation) stays a pure function of them (``eos replay-wire``).
 """
 
+from engine.serve.realtime_control import ControlClient
 from engine.serve.realtime_server import ServedCluster, client_config, serve
 
-__all__ = ["ServedCluster", "client_config", "serve"]
+__all__ = ["ControlClient", "ServedCluster", "client_config", "serve"]

@@ -9,6 +9,11 @@ its own (:meth:`ServedCluster.start`, tests and notebooks). Every touch of the c
 under :attr:`ServedCluster.guard`, a lock the notebook layer shares with its own cells and pacer,
 so a cell that crashes a broker and the loop that serves it never drive the engine at once.
 
+Faults from outside come through :meth:`ServedCluster.control` (or :meth:`ServedCluster.fault`):
+the control channel (``engine.serve.realtime_control``, one more port, ``"control"`` in the ready
+file) and in-process callers alike; they are journaled, so ``eos replay-wire`` replays them. A
+change made directly under :meth:`ServedCluster.locked` is not, and the journal notes it.
+
 Safety
 ------
 * Binds 127.0.0.1 unless another host is named; asks for SASL/PLAIN (user ``eos``, a random
@@ -32,7 +37,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from engine.serve import realtime_control
 from engine.serve.realtime_clock import RealTimeClock
+from engine.wire.control import ControlError, check
 from engine.wire.handlers_session import SASL_USER
 from engine.wire.journal import ServeSpec, WireJournal
 from engine.wire.service import WireService
@@ -126,6 +133,8 @@ class ServedCluster:
         self.service: WireService | None = None
         self.journal: WireJournal | None = None
         self.addresses: dict[int, tuple[str, int]] = {}
+        #: (host, port) of the control channel, once listening.
+        self.control_address: tuple[str, int] | None = None
         self._servers: list[asyncio.base_events.Server] = []
         self._writers: dict[int, asyncio.StreamWriter] = {}
         self._outbox: deque[tuple[int, bytes | None]] = deque()
@@ -209,10 +218,34 @@ class ServedCluster:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[Any]:
-        """Hold the guard to act on the cluster from another thread; the loop sees the change at once."""
+        """Hold the guard to act on the cluster from another thread; the loop sees the change at once.
+
+        A change made here is not a journaled input: the journal notes it and stops being
+        replayable from there. Make faults with :meth:`fault` to keep a session replayable.
+        """
         with self.guard:
             yield self.cluster
         self.wake()
+
+    def fault(self, op: str, **args: Any) -> dict[str, Any]:
+        """Make a fault (``crash``, ``restart``, ... ``wire-fault``) or ask a query, as the control channel does.
+
+        ``server.fault("crash", broker=1)``; see :mod:`engine.wire.control` for the ops. Returns
+        the answer; raises :class:`~engine.wire.control.ControlError` when refused.
+        """
+        return self.control({"op": op, **args})
+
+    def control(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Carry out one control request now (any thread): under the guard, journaled, the loop woken."""
+        request = check(request)
+        with self.guard:
+            service = self.service
+            if service is None:
+                raise ControlError("the server is not serving yet")
+            service.advance_to(self.clock.target_ms(self.cluster.world.now_ms))
+            answer = service.control(request)
+        self.wake()
+        return answer
 
     async def _listen(self) -> None:
         ids = sorted(self.cluster.brokers)
@@ -224,6 +257,9 @@ class ServedCluster:
             self._servers.append(server)
             sock_port = server.sockets[0].getsockname()[1]
             self.addresses[broker_id] = (self.host, sock_port)
+        control = await realtime_control.listen(self, self.host, self.port + len(ids) if self.port else 0)
+        self._servers.append(control)
+        self.control_address = (self.host, control.sockets[0].getsockname()[1])
         if self.spec is not None and self.journal_path is not None:
             self.journal = WireJournal(self.spec, self.addresses, self.password, self.journal_path)
         with self.guard:
@@ -252,6 +288,7 @@ class ServedCluster:
             "seed": self.cluster.seed,
             "pid": os.getpid(),
             "journal": str(self.journal_path) if self.journal is not None else None,
+            "control": "{}:{}".format(*self.control_address) if self.control_address else None,
         }
 
     # -- the loop ---------------------------------------------------------------------------------

@@ -10,9 +10,18 @@ session with real clients is reproducible, and a difference is named (which conn
 response, at what time).
 
 The file holds the SASL password (a client's login frame carries it), so it is written readable by
-its owner only. Faults made from a notebook or the dashboard while a cluster is served are calls on
-the Cluster, not wire inputs, and are not in this journal: such a session is not replayable (the
-spec says so, ``replayable: false``).
+its owner only.
+
+Faults
+------
+A fault made through the control channel (``eos fault``, :class:`~engine.serve.control_client.ControlClient`)
+or :meth:`ServedCluster.fault <engine.serve.realtime_server.ServedCluster.fault>` is an input
+(``fault``, the request as canonical JSON) and replays through :func:`engine.wire.control.apply`.
+A change made to the cluster any other way (``with server.locked() as c: c.crash(1)``, a
+notebook's ``%eos_fault``) is not: the service notices it at its next call and the journal notes
+it (``untracked``, with the number of entries written before the change); replay checks what came
+before and says the rest cannot be replayed. A notebook's served cluster has no spec at all
+(``replayable: false``).
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ from typing import Any
 FORMAT = "eos-wire-journal"
 VERSION = 1
 #: Input entries, fed back on replay; every other kind is an output, compared.
-INPUTS = ("open", "refused", "frame", "close", "wire-fault")
+INPUTS = ("open", "refused", "frame", "close", "wire-fault", "fault")
 OUTPUTS = ("response", "hang-up")
+#: A note: the cluster changed by a call the journal does not record (data: entries before it).
+UNTRACKED = "untracked"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,6 +102,9 @@ class WireJournal:
         self.addresses = dict(addresses)
         self.password = password
         self.entries: list[Entry] = []
+        #: (simulated ms when noticed, entries written before the change) once the cluster was
+        #: changed by a call the journal does not record; None while every change is an input.
+        self.untracked: tuple[int, int] | None = None
         self._file = None
         if path is not None:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -102,7 +116,7 @@ class WireJournal:
         return {
             "format": FORMAT,
             "version": VERSION,
-            "replayable": self.spec is not None,
+            "replayable": self.spec is not None and self.untracked is None,
             "spec": self.spec.to_json() if self.spec is not None else None,
             "addresses": {str(b): [h, p] for b, (h, p) in sorted(self.addresses.items())},
             "password": self.password,
@@ -114,6 +128,12 @@ class WireJournal:
         self.entries.append(entry)
         if self._file is not None:
             self._file.write(json.dumps(_entry_json(entry)) + "\n")
+
+    def note_untracked(self, t_ms: int, entries_before: int) -> None:
+        """Note that the cluster was changed by a call not in the journal, after ``entries_before`` entries."""
+        self.untracked = (t_ms, entries_before)
+        self.record(t_ms, UNTRACKED, -1, entries_before)
+        self.flush()
 
     def flush(self) -> None:
         """Write what is buffered to the file."""
@@ -161,11 +181,16 @@ def _entries(lines: list[str], path: str | Path) -> Iterator[Entry]:
 
 @dataclasses.dataclass
 class ReplayReport:
-    """What a replay found: how many inputs and outputs, and the first difference (None: identical)."""
+    """What a replay found: how many inputs and outputs, and the first difference (None: identical).
+
+    ``untracked``: the journal notes a change it did not record, and nothing differed before it
+    (``difference`` says where; the rest of the journal was not replayed).
+    """
 
     inputs: int
     outputs: int
     difference: str | None
+    untracked: bool = False
 
     @property
     def identical(self) -> bool:
@@ -174,7 +199,11 @@ class ReplayReport:
 
 
 def replay(path: str | Path) -> ReplayReport:
-    """Rebuild the served cluster from the journal's spec, feed its inputs, compare every output."""
+    """Rebuild the served cluster from the journal's spec, feed its inputs, compare every output.
+
+    A divergence (a connection that opens with another id, outputs that differ) is reported as
+    the first difference, never raised; ValueError only for a file that is no replayable journal.
+    """
     from engine.wire.service import WireService
 
     header, entries = read(path)
@@ -190,24 +219,54 @@ def replay(path: str | Path) -> ReplayReport:
         Entry(service.cluster.world.now_ms, "hang-up", conn, reason.encode())
     )
     inputs = 0
-    for e in entries:
+    for i, e in enumerate(entries):
+        if e.kind == UNTRACKED:
+            return _untracked(service, entries, i, got, inputs)
         if e.kind not in INPUTS:
             continue
         inputs += 1
         service.advance_to(e.t_ms)
-        _apply(service, e)
+        diverged = _apply(service, e)
+        if diverged is not None:
+            want = [w for w in entries[:i] if w.kind in OUTPUTS]
+            before = _first_difference(want[: len(got)], got[: len(want)])
+            return ReplayReport(inputs, len(want), before or f"input {inputs} at t={e.t_ms} ms: {diverged}")
     if entries:
         service.advance_to(entries[-1].t_ms)
     want = [e for e in entries if e.kind in OUTPUTS]
     return ReplayReport(inputs, len(want), _first_difference(want, got))
 
 
-def _apply(service: Any, e: Entry) -> None:
+def _untracked(service: Any, entries: list[Entry], i: int, got: list[Entry], inputs: int) -> ReplayReport:
+    """Compare what came before an ``untracked`` note; report the note as the first difference."""
+    note = entries[i]
+    before = int(note.data)
+    trusted = entries[:before]
+    if trusted:
+        service.advance_to(trusted[-1].t_ms)
+    want = [e for e in trusted if e.kind in OUTPUTS]
+    difference = _first_difference(want, got)
+    if difference is not None:
+        return ReplayReport(inputs, len(want), difference)
+    since = trusted[-1].t_ms if trusted else 0
+    why = (
+        f"between t={since} and t={note.t_ms} ms the cluster was changed by a call the journal did not record "
+        "(a change under server.locked() or from a notebook; make faults with 'eos fault' or server.fault() "
+        f"to journal them): not replayable past that point; the {len(want)} outputs before it are identical"
+    )
+    return ReplayReport(inputs, len(want), why, untracked=True)
+
+
+def _apply(service: Any, e: Entry) -> str | None:
+    """Feed one input; return how the replay diverged from the journal here (None: it did not)."""
+    from engine.wire import control
+
     if e.kind in ("open", "refused"):
         conn = service.connect(int(e.data))
         if e.kind == "open" and conn != e.conn:
-            msg = f"replay opened connection {conn} where the journal has {e.conn}"
-            raise ValueError(msg)
+            return f"replay opened connection {conn} where the journal has {e.conn}"
+        if e.kind == "refused" and conn is not None:
+            return f"replay accepted connection {conn} to broker {e.data} where the journal has it refused"
     elif e.kind == "frame":
         service.receive(e.conn, bytes(e.data))  # type: ignore[arg-type]
     elif e.kind == "close":
@@ -215,6 +274,12 @@ def _apply(service: Any, e: Entry) -> None:
     elif e.kind == "wire-fault":
         action, api, nth = bytes(e.data).decode().split()  # type: ignore[arg-type]
         service.add_wire_fault(action, api, int(nth))
+    elif e.kind == "fault":
+        try:
+            service.control(control.parse(bytes(e.data)))  # type: ignore[arg-type]
+        except control.ControlError as exc:
+            return f"the fault {bytes(e.data).decode()} was refused on replay: {exc}"  # type: ignore[arg-type]
+    return None
 
 
 def _first_difference(want: list[Entry], got: list[Entry]) -> str | None:

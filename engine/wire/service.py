@@ -16,6 +16,15 @@ answer to the n-th request of an API (the client times out and retries), ``close
 broker handle it and closes the connection instead of answering (a lost ack with a reset), and
 ``close-before`` closes the connection before the broker sees it. The n-th counts every request of
 that API on every connection from the moment the fault is armed (1 = the next one).
+
+Faults from outside
+-------------------
+:meth:`control` carries out a request of the control channel (``engine.wire.control``: crash,
+restart, pause, resume, isolate, heal, wire-fault, and read-only queries) and journals a fault as
+an input at its simulated time, so ``eos replay-wire`` replays it. A change made to the cluster
+between the service's own calls (``with server.locked() as c: c.crash(1)``) is not an input the
+journal can replay: the service notices it at its next call (the trace's event count, the events
+run or the time moved) and the journal notes it (``untracked``), and replay says so.
 """
 
 from __future__ import annotations
@@ -26,7 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from engine import trace_events as events
 from engine.sim.node import NodeStatus
-from engine.wire import frames, handlers_admin, handlers_data, handlers_group, handlers_session, handlers_txn
+from engine.wire import (
+    control,
+    frames,
+    handlers_admin,
+    handlers_data,
+    handlers_group,
+    handlers_session,
+    handlers_txn,
+)
 from engine.wire.gateway import WireConnection
 
 if TYPE_CHECKING:
@@ -140,6 +157,27 @@ class WireService:
         self.on_hang_up: Callable[[int, str], None] = lambda conn_id, reason: None
         self.frames_in = 0
         self.bytes_out = 0
+        #: What the cluster looked like when the service last returned, and the journal's length then.
+        self._seen = self._mark()
+        self._seen_entries = 0
+
+    # -- changes the journal does not record ------------------------------------------------------
+
+    def _mark(self) -> tuple[int, int, int]:
+        world = self.cluster.world
+        return (world.trace.count, world.scheduler.events_run, world.now_ms)
+
+    def _begin(self) -> None:
+        """Before an input: note in the journal when the cluster changed since the service last ran it."""
+        journal = self.journal
+        if journal is not None and journal.untracked is None and self._mark() != self._seen:
+            journal.note_untracked(self.cluster.world.now_ms, self._seen_entries)
+
+    def _end(self) -> None:
+        """After an input: what the cluster looks like now is the service's doing."""
+        if self.journal is not None:
+            self._seen = self._mark()
+            self._seen_entries = len(self.journal.entries)
 
     # -- inputs (the transport calls these, at the simulated time they happen) ---------------------
 
@@ -147,20 +185,25 @@ class WireService:
         """Run the simulation up to ``sim_ms`` (no-op when it is already there or past)."""
         now = self.cluster.world.now_ms
         if sim_ms > now:
+            self._begin()
             self.cluster.world.run_for(sim_ms - now)
+            self._end()
 
     def connect(self, broker_id: int) -> int | None:
         """A client connected to broker ``broker_id``'s port: return the connection id, None if refused."""
+        self._begin()
         broker = self.cluster.brokers.get(broker_id)
         if broker is None or broker.status is NodeStatus.DOWN:
             if self.journal is not None:
                 self.journal.record(self.cluster.world.now_ms, "refused", -1, broker_id)
+            self._end()
             return None
         self._next_conn += 1
         conn_id = self._next_conn
         self.connections[conn_id] = WireConnection(self, conn_id, broker_id)
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "open", conn_id, broker_id)
+        self._end()
         return conn_id
 
     def receive(self, conn_id: int, frame: bytes) -> None:
@@ -168,19 +211,38 @@ class WireService:
         conn = self.connections.get(conn_id)
         if conn is None:
             return
+        self._begin()
         self.frames_in += 1
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "frame", conn_id, frame)
         conn.receive(frame)
+        self._end()
 
     def disconnect(self, conn_id: int) -> None:
         """The client closed its connection (or the transport dropped it)."""
         conn = self.connections.pop(conn_id, None)
         if conn is None:
             return
+        self._begin()
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "close", conn_id, b"")
         conn.closed = True
+        self._end()
+
+    def control(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Carry out a checked control request (:func:`engine.wire.control.check`) now; return its answer.
+
+        A fault that took place is journaled as an input (``fault``; a wire fault as ``wire-fault``).
+        A query changes nothing. Raises :class:`~engine.wire.control.ControlError` when refused.
+        """
+        self._begin()
+        answer = control.apply(self, request)
+        op = request["op"]
+        if op in control.FAULTS and op != "wire-fault":
+            if self.journal is not None:
+                self.journal.record(self.cluster.world.now_ms, "fault", -1, control.encode(request))
+            self._end()
+        return answer
 
     # -- outputs (connections call these) ---------------------------------------------------------
 
@@ -213,12 +275,14 @@ class WireService:
         if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
             msg = f"nth must be an int >= 1 (1 = the next {api}), got {nth!r}"
             raise ValueError(msg)
+        self._begin()
         self._next_fault += 1
         self.wire_faults.append(WireFault(self._next_fault, action, api, nth))
         if self.journal is not None:
             self.journal.record(
                 self.cluster.world.now_ms, "wire-fault", self._next_fault, f"{action} {api} {nth}".encode()
             )
+        self._end()
         return self._next_fault
 
     def faulted(self, api_key: int, handler: Handler) -> Handler:
