@@ -325,27 +325,41 @@ def _fetch_partition(partition: int, a: Any) -> dict[str, Any]:
 
 
 def list_offsets(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Earliest (-2) and latest (-1) offsets; the latest is the LSO for read_committed, as in Kafka."""
+    """Earliest (-2), latest (-1; the LSO for read_committed), by timestamp (>= 0) and max timestamp (-3, v7).
+
+    A timestamp lookup answers the first record whose timestamp is >= the target, with that
+    record's timestamp and leader epoch, or -1/-1 when none lies below the HW (the LSO for
+    read_committed), as Kafka's ``ReplicaManager.fetchOffset``. A special timestamp the request's
+    version does not carry (-3 before v7; -4 and -5 need v8 and v9, not served) is
+    UNSUPPORTED_VERSION, as Kafka's ``isListOffsetsTimestampUnsupported`` answers it.
+    """
     body = request.body
     isolation = _isolation(body)
     wanted = [(t.name, p) for t in body.topics for p in t.partitions]
     sends = [ListOffsetsRequest(name, p.partition_index, p.timestamp, isolation) for name, p in wanted]
-    unsupported = {i for i, (_n, p) in enumerate(wanted) if p.timestamp not in (-1, -2)}
+    unsupported = {
+        i for i, (_n, p) in enumerate(wanted) if p.timestamp < -3 or (p.timestamp == -3 and request.api_version < 7)
+    }
 
     def answered(answers: list[Any]) -> None:
         topics: dict[str, list[dict[str, Any]]] = {}
         for i, ((name, p), a) in enumerate(zip(wanted, answers, strict=True)):
             if i in unsupported:
-                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST, "offset": -1}
+                entry = {
+                    "partition_index": p.partition_index,
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    "timestamp": -1,
+                    "offset": -1,
+                }
             elif a is None:
                 entry = {"partition_index": p.partition_index, "error_code": ErrorCode.REQUEST_TIMED_OUT, "offset": -1}
             else:
                 entry = {
                     "partition_index": p.partition_index,
                     "error_code": a.error,
-                    "timestamp": -1,
+                    "timestamp": a.timestamp,
                     "offset": a.offset,
-                    "leader_epoch": -1,
+                    "leader_epoch": a.leader_epoch,
                 }
             topics.setdefault(name, []).append(entry)
         reply({"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})
