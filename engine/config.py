@@ -70,6 +70,11 @@ class BrokerConfig:
     """Broker and cluster settings (Kafka names, dots become underscores)."""
 
     default_replication_factor: int = 3
+    #: A Metadata request naming an unknown topic creates it (Kafka's ``auto.create.topics.enable``);
+    #: only wire clients (``eos serve``) ask so: the engine's own clients never do.
+    auto_create_topics_enable: bool = True
+    #: The partition count of an auto-created topic (Kafka's ``num.partitions``).
+    num_partitions: int = 1
     min_insync_replicas: int = 1
     unclean_leader_election_enable: bool = False
     replica_lag_time_max_ms: int = 30_000
@@ -95,6 +100,8 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         if self.min_insync_replicas < 1:
             raise ConfigError("min.insync.replicas", self.min_insync_replicas, "must be at least 1")
+        if self.num_partitions < 1:
+            raise ConfigError("num.partitions", self.num_partitions, "must be at least 1")
         if self.transaction_version not in (1, 2):
             raise ConfigError("transaction.version", self.transaction_version, "must be 1 or 2")
 

@@ -204,7 +204,7 @@ class ReplicaFetchResponse:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListOffsetsRequest:
-    """Ask a leader for the earliest or latest offset (``timestamp`` -2 or -1, as in Kafka)."""
+    """Ask a leader for an offset: earliest (-2), latest (-1), max timestamp (-3) or by timestamp (>= 0), as Kafka."""
 
     topic: str
     partition: int
@@ -214,12 +214,14 @@ class ListOffsetsRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ListOffsetsResponse:
-    """The offset asked for."""
+    """The offset asked for; a timestamp lookup also gives the found record's timestamp and leader epoch."""
 
     topic: str
     partition: int
     error: ErrorCode
     offset: int = -1
+    timestamp: int = -1
+    leader_epoch: int = -1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

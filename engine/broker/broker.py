@@ -391,12 +391,21 @@ class Broker(RpcNode):
         if r is None:
             self.respond(m, ListOffsetsResponse(req.topic, req.partition, code))
             return
+        bound = r.last_stable_offset if req.isolation_level == IsolationLevel.READ_COMMITTED else r.high_watermark
         if req.timestamp == -2:
             offset = r.log.log_start_offset
-        elif req.isolation_level == IsolationLevel.READ_COMMITTED:
-            offset = r.last_stable_offset
+        elif req.timestamp == -1:
+            offset = bound
         else:
-            offset = r.high_watermark
+            # By timestamp, or -3 (KIP-734's max timestamp): found in the whole log, answered only
+            # below the HW (the LSO for read_committed), else -1/-1 (Kafka's ReplicaManager.fetchOffset).
+            found = r.log.max_timestamp_offset() if req.timestamp == -3 else r.log.offset_for_timestamp(req.timestamp)
+            if found is None or found[1] >= bound:
+                self.respond(m, ListOffsetsResponse(req.topic, req.partition, ErrorCode.NONE))
+                return
+            ts, offset, epoch = found
+            self.respond(m, ListOffsetsResponse(req.topic, req.partition, ErrorCode.NONE, offset, ts, epoch))
+            return
         self.respond(m, ListOffsetsResponse(req.topic, req.partition, ErrorCode.NONE, offset))
 
     def _on_offset_for_leader_epoch(self, m: Message) -> None:

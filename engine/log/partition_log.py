@@ -150,6 +150,35 @@ class PartitionLog:
         b = self.batches[i]
         return b if b.base_offset <= offset < b.next_offset else None
 
+    def offset_for_timestamp(self, target: int) -> tuple[int, int, int] | None:
+        """Return ``(timestamp, offset, leader_epoch)`` of the first record whose timestamp is >= ``target``.
+
+        In offset order from the log start, control records included, as Kafka's
+        ``UnifiedLog.fetchOffsetByTimestamp`` finds it (its time index only skips ahead to the
+        same record); None when no record qualifies.
+        """
+        for b in self.batches:
+            if b.next_offset <= self.log_start_offset:
+                continue
+            stamps = b.timestamps or (b.create_time,) * b.count
+            for i, ts in enumerate(stamps):
+                if ts >= target and b.base_offset + i >= self.log_start_offset:
+                    return ts, b.base_offset + i, b.partition_leader_epoch
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int, int] | None:
+        """Return ``(timestamp, offset, leader_epoch)`` of the first record with the largest timestamp (KIP-734).
+
+        None for an empty log.
+        """
+        best: tuple[int, int, int] | None = None
+        for b in self.batches:
+            stamps = b.timestamps or (b.create_time,) * b.count
+            for i, ts in enumerate(stamps):
+                if best is None or ts > best[0]:
+                    best = (ts, b.base_offset + i, b.partition_leader_epoch)
+        return best
+
     def latest_epoch(self) -> int:
         """Return the leader epoch of the last batch, or -1 for an empty log."""
         return self.epoch_cache[-1][0] if self.epoch_cache else -1

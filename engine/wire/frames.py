@@ -42,7 +42,7 @@ SERVED: dict[int, tuple[str, int, int]] = {
     12: ("Heartbeat", 0, 3),
     13: ("LeaveGroup", 0, 3),
     14: ("SyncGroup", 0, 3),
-    17: ("SaslHandshake", 1, 1),
+    17: ("SaslHandshake", 0, 1),
     18: ("ApiVersions", 0, 3),
     19: ("CreateTopics", 2, 5),
     20: ("DeleteTopics", 1, 6),

@@ -19,6 +19,8 @@ Rules of a connection, as Kafka's ``SocketServer`` and ``KafkaApis`` keep them:
 * With SASL on, only ApiVersions, SaslHandshake and SaslAuthenticate are answered until the client
   has authenticated; anything else closes the connection, and a wrong password is answered with
   ``SASL_AUTHENTICATION_FAILED`` and the connection closed. Nothing of the cluster is read before.
+  After SaslHandshake v0 the next frame is the bare token, no request header
+  (``handlers_session.raw_token``): an empty frame answers a good one, a bad one closes.
 * An ``acks=0`` produce gets no response.
 * When the broker's process dies, the network tells this node (``on_peer_disconnect``) and the
   connection closes, as a real client sees its socket reset; a connection to a broker that is down
@@ -31,7 +33,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.rpc import RpcNode
-from engine.wire import frames
+from engine.wire import frames, handlers_session
 from engine.wire.frames import ProtocolError, Request
 from engine.wire.shape import make
 
@@ -56,6 +58,8 @@ class WireConnection(RpcNode):
         #: False until SASL/PLAIN succeeded (True from the start when the server needs no auth).
         self.authenticated = service.password is None
         self.mechanism: str | None = None
+        #: True after SaslHandshake v0: the next frame is the bare SASL token, not a request.
+        self.raw_sasl_token = False
         self.closed = False
         self._closing: str | None = None
         #: responses not yet written, by arrival number; None: still being worked on
@@ -70,6 +74,13 @@ class WireConnection(RpcNode):
     def receive(self, frame: bytes) -> None:
         """Handle one request frame (without its size prefix) that arrived now."""
         if self.closed:
+            return
+        if self.raw_sasl_token:
+            answer = handlers_session.raw_token(self, frame)
+            if answer is None:
+                self.hang_up("SASL authentication failed (the token after SaslHandshake v0)")
+                return
+            self._fill(self._take_slot(), answer)
             return
         head = self._parse(frames.peek, frame)
         if head is None:

@@ -14,10 +14,11 @@ the client to send full requests.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from engine.config import IsolationLevel
-from engine.errors import ErrorCode
+from engine.errors import ErrorCode, KafkaError
 from engine.protocol import (
     FetchRequest,
     ListOffsetsRequest,
@@ -49,29 +50,50 @@ def _isolation(body: Any) -> IsolationLevel:
 
 
 def metadata(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Answer Metadata from the broker's own metadata cache, with each broker's served address."""
+    """Answer Metadata from the broker's own metadata cache, with each broker's served address.
+
+    Topics the broker does not know are auto-created first when the request allows it (v4+'s
+    ``allow_auto_topic_creation``; true before v4, as Kafka reads them) and the cluster's
+    ``auto.create.topics.enable`` is on (:func:`_auto_create`).
+    """
     body = request.body
     names: tuple[str, ...] | None
     if body.topics is None or (request.api_version == 0 and not body.topics):
         names = None
     else:
         names = tuple(t.name for t in body.topics if t.name is not None)
+    allow = bool(getattr(body, "allow_auto_topic_creation", True))
 
     def answered(resp: Any) -> None:
         if resp is None:
             conn.hang_up(f"{conn.broker} did not answer Metadata")
             return
-        reply(describe_metadata(conn, resp, names))
+        reply(describe_metadata(conn, resp, names, allow_auto_create=allow))
 
     conn.ask(MetadataRequest(names), answered)
 
 
-def describe_metadata(conn: WireConnection, resp: Any, names: tuple[str, ...] | None) -> dict[str, Any]:
+def live_brokers(conn: WireConnection) -> tuple[int, ...]:
+    """Return the brokers a Metadata answer lists: registered with the controller and not fenced.
+
+    Kafka's ``KRaftMetadataCache.getAliveBrokerNodes`` lists every unfenced broker of the metadata
+    image, whether the cluster has topics or not; a crashed broker stays listed until the controller
+    fences it (``broker.session.timeout.ms`` without a heartbeat). The engine's brokers learn the
+    live set only along with partition changes, so the answer takes it from the controller, whose
+    registrations are the metadata image the brokers replay in KRaft.
+    """
+    return conn.service.cluster.controller.live_brokers()
+
+
+def describe_metadata(
+    conn: WireConnection, resp: Any, names: tuple[str, ...] | None, *, allow_auto_create: bool = False
+) -> dict[str, Any]:
     """Return a wire Metadata answer for the engine's MetadataResponse."""
     service = conn.service
+    live = live_brokers(conn)
     brokers = [
         {"node_id": b, "host": host, "port": port, "rack": None}
-        for b in resp.brokers
+        for b in live
         if (addr := service.addresses.get(b)) is not None
         for host, port in (addr,)
     ]
@@ -86,7 +108,7 @@ def describe_metadata(conn: WireConnection, resp: Any, names: tuple[str, ...] | 
                 "leader_epoch": st.leader_epoch,
                 "replica_nodes": st.replicas,
                 "isr_nodes": st.isr,
-                "offline_replicas": tuple(r for r in st.replicas if r not in resp.brokers),
+                "offline_replicas": tuple(r for r in st.replicas if r not in live),
             }
         )
     topics = [
@@ -94,11 +116,13 @@ def describe_metadata(conn: WireConnection, resp: Any, names: tuple[str, ...] | 
         for name, parts in sorted(by_topic.items())
     ]
     topics.extend(
-        {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []}
+        {"error_code": _unknown_topic(conn, name, allow_auto_create), "name": name, "partitions": []}
         for name in names or ()
         if name not in by_topic
     )
-    controller = min(resp.brokers) if resp.brokers else -1
+    # KRaft answers a random live broker (KRaftMetadataCache.getRandomAliveBrokerId); the lowest
+    # live id keeps the answer deterministic. -1 only when no broker is live.
+    controller = min(live) if live else -1
     return {
         "throttle_time": 0,
         "brokers": brokers,
@@ -106,6 +130,30 @@ def describe_metadata(conn: WireConnection, resp: Any, names: tuple[str, ...] | 
         "controller_id": controller,
         "topics": topics,
     }
+
+
+def _unknown_topic(conn: WireConnection, name: str, allow_auto_create: bool) -> ErrorCode:
+    """Return the error for a topic the answering broker does not know, auto-creating it if allowed.
+
+    As Kafka 4's ``KafkaApis.getTopicMetadata`` and ``AutoTopicCreationManager`` do: an illegal name
+    is INVALID_TOPIC_EXCEPTION; any other unknown topic is UNKNOWN_TOPIC_OR_PARTITION, also the
+    first answer after the broker asked the controller to create it (KRaft sends the creation and
+    answers at once; the client asks again and finds the topic once its broker has the leaders).
+    A topic is created with ``num.partitions`` and ``default.replication.factor`` when the request
+    allows it and ``auto.create.topics.enable`` is on; internal topics are left to their
+    coordinators, and a name the controller would refuse (a '.'/'_' collision) creates nothing.
+    """
+    from engine.views import lookup
+
+    if lookup.topic_name_problem(name) is not None:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    cluster = conn.service.cluster
+    config = cluster.config
+    if allow_auto_create and config.auto_create_topics_enable and name not in cluster.topics:
+        # Kafka's controller may refuse it (an internal name, a collision): then it stays unknown.
+        with contextlib.suppress(KafkaError):
+            cluster.add_topic(name, config.num_partitions)
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 # -- Produce ----------------------------------------------------------------------------------
@@ -277,27 +325,41 @@ def _fetch_partition(partition: int, a: Any) -> dict[str, Any]:
 
 
 def list_offsets(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Earliest (-2) and latest (-1) offsets; the latest is the LSO for read_committed, as in Kafka."""
+    """Earliest (-2), latest (-1; the LSO for read_committed), by timestamp (>= 0) and max timestamp (-3, v7).
+
+    A timestamp lookup answers the first record whose timestamp is >= the target, with that
+    record's timestamp and leader epoch, or -1/-1 when none lies below the HW (the LSO for
+    read_committed), as Kafka's ``ReplicaManager.fetchOffset``. A special timestamp the request's
+    version does not carry (-3 before v7; -4 and -5 need v8 and v9, not served) is
+    UNSUPPORTED_VERSION, as Kafka's ``isListOffsetsTimestampUnsupported`` answers it.
+    """
     body = request.body
     isolation = _isolation(body)
     wanted = [(t.name, p) for t in body.topics for p in t.partitions]
     sends = [ListOffsetsRequest(name, p.partition_index, p.timestamp, isolation) for name, p in wanted]
-    unsupported = {i for i, (_n, p) in enumerate(wanted) if p.timestamp not in (-1, -2)}
+    unsupported = {
+        i for i, (_n, p) in enumerate(wanted) if p.timestamp < -3 or (p.timestamp == -3 and request.api_version < 7)
+    }
 
     def answered(answers: list[Any]) -> None:
         topics: dict[str, list[dict[str, Any]]] = {}
         for i, ((name, p), a) in enumerate(zip(wanted, answers, strict=True)):
             if i in unsupported:
-                entry = {"partition_index": p.partition_index, "error_code": ErrorCode.INVALID_REQUEST, "offset": -1}
+                entry = {
+                    "partition_index": p.partition_index,
+                    "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                    "timestamp": -1,
+                    "offset": -1,
+                }
             elif a is None:
                 entry = {"partition_index": p.partition_index, "error_code": ErrorCode.REQUEST_TIMED_OUT, "offset": -1}
             else:
                 entry = {
                     "partition_index": p.partition_index,
                     "error_code": a.error,
-                    "timestamp": -1,
+                    "timestamp": a.timestamp,
                     "offset": a.offset,
-                    "leader_epoch": -1,
+                    "leader_epoch": a.leader_epoch,
                 }
             topics.setdefault(name, []).append(entry)
         reply({"throttle_time": 0, "topics": [{"name": n, "partitions": ps} for n, ps in topics.items()]})

@@ -4,6 +4,12 @@ None of these reach a broker: Kafka's ``SocketServer`` and ``SaslServerAuthentic
 before a request is handed to ``KafkaApis``. SASL/PLAIN's token is ``authzid NUL user NUL
 password`` (RFC 4616); a wrong one is answered ``SASL_AUTHENTICATION_FAILED`` and the connection is
 closed, as Kafka does. The server names one user, ``eos``, and a password of its own.
+
+SaslHandshake v0 (KIP-43, still served by Kafka 4.4, sent by librdkafka 2.0 and old kafka-python)
+has no SaslAuthenticate: the next frame on the connection is the bare token, size-prefixed with no
+request header, and the answer to a good one is an empty size-prefixed frame; a bad one closes the
+connection without an answer (``SaslServerAuthenticator.handleSaslToken`` without Kafka headers).
+:func:`raw_token` judges that frame; the gateway hands it over instead of decoding a request.
 """
 
 from __future__ import annotations
@@ -51,14 +57,42 @@ def api_versions_fallback(correlation_id: int) -> bytes:
     return frames.encode_response(correlation_id, response)
 
 
+#: What a good token gets after SaslHandshake v0: PLAIN's empty challenge as a size-prefixed frame.
+RAW_TOKEN_ACCEPTED = b"\0\0\0\0"
+
+
 def sasl_handshake(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Accept the PLAIN mechanism; refuse any other with the mechanisms this server has."""
+    """Accept the PLAIN mechanism; refuse any other with the mechanisms this server has, and close.
+
+    After v0, the connection expects the bare token next (:func:`raw_token`).
+    """
     mechanism = request.body.mechanism
     if mechanism not in MECHANISMS:
         reply({"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": MECHANISMS})
+        conn.close_when_answered(f"unsupported SASL mechanism {mechanism!r}")
         return
     conn.mechanism = mechanism
+    conn.raw_sasl_token = request.api_version == 0
     reply({"error_code": ErrorCode.NONE, "mechanisms": MECHANISMS})
+
+
+def _plain_ok(conn: WireConnection, token: bytes) -> bool:
+    """Return True when a PLAIN token names the server's user and password."""
+    expected = conn.service.password
+    if expected is None:
+        return False
+    parts = token.split(b"\0")
+    user, password = (parts[1], parts[2]) if len(parts) == 3 else (b"", b"")
+    return bool(hmac.compare_digest(user, SASL_USER.encode()) & hmac.compare_digest(password, expected.encode()))
+
+
+def raw_token(conn: WireConnection, frame: bytes) -> bytes | None:
+    """Judge the bare PLAIN token that follows SaslHandshake v0: the frame to answer, or None to close."""
+    conn.raw_sasl_token = False
+    if not _plain_ok(conn, frame):
+        return None
+    conn.authenticated = True
+    return RAW_TOKEN_ACCEPTED
 
 
 def sasl_authenticate(conn: WireConnection, request: Request, reply: Reply) -> None:
@@ -68,10 +102,7 @@ def sasl_authenticate(conn: WireConnection, request: Request, reply: Reply) -> N
         reply({"error_code": ErrorCode.ILLEGAL_SASL_STATE, "error_message": "SaslHandshake PLAIN first"})
         conn.close_when_answered("SaslAuthenticate before SaslHandshake")
         return
-    parts = bytes(request.body.auth_bytes).split(b"\0")
-    user, password = (parts[1], parts[2]) if len(parts) == 3 else (b"", b"")
-    ok = hmac.compare_digest(user, SASL_USER.encode()) & hmac.compare_digest(password, expected.encode())
-    if not ok:
+    if not _plain_ok(conn, bytes(request.body.auth_bytes)):
         reply(
             {
                 "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
