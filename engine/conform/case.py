@@ -165,6 +165,8 @@ class Ctx:
         self.recorder = Recorder()
         self.observation = Observation()
         self._clients: list[Any] = []
+        self._held: list[Any] = []
+        self._admin: Any = None
         self._stopwatch = realtime_wait.Stopwatch()
 
     # -- names ------------------------------------------------------------------------------------
@@ -195,17 +197,36 @@ class Ctx:
 
         return self._keep(RecordingProducer(self.config(**config), self.recorder))
 
-    def consumer(self, **config: Any) -> Any:
-        """Return a recording confluent-kafka consumer with ``config`` (closed when the case ends)."""
+    def consumer(self, *, recorded: bool = True, **config: Any) -> Any:
+        """Return a confluent-kafka consumer with ``config`` (closed when the case ends).
+
+        ``recorded`` (default) puts its polls in the history ``eos check`` judges; a read_uncommitted
+        reader is left out (``recorded=False``), since reading aborted records is its right, not a G1a.
+        """
+        from confluent_kafka import Consumer
+
         from engine.record.confluent import RecordingConsumer
 
+        if not recorded:
+            return self._keep(Consumer(self.config(**config)))
         return self._keep(RecordingConsumer(self.config(**config), self.recorder))
 
     def admin(self, **config: Any) -> Any:
-        """Return a confluent-kafka ``AdminClient`` for the target."""
+        """Return a confluent-kafka ``AdminClient`` for the target (one per case unless ``config`` is given).
+
+        The client is kept until the case ends: librdkafka fails a future whose handle is gone (``_DESTROY``).
+        """
         from confluent_kafka.admin import AdminClient
 
-        return AdminClient(self.config(**config))
+        if config:
+            return self._hold(AdminClient(self.config(**config)))
+        if self._admin is None:
+            self._admin = self._hold(AdminClient(self.config()))
+        return self._admin
+
+    def _hold(self, client: Any) -> Any:
+        self._held.append(client)
+        return client
 
     def keep(self, client: Any) -> Any:
         """Close ``client`` (anything with ``close()``) when the case ends; return it."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from engine.conform.case import Ctx, case
 from engine.conform.cases.common import CALL_S
+from engine.record.confluent import error_name
 
 
 def _errors(ctx: Ctx, **config: Any) -> list[str]:
@@ -22,7 +23,7 @@ def _errors(ctx: Ctx, **config: Any) -> list[str]:
         admin.list_topics(timeout=4)
         seen.append("listed")
     except Exception as exc:
-        seen.append(type(exc).__name__)
+        seen.append(error_name(exc))
     return sorted(set(seen))
 
 

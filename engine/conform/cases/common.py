@@ -67,12 +67,14 @@ def read_partition(
 ) -> list[list[Any]]:
     """Read ``topic``-``partition`` from the start to its end; return ``[offset, value]`` pairs.
 
+    Only read_committed reads go into the history ``eos check`` judges (see :meth:`Ctx.consumer`).
     The end is reached when the position is at the high watermark (read_uncommitted) or stops
     moving with no record for a second (read_committed stops at the LSO), and at least
     ``min_records`` were read.
     """
     consumer = ctx.consumer(
-        **{"group.id": ctx.name("reader"), "isolation.level": isolation, "enable.auto.commit": False}
+        recorded=isolation == "read_committed",
+        **{"group.id": ctx.name("reader"), "isolation.level": isolation, "enable.auto.commit": False},
     )
     consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
     tp = TopicPartition(topic, partition)

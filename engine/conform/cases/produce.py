@@ -23,7 +23,7 @@ def acks_one(ctx: Ctx) -> None:
     topic = make_topic(ctx, "a1")
     producer = ctx.producer(**{"enable.idempotence": False, "acks": 1})
     ctx.observe("offsets", send(producer, topic, [f"v-{i}" for i in range(10)]))
-    ctx.observe("read", read_partition(ctx, topic, isolation="read_uncommitted", min_records=10))
+    ctx.observe("read", read_partition(ctx, topic, min_records=10))
 
 
 @case(
