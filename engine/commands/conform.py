@@ -70,12 +70,12 @@ def _reference(args: argparse.Namespace) -> Any:
         if not path.is_file():
             raise UsageError(f"eos conform: --reference {path}: no such results file (or use --reference live)")
         return load_results(path)
-    from engine.conform.realtime_reference import KafkaReference, ReferenceError
+    from engine.conform.realtime_reference import KafkaReference, ReferenceClusterError
     from engine.conform.targets import ReferenceTarget
 
     try:
         return ReferenceTarget(KafkaReference(brokers=3).start())
-    except ReferenceError as exc:
+    except ReferenceClusterError as exc:
         raise UsageError(f"eos conform: {exc}") from None
 
 

@@ -15,8 +15,10 @@ from engine.conform.runner import select_cases
 from engine.conform.targets import java_string_hash
 from engine.conform.vocabulary import parse_fault
 
+TWO_AND_ONE = Bounds(2.0, 1.0)
 
-def _case(name: str = "x.case", bounds: Bounds = Bounds(2.0, 1.0)) -> Case:
+
+def _case(name: str = "x.case", bounds: Bounds = TWO_AND_ONE) -> Case:
     return Case(name, "area", "title", lambda ctx: None, bounds=bounds)
 
 
