@@ -4,6 +4,7 @@
     eos conform --reference live                  # eos serve vs Kafka 4.4 started here (needs the jars)
     eos conform --bootstrap HOST:PORT [--config sasl.username=... ...] \\
         [--kill 'CMD {broker}' --restart 'CMD {broker}' [--pause ... --resume ...]]
+    eos conform --mock                            # librdkafka's own mock cluster, in this process
 
 Each case is a client program (confluent-kafka, some kafka-python); the program's observations on
 the cluster under test are compared with Kafka 4.4's, and each recorded history is judged by
@@ -26,6 +27,9 @@ PACKAGED_REFERENCE = Path(__file__).resolve().parents[1] / "conform" / "kafka-4.
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the conform arguments."""
     p.add_argument("--bootstrap", metavar="HOST:PORT", help="the cluster under test (default: eos serve, here)")
+    p.add_argument(
+        "--mock", action="store_true", help="test librdkafka's in-process mock cluster (test.mock.num.brokers=3)"
+    )
     p.add_argument(
         "--config",
         action="append",
@@ -80,8 +84,10 @@ def _reference(args: argparse.Namespace) -> Any:
 
 
 def _under_test(args: argparse.Namespace) -> Any:
-    from engine.conform.targets import BootstrapTarget, ServedTarget
+    from engine.conform.targets import BootstrapTarget, MockTarget, ServedTarget
 
+    if args.mock:
+        return MockTarget()
     if args.bootstrap is None:
         return ServedTarget()
     commands = {a: getattr(args, a) for a in ("kill", "restart", "pause", "resume") if getattr(args, a)}
@@ -90,7 +96,7 @@ def _under_test(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run the cases; print the table; 0 when nothing diverges."""
-    from engine.conform.runner import render_table, run_suite, save_results, select_cases
+    from engine.conform.runner import render_table, run_suite, save_results, select_cases, write_docs
 
     cases = select_cases(args.cases, faults=not args.no_faults)
     if args.list:
@@ -122,5 +128,5 @@ def run(args: argparse.Namespace) -> int:
     if args.save:
         save_results(results, args.save, reference=ref_name, other=other.name)
     if args.docs:
-        Path(args.docs).write_text(table, encoding="utf-8")
+        write_docs(args.docs, results, reference=ref_name, other=other.name)
     return 1 if counts.get("diverges") else 0

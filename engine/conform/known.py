@@ -35,4 +35,12 @@ class Known:
 
 
 #: Case name -> its documented divergence.
-KNOWN: dict[str, Known] = {}
+KNOWN: dict[str, Known] = {
+    "admin.describe-topic-configs": Known(
+        keys=("cleanup.policy", "retention.ms"),
+        reason="the engine models no retention and no compaction (its logs keep every record), so "
+        "DescribeConfigs lists only the topic configs it enforces (min.insync.replicas, segment.bytes, "
+        "unclean.leader.election.enable, max.message.bytes); Kafka lists every LogConfig key with its default",
+        kafka="storage LogConfig (cleanup.policy, retention.ms); ConfigHelper.describeConfigs",
+    ),
+}

@@ -66,8 +66,6 @@ BROKER_SETTINGS: dict[str, str] = {
 NOT_MODELLED: dict[str, str] = {
     "group.min.session.timeout.ms": "fixed at 6000 (GROUP_MIN_SESSION_TIMEOUT_MS), the value used here",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "transactional ids never expire",
-    "num.partitions": "topics are created with an explicit partition count (eos serve --topic NAME:N)",
-    "auto.create.topics.enable": "no auto-creation: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION",
 }
 
 

@@ -39,6 +39,7 @@ from engine.conform.vocabulary import Fault, Selector
 __all__ = [
     "BootstrapTarget",
     "FaultsUnavailableError",
+    "MockTarget",
     "ReferenceTarget",
     "ServedTarget",
     "java_string_hash",
@@ -326,3 +327,22 @@ class BootstrapTarget:
 
     def close(self) -> None:
         """Nothing to stop: the cluster is the user's."""
+
+
+class MockTarget(BootstrapTarget):
+    """librdkafka's in-process mock cluster (``test.mock.num.brokers``), as a cluster under test.
+
+    It serves no SASL and takes no faults from outside, so those cases are skipped; the rest show
+    where it differs from Kafka 4.4 (it hands aborted records to read_committed readers).
+    """
+
+    def __init__(self, brokers: int = 3) -> None:
+        from engine.record.workloads import MockCluster
+
+        self._mock = MockCluster(brokers)
+        super().__init__(self._mock.config())
+        self.name = "librdkafka mock"
+
+    def close(self) -> None:
+        """Stop the mock cluster."""
+        self._mock.close()

@@ -16,8 +16,25 @@ def empty_cluster(ctx: Ctx) -> None:
     futures = admin.create_topics([NewTopic(topic, 1, 3)], operation_timeout=CALL_S)
     ctx.attempt("create", futures[topic].result, CALL_S)
     ctx.observe("led", wait_for_leaders(ctx, topic, 1))
-    meta = admin.list_topics(topic, timeout=CALL_S).topics[topic]
-    ctx.observe("replicas", [len(p.replicas) for p in meta.partitions.values()])
+    ctx.observe("replicas", replicas_of(ctx, topic))
+
+
+def replicas_of(ctx: Ctx, topic: str) -> list[int]:
+    """Return the replica count of each partition of ``topic``, once a broker's Metadata lists them.
+
+    Kafka's brokers learn a new topic from the controller one by one, so for a moment after the
+    leaders show up another broker may still answer without it; wait that out as a user's test would.
+    """
+    admin = ctx.admin()
+    counts: list[int] = []
+
+    def listed() -> bool:
+        meta = admin.list_topics(topic, timeout=10).topics.get(topic)
+        counts[:] = [] if meta is None or meta.error else [len(p.replicas) for p in meta.partitions.values()]
+        return bool(counts)
+
+    ctx.wait_until(listed, CALL_S, 0.2)
+    return counts
 
 
 def _create(ctx: Ctx, key: str, topic: str, partitions: int, rf: int, **options: object) -> None:
@@ -79,9 +96,7 @@ def auto_create(ctx: Ctx) -> None:
     topic = ctx.name("auto")
     producer = ctx.producer(**{"enable.idempotence": True})
     ctx.observe("delivered", send(producer, topic, [f"a-{i}" for i in range(3)]))
-    meta = ctx.admin().list_topics(topic, timeout=CALL_S).topics[topic]
-    ctx.observe("partitions", len(meta.partitions))
-    ctx.observe("replicas", [len(p.replicas) for p in meta.partitions.values()])
+    ctx.observe("replicas", replicas_of(ctx, topic))
     ctx.observe("read", read_partition(ctx, topic, 0, min_records=3))
 
 
