@@ -84,6 +84,9 @@ class BrokerConfig:
     broker_heartbeat_interval_ms: int = 2_000
     broker_session_timeout_ms: int = 9_000
     log_segment_bytes: int = 1 << 20  # sim default: Kafka's is 1 GiB
+    #: The largest record batch a leader appends (its encoded size, compressed as sent); a bigger
+    #: one is refused with MESSAGE_TOO_LARGE. Kafka's default: 1 MiB plus the 12-byte log overhead.
+    message_max_bytes: int = 1_048_588
     log_flush_interval_ms: int = 1_000  # sim default: the OS page-cache flush period
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
@@ -104,6 +107,8 @@ class BrokerConfig:
             raise ConfigError("num.partitions", self.num_partitions, "must be at least 1")
         if self.transaction_version not in (1, 2):
             raise ConfigError("transaction.version", self.transaction_version, "must be 1 or 2")
+        if self.message_max_bytes < 0:
+            raise ConfigError("message.max.bytes", self.message_max_bytes, "must be at least 0")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -113,6 +118,12 @@ class TopicConfig:
     min_insync_replicas: int | None = None
     unclean_leader_election_enable: bool | None = None
     segment_bytes: int | None = None
+    #: Overrides the broker's ``message.max.bytes`` for this topic (Kafka's ``max.message.bytes``).
+    max_message_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_message_bytes is not None and self.max_message_bytes < 0:
+            raise ConfigError("max.message.bytes", self.max_message_bytes, "must be at least 0")
 
 
 class IsolationLevel(enum.StrEnum):

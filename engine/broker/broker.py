@@ -234,6 +234,13 @@ class Broker(RpcNode):
             return tc.min_insync_replicas
         return self.config.min_insync_replicas
 
+    def max_message_bytes(self, topic: str) -> int:
+        """Return the largest batch the topic's leader appends (``max.message.bytes``, else ``message.max.bytes``)."""
+        tc = self.topic_configs.get(topic)
+        if tc is not None and tc.max_message_bytes is not None:
+            return tc.max_message_bytes
+        return self.config.message_max_bytes
+
     def leader_replica(self, topic: str, partition: int) -> tuple[Replica | None, ErrorCode]:
         """Return the replica if this broker leads the partition, else the error to answer."""
         r = self.replicas.get((topic, partition))

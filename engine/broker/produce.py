@@ -7,7 +7,11 @@ Each partition is checked, in Kafka's order: leadership (``NOT_LEADER_OR_FOLLOWE
 ``UNKNOWN_TOPIC_OR_PARTITION``), for ``acks=all`` the ISR against ``min.insync.replicas``
 (``NOT_ENOUGH_REPLICAS``), then broker extensions may take the partition first (KIP-890
 verification of a transactional produce asks the coordinator and comes back through
-:meth:`ProducePath.continue_produce` with ``verified=True``). The replica validates and appends
+:meth:`ProducePath.continue_produce` with ``verified=True``). A batch whose encoded size
+(``RecordBatch.size_bytes``: the wire's bytes, compressed as sent, or the engine producer's estimate)
+exceeds the topic's ``max.message.bytes`` (else the broker's ``message.max.bytes``) is refused with
+``MESSAGE_TOO_LARGE`` before the log sees it (Kafka's ``UnifiedLog.analyzeAndValidateRecords``;
+nothing is appended, no sequence is consumed). The replica validates and appends
 (:meth:`~engine.broker.replica.Replica.append_as_leader`: the epoch and the 5-batch sequence
 window; a duplicate is answered with the offset it first got). ``acks=0`` gets no answer,
 ``acks=1`` is answered at once, ``acks=all`` waits in the partition's purgatory until the HW
@@ -92,6 +96,17 @@ class ProducePath:
                 if ext.intercept_produce(call, index, r):
                     return
         batch = part.batch
+        limit = broker.max_message_bytes(part.topic)
+        if batch.size_bytes > limit:
+            # Kafka's UnifiedLog.analyzeAndValidateRecords: before the CRC and producer-state checks.
+            self.error(
+                call,
+                index,
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"The record batch size in the append to {part.topic}-{part.partition} is {batch.size_bytes} bytes "
+                f"which exceeds the maximum configured value of {limit}.",
+            )
+            return
         try:
             base_offset, duplicate, _ = r.append_as_leader(batch, _CLIENT)
         except LogValidationError as exc:

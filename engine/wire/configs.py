@@ -4,7 +4,7 @@ Role
 ----
 DescribeConfigs, IncrementalAlterConfigs and CreateTopics (v5's ``configs``) describe only what the
 engine models (:mod:`engine.config`): a topic's ``min.insync.replicas``,
-``unclean.leader.election.enable`` and ``segment.bytes``, and the broker settings of
+``unclean.leader.election.enable``, ``segment.bytes`` and ``max.message.bytes``, and the broker settings of
 :class:`~engine.config.BrokerConfig` that Kafka 4.4 also has. Values are strings as Kafka writes
 them (``true``/``false``, decimal ints), with Kafka's ``ConfigSource``:
 
@@ -47,6 +47,7 @@ _BOOLEAN, _INT, _LONG = 1, 3, 5
 
 #: Topic config -> the broker config it falls back to (Kafka's ``ServerTopicConfigSynonyms``).
 TOPIC_TO_BROKER = {
+    "max.message.bytes": "message.max.bytes",
     "min.insync.replicas": "min.insync.replicas",
     "segment.bytes": "log.segment.bytes",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
@@ -61,6 +62,7 @@ _DYNAMIC_BROKER = frozenset(
         "unclean.leader.election.enable",
         "log.segment.bytes",
         "log.flush.interval.ms",
+        "message.max.bytes",
         "producer.id.expiration.ms",
     }
 )

@@ -112,6 +112,23 @@ def test_a_record_too_large_is_reported_and_makes_the_transaction_abortable() ->
     p.abort_transaction()
 
 
+def test_a_batch_over_the_topic_s_max_message_bytes_is_refused_by_the_leader() -> None:
+    # The broker's check (UnifiedLog.analyzeAndValidateRecords) on the producer's estimated batch
+    # size: the idempotent producer reports MESSAGE_TOO_LARGE, bumps its epoch and carries on.
+    c = Cluster(seed=3, brokers=3)
+    c.create_topic("big", partitions=1, replication_factor=3, config={"max.message.bytes": 2_000})
+    p = c.producer({"linger.ms": 0})
+    box: list[Any] = []
+    p.produce("big", value=b"x" * 5_000, partition=0, on_delivery=_reports(box))
+    p.flush()
+    p.produce("big", value=b"small", partition=0, on_delivery=_reports(box))
+    p.flush()
+    (too_large, _), (ok, small) = box
+    assert isinstance(too_large, RecordTooLargeException)
+    assert "exceeds the maximum configured value of 2000" in str(too_large)
+    assert (ok, small.offset()) == (None, 0)
+
+
 def test_purge_reports_every_queued_record_and_makes_the_transaction_abortable() -> None:
     c = _cluster()
     p = _txn(c, **{"linger.ms": 1_000})
