@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,9 +46,7 @@ def run(args: argparse.Namespace) -> int:
         ref = KafkaReference(args.brokers, args.workdir, settings, auth=not args.no_auth, heap_mb=args.heap_mb)
     except ReferenceClusterError as exc:
         raise UsageError(f"eos reference: {exc}") from None
-    stop = threading.Event()
-    # SIGTERM (a supervisor, `timeout`) stops the cluster as Ctrl-C does
-    signal.signal(signal.SIGTERM, lambda _sig, _frame: stop.set())
+    stop = stop_signal()
     try:
         try:
             ref.start()
@@ -65,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print(json.dumps(ref.client_config(), indent=2))
         sys.stdout.flush()
-        stop.wait(args.duration)
+        stop.wait(args.duration)  # SIGTERM (a supervisor, `timeout`) stops the cluster as Ctrl-C does
     except KeyboardInterrupt:
         pass
     finally:

@@ -49,6 +49,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 import weakref
@@ -558,3 +559,10 @@ class KafkaReference:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(self.ready_info(), f, indent=2)
         tmp.replace(path)
+
+
+def stop_signal() -> Any:
+    """Return an event that SIGTERM sets, for a command that serves a cluster until it is told to stop."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: stop.set())
+    return stop
