@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the cluster until interrupted."""
     from engine.cli import UsageError
     from engine.commands.serve import parse_config
-    from engine.conform.realtime_reference import KafkaReference, ReferenceClusterError
+    from engine.conform.realtime_reference import KafkaReference, ReferenceClusterError, stop_signal
 
     if args.brokers < 1:
         raise UsageError("eos reference: --brokers must be at least 1")
