@@ -62,7 +62,7 @@ def kafka_python_from_confluent(config: dict[str, Any]) -> dict[str, Any]:
 
 def features_of(config: dict[str, Any]) -> frozenset[str]:
     """Return what a cluster reached with ``config`` offers to cases' ``needs``: ``sasl`` for SASL/PLAIN."""
-    found = {"kafka-python"}
+    found = {"kafka-python", "create-topics"}
     if str(config.get("sasl.mechanism", "")).upper() == "PLAIN" and "sasl.username" in config:
         found.add("sasl")
     return frozenset(found)
@@ -203,7 +203,7 @@ class ServedTarget:
     """
 
     can_fault = True
-    features = frozenset({"sasl", "kafka-python"})
+    features = frozenset({"sasl", "kafka-python", "create-topics"})
 
     def __init__(self, brokers: int = 3, seed: int = 1, config: dict[str, Any] | None = None) -> None:
         from engine.conform import settings
@@ -332,8 +332,9 @@ class BootstrapTarget:
 class MockTarget(BootstrapTarget):
     """librdkafka's in-process mock cluster (``test.mock.num.brokers``), as a cluster under test.
 
-    It serves no SASL and takes no faults from outside, so those cases are skipped; the rest show
-    where it differs from Kafka 4.4 (it hands aborted records to read_committed readers).
+    It serves no SASL, no CreateTopics (topics are created on first use, 4 partitions) and takes no
+    faults from outside, so those cases are skipped or make their topics by auto-creation; the rest
+    show where it differs from Kafka 4.4 (it hands aborted records to read_committed readers).
     """
 
     def __init__(self, brokers: int = 3) -> None:
@@ -342,6 +343,7 @@ class MockTarget(BootstrapTarget):
         self._mock = MockCluster(brokers)
         super().__init__(self._mock.config())
         self.name = "librdkafka mock"
+        self.features = self.features - {"create-topics"}
 
     def close(self) -> None:
         """Stop the mock cluster."""
