@@ -139,6 +139,8 @@ name                              kind     node        detail                   
 ``group.rebalance``               state    broker      group, generation,        a rebalance began
                                                        reason
 ``group.member.removed``          state    broker      group, member, reason     a member did not rejoin in time
+``group.static.replaced``         state    broker      group, instance, old,     a static member's instance rejoined
+                                                       member
 ``group.empty``                   state    broker      group, generation         the group has no member left
 ``group.generation``              state    broker      group, generation,        a new generation began
                                                        leader, members
@@ -273,7 +275,7 @@ GROUP_UNLOAD = "group.unload"
 GROUP_JOIN_ERROR = "group.join.error"
 GROUP_MEMBER_ADDED = "group.member.added"
 #: A static member (KIP-345) rejoined with its instance id: the old member id is fenced, the new one keeps its place.
-GROUP_STATIC_MEMBER_REPLACED = "group.static.replaced"
+GROUP_STATIC_REPLACED = "group.static.replaced"
 GROUP_REBALANCE = "group.rebalance"
 GROUP_MEMBER_REMOVED = "group.member.removed"
 GROUP_EMPTY = "group.empty"
@@ -368,7 +370,7 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
             GROUP_UNLOAD,
             GROUP_JOIN_ERROR,
             GROUP_MEMBER_ADDED,
-            GROUP_STATIC_MEMBER_REPLACED,
+            GROUP_STATIC_REPLACED,
             GROUP_REBALANCE,
             GROUP_MEMBER_REMOVED,
             GROUP_EMPTY,

@@ -177,7 +177,7 @@ class Membership:
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         self.c.trace(
-            events.GROUP_STATIC_MEMBER_REPLACED,
+            events.GROUP_STATIC_REPLACED,
             ("group", g.group_id),
             ("instance", instance),
             ("old", old_id),
