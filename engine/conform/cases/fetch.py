@@ -88,8 +88,8 @@ def out_of_range(ctx: Ctx) -> None:
         consumer.assign([TopicPartition(topic, 0, 100)])
         got: list[object] = []
         errors: set[str] = set()
-        end = ctx.seconds() + 5
-        while ctx.seconds() < end and len(got) < 5:
+        end = ctx.seconds() + (5 if reset == "earliest" else 3)
+        while ctx.seconds() < end and len(got) < 5 and not errors:
             for m in consumer.consume(10, 0.3):
                 if m.error() is None:
                     got.append(m.offset())

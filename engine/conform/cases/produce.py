@@ -72,7 +72,7 @@ def leader_killed_in_flight(ctx: Ctx) -> None:
 )
 def leader_paused(ctx: Ctx) -> None:
     topic = make_topic(ctx, "s", 1, 3, **{"min.insync.replicas": "2"})
-    producer = ctx.producer(**RESILIENT)
+    producer = ctx.producer(**{**RESILIENT, "request.timeout.ms": 5000})
     first = send(producer, topic, [f"a-{i}" for i in range(5)])
     paused = ctx.fault(f"pause leader {topic} 0")
     start = ctx.seconds()

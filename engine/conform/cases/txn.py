@@ -91,10 +91,10 @@ def fencing(ctx: Ctx) -> None:
 )
 def timeout(ctx: Ctx) -> None:
     topic = make_topic(ctx, "to")
-    producer = transactional(ctx, **{"transaction.timeout.ms": 3000})
+    producer = transactional(ctx, **{"transaction.timeout.ms": 2000})
     producer.begin_transaction()
     send(producer, topic, [f"late-{i}" for i in range(3)])
-    ctx.sleep(8.0)
+    ctx.sleep(5.0)
     try:
         producer.commit_transaction(CALL_S)
         ctx.observe("commit", "ok")
