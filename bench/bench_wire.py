@@ -76,7 +76,8 @@ def kafka_config() -> tuple[Any, dict[str, Any]] | None:
         print(f"bench_wire: Kafka 4.4 skipped: {str(exc).splitlines()[0]}")
         return None
     config = reference.client_config()
-    AdminClient(config).create_topics([NewTopic("bench", 3, 3)])["bench"].result(60)
+    admin = AdminClient(config)  # kept until the future is done: librdkafka fails it when the handle goes
+    admin.create_topics([NewTopic("bench", 3, 3)])["bench"].result(60)
     return reference, config
 
 
