@@ -32,7 +32,31 @@ def make_topic(ctx: Ctx, short: str, partitions: int = 1, rf: int = 3, **config:
         futures = admin.create_topics([NewTopic(topic, partitions, rf, config=dict(config))], operation_timeout=CALL_S)
         futures[topic].result(CALL_S)
     wait_for_leaders(ctx, topic, partitions)
+    wait_for_offsets(ctx, topic, partitions)
     return topic
+
+
+def wait_for_offsets(ctx: Ctx, topic: str, partitions: int) -> bool:
+    """Wait until every partition's leader answers ListOffsets, as a user's test waits for a new topic.
+
+    On Kafka the controller tells the brokers of a new topic one by one: for a moment after Metadata
+    names a leader, that broker may still answer NOT_LEADER_OR_FOLLOWER. Clients retry a produce
+    or a fetch by themselves, but ``get_watermark_offsets`` raises; waiting here keeps that moment
+    out of what a case observes.
+    """
+    probe = ctx.consumer(recorded=False, **{"group.id": ctx.name("probe")})
+
+    def answered() -> bool:
+        try:
+            for p in range(partitions):
+                probe.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+        except Exception:
+            return False
+        return True
+
+    done = ctx.wait_until(answered, CALL_S, 0.2)
+    probe.close()
+    return done
 
 
 def wait_for_leaders(ctx: Ctx, topic: str, partitions: int) -> bool:
