@@ -229,13 +229,15 @@ def test_incremental_alter_configs_sets_a_topic_config(served, ck) -> None:
 
 def test_delete_topics_then_the_name_is_created_again_empty(served, ck) -> None:
     server = served([("t", 2, 3), ("keep", 1, 3)])
-    # A live producer of "t" refreshes its metadata and would create "t" again by auto-creation
-    # (auto.create.topics.enable is on by default), as it does against Kafka: it must not ask to.
-    p = Producer(ck(server, **{"allow.auto.create.topics": False}))
+    # A Metadata request for "t" from a live producer (or from AdminClient.list_topics, a producer
+    # handle too) would create "t" again by auto-creation (auto.create.topics.enable is on by
+    # default), as it does against Kafka: neither may ask to.
+    no_auto = {"allow.auto.create.topics": False}
+    p = Producer(ck(server, **no_auto))
     for i in range(6):
         p.produce("t", value=b"old-%d" % i, partition=i % 2)
     assert p.flush(10) == 0
-    admin = AdminClient(ck(server))
+    admin = AdminClient(ck(server, **no_auto))
     futures = admin.delete_topics(["t", "nope"], operation_timeout=10)
     assert {k: _outcome(f) for k, f in futures.items()} == {"t": "ok", "nope": "UNKNOWN_TOPIC_OR_PART"}
     md = admin.list_topics(topic="t", timeout=10)
