@@ -53,18 +53,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the cases and exit")
 
 
-def _config(items: list[str]) -> dict[str, Any]:
-    from engine.cli import UsageError
-
-    config: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"eos conform: --config {item!r}: use KEY=VALUE, e.g. sasl.mechanism=PLAIN")
-        config[key] = value
-    return config
-
-
 def _reference(args: argparse.Namespace) -> Any:
     from engine.cli import UsageError
     from engine.conform.runner import load_results
@@ -91,12 +79,23 @@ def _under_test(args: argparse.Namespace) -> Any:
     if args.bootstrap is None:
         return ServedTarget()
     commands = {a: getattr(args, a) for a in ("kill", "restart", "pause", "resume") if getattr(args, a)}
-    return BootstrapTarget({"bootstrap.servers": args.bootstrap, **_config(args.config)}, commands)
+    from engine.commands.serve import parse_config
+
+    config = parse_config(args.config, "eos conform", "sasl.mechanism=PLAIN")
+    return BootstrapTarget({"bootstrap.servers": args.bootstrap, **config}, commands)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the cases; print the table; 0 when nothing diverges."""
-    from engine.conform.runner import render_table, run_suite, save_results, select_cases, write_docs
+    from engine.conform.runner import (
+        outcome_counts,
+        render_table,
+        run_suite,
+        save_results,
+        select_cases,
+        summary,
+        write_docs,
+    )
 
     cases = select_cases(args.cases, faults=not args.no_faults)
     if args.list:
@@ -121,12 +120,9 @@ def run(args: argparse.Namespace) -> int:
     table = render_table(results, reference=ref_name, other=other.name)
     print()
     print(table)
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.judgement.outcome] = counts.get(r.judgement.outcome, 0) + 1
-    print(", ".join(f"{n} {outcome}" for outcome, n in counts.items()) + f" ({len(results)} cases)")
+    print(summary(results))
     if args.save:
         save_results(results, args.save, reference=ref_name, other=other.name)
     if args.docs:
         write_docs(args.docs, results, reference=ref_name, other=other.name)
-    return 1 if counts.get("diverges") else 0
+    return 1 if outcome_counts(results).get("diverges") else 0

@@ -38,10 +38,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("eos reference: --brokers must be at least 1")
     if args.heap_mb < 128:
         raise UsageError("eos reference: --heap-mb must be at least 128 (a broker needs about 300 MiB)")
-    try:
-        settings = parse_config(args.config)
-    except UsageError as exc:
-        raise UsageError(str(exc).replace("eos serve:", "eos reference:", 1)) from None
+    settings = parse_config(args.config, "eos reference")
     try:
         ref = KafkaReference(args.brokers, args.workdir, settings, auth=not args.no_auth, heap_mb=args.heap_mb)
     except ReferenceClusterError as exc:

@@ -63,15 +63,17 @@ def parse_topic(text: str) -> tuple[str, int, int | None]:
     return parts[0], partitions, rf
 
 
-def parse_config(items: list[str]) -> dict[str, Any]:
-    """Read ``KEY=VALUE`` items."""
+def parse_config(
+    items: list[str], command: str = "eos serve", example: str = "min.insync.replicas=2"
+) -> dict[str, Any]:
+    """Read ``KEY=VALUE`` items (``command`` and ``example`` name the error's fix)."""
     from engine.cli import UsageError
 
     config: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise UsageError(f"eos serve: --config {item!r}: use KEY=VALUE, e.g. min.insync.replicas=2")
+            raise UsageError(f"{command}: --config {item!r}: use KEY=VALUE, e.g. {example}")
         config[key] = value
     return config
 

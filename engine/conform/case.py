@@ -195,7 +195,7 @@ class Ctx:
         """Return a recording confluent-kafka producer with ``config`` (closed when the case ends)."""
         from engine.record.confluent import RecordingProducer
 
-        return self._keep(RecordingProducer(self.config(**config), self.recorder))
+        return self.keep(RecordingProducer(self.config(**config), self.recorder))
 
     def consumer(self, *, recorded: bool = True, **config: Any) -> Any:
         """Return a confluent-kafka consumer with ``config`` (closed when the case ends).
@@ -208,8 +208,8 @@ class Ctx:
         from engine.record.confluent import RecordingConsumer
 
         if not recorded:
-            return self._keep(Consumer(self.config(**config)))
-        return self._keep(RecordingConsumer(self.config(**config), self.recorder))
+            return self.keep(Consumer(self.config(**config)))
+        return self.keep(RecordingConsumer(self.config(**config), self.recorder))
 
     def admin(self, **config: Any) -> Any:
         """Return a confluent-kafka ``AdminClient`` for the target (one per case unless ``config`` is given).
@@ -230,9 +230,6 @@ class Ctx:
 
     def keep(self, client: Any) -> Any:
         """Close ``client`` (anything with ``close()``) when the case ends; return it."""
-        return self._keep(client)
-
-    def _keep(self, client: Any) -> Any:
         self._clients.append(client)
         return client
 

@@ -37,6 +37,21 @@ class Member:
         return assignment_of(self.consumer)
 
 
+def _one_then_another(ctx: Ctx, group: str, topic: str) -> tuple[Member, Member, bool, float]:
+    """Let one member own all 4 partitions of ``topic``, then add a second; return both, whether the
+    group became stable, and the seconds from the second's start until then.
+
+    The first owns the group before the second joins, so "second" names the same member on every
+    target (two JoinGroups sent at once reach the coordinator in either order).
+    """
+    first = Member(ctx, group, topic)
+    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
+    start = ctx.seconds()
+    second = Member(ctx, group, topic)
+    stable = poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4))
+    return first, second, stable, ctx.seconds() - start
+
+
 def _stable(members: list[Member], partitions: int) -> bool:
     owned = [p for m in members for p in m.owns()]
     return sorted(owned) == list(range(partitions)) and all(m.owns() for m in members)
@@ -62,13 +77,9 @@ def join(ctx: Ctx) -> None:
 )
 def second_member(ctx: Ctx) -> None:
     topic = make_topic(ctx, "s", 4)
-    group = ctx.name("g")
-    first = Member(ctx, group, topic)
-    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
-    start = ctx.seconds()
-    second = Member(ctx, group, topic)
-    ctx.observe("stable", poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4)))
-    ctx.timing("until-stable", ctx.seconds() - start)
+    first, second, stable, took = _one_then_another(ctx, ctx.name("g"), topic)
+    ctx.observe("stable", stable)
+    ctx.timing("until-stable", took)
     ctx.observe("sizes", sorted([len(first.owns()), len(second.owns())]))
     ctx.observe("ranges-contiguous", all(m.owns() in ([0, 1], [2, 3]) for m in (first, second)))
     ctx.observe("first-events", [e[0] for e in first.events])
@@ -78,12 +89,7 @@ def second_member(ctx: Ctx) -> None:
 def leave(ctx: Ctx) -> None:
     topic = make_topic(ctx, "l", 4)
     group = ctx.name("g")
-    # The first member owns the group before the second joins, so "second" names the same member on
-    # every target (two JoinGroups sent at once reach the coordinator in either order).
-    first = Member(ctx, group, topic)
-    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
-    second = Member(ctx, group, topic)
-    poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4))
+    first, second, _stable_now, _took = _one_then_another(ctx, group, topic)
     start = ctx.seconds()
     second.consumer.close()
     ctx.observe("stable", poll_until(ctx, [first.consumer], lambda: first.owns() == [0, 1, 2, 3]))
