@@ -56,12 +56,15 @@ def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
     def member(name: str) -> Any:
         c = Consumer({**base, "group.instance.id": f"inst-{name}", "client.id": name})
         parts[name] = []
-        c.subscribe(["t"], on_assign=lambda _c, ps: parts[name].extend(p.partition for p in ps))
+        # eager assignment: each on_assign carries the member's whole new assignment (when "a" joins
+        # first it owns all four until "b" joins), so it replaces what the member had
+        owned = parts[name]
+        c.subscribe(["t"], on_assign=lambda _c, ps: owned.__setitem__(slice(None), [p.partition for p in ps]))
         return c
 
     a, b = member("a"), member("b")
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (parts["a"] and parts["b"]):
+    while time.monotonic() < deadline and not (parts["a"] and parts["b"] and len(parts["a"] + parts["b"]) == 4):
         a.poll(0.1)
         b.poll(0.1)
     assert sorted(parts["a"] + parts["b"]) == [0, 1, 2, 3]
