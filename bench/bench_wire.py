@@ -6,6 +6,11 @@ Two workloads, each run against every target in this one process run:
   (``linger.ms`` 5, ``batch.num.messages`` 1000: batches of about 1000 records) and flushes;
   records/s from the first produce() to the end of flush(); every delivery report must be clean.
 * ``commits``: a transactional producer commits ``--txns`` transactions of 10 records; commits/s.
+* ``ctp``: consume-transform-produce, as an exactly-once app runs: a read_committed consumer reads
+  ``bench`` (what ``produce`` wrote), and each transaction copies 10 records to ``bench-out`` and
+  sends the consumer's offsets in it (``send_offsets_to_transaction``); commits/s, once with
+  librdkafka's defaults and once with ``retry.backoff.ms`` 10. The gap is the client's back-off on
+  CONCURRENT_TRANSACTIONS (docs/wire.md, "Where a transaction's time goes").
 
 ``eos serve`` runs as a subprocess (``--rate 1``, SASL on, as users run it), so the server has a
 core of its own and the client's librdkafka threads do not share its GIL; the mock runs inside
@@ -32,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, BenchError, check, machine_note
@@ -45,7 +50,8 @@ def start_server(profile: Path | None) -> tuple[subprocess.Popen[bytes], dict[st
     cmd = [sys.executable]
     if profile is not None:
         cmd += ["-m", "cProfile", "-o", str(profile)]
-    cmd += ["-m", "engine.cli", "serve", "--topic", "bench:3:3", "--ready-file", str(ready), "--seed", "1"]
+    cmd += ["-m", "engine.cli", "serve", "--topic", "bench:3:3", "--topic", "bench-out:3:3"]
+    cmd += ["--ready-file", str(ready), "--seed", "1"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not ready.exists():
@@ -77,7 +83,8 @@ def kafka_config() -> tuple[Any, dict[str, Any]] | None:
         return None
     config = reference.client_config()
     admin = AdminClient(config)  # kept until the future is done: librdkafka fails it when the handle goes
-    admin.create_topics([NewTopic("bench", 3, 3)])["bench"].result(60)
+    for future in admin.create_topics([NewTopic("bench", 3, 3), NewTopic("bench-out", 3, 3)]).values():
+        future.result(60)
     return reference, config
 
 
@@ -119,6 +126,46 @@ def commits(config: dict[str, Any], txns: int) -> float:
     return txns / (time.perf_counter() - start)
 
 
+def ctp(config: dict[str, Any], txns: int, **client: Any) -> float:
+    """Consume-transform-produce ``txns`` transactions of 10 records from ``bench`` to ``bench-out``."""
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    c = Consumer(
+        {
+            **config,
+            **client,
+            "group.id": f"bench-{tag}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    p = Producer({**config, **client, "transactional.id": f"bench-ctp-{tag}", "linger.ms": 0})
+    c.subscribe(["bench"])
+    p.init_transactions(30)
+    done = 0
+    start = None
+    while done < txns:
+        batch = [m for m in c.consume(10, 5) if m.error() is None]
+        check(bool(batch) or start is None, "ctp: the consumer stopped reading bench")
+        if not batch:
+            continue
+        if start is None:
+            start = time.perf_counter()  # from the first records read: the group's join is not counted
+        p.begin_transaction()
+        for m in batch:
+            p.produce("bench-out", value=m.value(), key=m.key())
+        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        done += 1
+    elapsed = time.perf_counter() - (start or 0)
+    c.close()
+    return txns / elapsed
+
+
+def ctp_fast(config: dict[str, Any], txns: int) -> float:
+    return ctp(config, txns, **{"retry.backoff.ms": 10})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=100_000)
@@ -137,7 +184,13 @@ def main() -> int:
     targets = [("eos serve", served), ("Kafka 4.4", kafka[1] if kafka else None), ("librdkafka mock", mock)]
     try:
         rows = []
-        for name, fn, n in (("produce records/s", produce, args.records), ("commits/s", commits, args.txns)):
+        workloads = (
+            ("produce records/s", produce, args.records),
+            ("commits/s", commits, args.txns),
+            ("ctp commits/s", ctp, args.txns),
+            ("ctp, backoff 10", ctp_fast, args.txns),
+        )
+        for name, fn, n in workloads:
             rows.append((name, [fn(config, n) if config is not None else None for _t, config in targets]))
     finally:
         proc.send_signal(signal.SIGINT)
