@@ -30,7 +30,9 @@ NOT_SUPPORTED: dict[str, str] = {
     "Message.delivery_count": _NO_SHARE,
     "Message.deserialized_key": _NO_SERDES,
     "Message.deserialized_value": _NO_SERDES,
-    "AdminClient.alter_configs": "deprecated in confluent-kafka (replaces every config of the resource); use incremental_alter_configs",
+    "AdminClient.alter_configs": (
+        "deprecated in confluent-kafka (replaces every config of the resource); use incremental_alter_configs"
+    ),
     "AdminClient.create_acls": _NO_ACL,
     "AdminClient.describe_acls": _NO_ACL,
     "AdminClient.delete_acls": _NO_ACL,
