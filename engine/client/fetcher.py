@@ -48,13 +48,14 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine import trace_events as events
+from engine.client.list_offsets import EARLIEST, LATEST, list_offsets, missing_text
 from engine.client.message import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, Message
 from engine.client.read_committed import visible_batches
 from engine.config import IsolationLevel
-from engine.errors import ErrorCode, TimeoutException, UnknownTopicOrPartitionException, exception_for
+from engine.errors import ErrorCode, UnknownTopicOrPartitionException
 from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 
 if TYPE_CHECKING:
@@ -63,20 +64,6 @@ if TYPE_CHECKING:
 
 Key = tuple[str, int]
 
-#: ListOffsets timestamps: the log start, and the end (the LSO for read_committed).
-EARLIEST = -2
-LATEST = -1
-
-#: ListOffsets errors after which ``watermark_offsets`` looks the leader up again.
-_STALE_LEADER = frozenset(
-    {
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
 
 #: The coverage mark hit once per transactional batch dropped as part of an aborted transaction.
 ABORTED_BATCH_DROPPED = "consumer: aborted batch dropped (read_committed)"
@@ -342,53 +329,11 @@ class Fetcher:
     def watermark_offsets(self, key: Key, end: int, action: str) -> tuple[int, int]:
         """Ask the leader for ``key``'s ``(earliest, latest)`` offsets, running the simulation until ``end``.
 
-        Latest is the HW, or the LSO under read_committed. Raises ``UnknownTopicOrPartitionException``
-        for a partition that does not exist, the answer's error when it is not about a stale
-        leader, and ``TimeoutException`` when no answer comes by ``end``.
+        Latest is the HW, or the LSO under read_committed; the errors are those of
+        :func:`engine.client.list_offsets.list_offsets`.
         """
-        c = self.consumer
-        while c.world.now_ms < end and c.is_up:
-            leader = self._leader_for_call(key, end, action)
-            if leader >= 0:
-                answers = self._earliest_and_latest(leader, key, end)
-                if len(answers) == 2 and all(a.error is ErrorCode.NONE for a in answers):
-                    return (answers[0].offset, answers[1].offset)
-                bad = [a.error for a in answers if a.error is not ErrorCode.NONE and a.error not in _STALE_LEADER]
-                if bad:
-                    raise exception_for(bad[0], topic=key[0], partition=key[1])
-                c.forget_leader(*key)
-            c.world.run_for(min(self.config.retry_backoff_ms, max(0, end - c.world.now_ms)))
-        msg = f"{action}: no answer for {key[0]}-{key[1]} in time"
-        raise TimeoutException(msg, topic=key[0], partition=key[1])
-
-    def _earliest_and_latest(self, leader: int, key: Key, end: int) -> list[ListOffsetsResponse]:
-        """Send ListOffsets(earliest) and ListOffsets(latest) to the leader; return the answers that came by ``end``."""
-        c = self.consumer
-        boxes: tuple[list[Any], list[Any]] = ([], [])
-        for ts, box in zip((EARLIEST, LATEST), boxes, strict=True):
-            req = ListOffsetsRequest(key[0], key[1], ts, self.isolation)
-            c.request(f"broker-{leader}", req, box.append, timeout_ms=max(1, end - c.world.now_ms))
-        c.world.run_until(lambda: bool(boxes[0] and boxes[1]) or not c.is_up, deadline_ms=end)
-        return [b[0] for b in boxes if b and b[0] is not None]
-
-    def _leader_for_call(self, key: Key, end: int, action: str) -> int:
-        """Return the partition's leader (-1: none now), asking a broker when the cache has none.
-
-        Raises ``UnknownTopicOrPartitionException`` when the answer shows no such partition.
-        """
-        c = self.consumer
-        leader = c.leader_of(*key)
-        if leader >= 0:
-            return leader
-        md = c.list_topics(key[0], timeout=max(0, end - c.world.now_ms) / 1000)
-        topic = md.topics[key[0]]
-        if topic.error is not None or key[1] not in topic.partitions:
-            raise UnknownTopicOrPartitionException(
-                f"{action}: {missing_text(key, len(topic.partitions) if topic.error is None else None)}",
-                topic=key[0],
-                partition=key[1],
-            )
-        return topic.partitions[key[1]].leader
+        earliest, latest = list_offsets(self.consumer, key, (EARLIEST, LATEST), self.isolation, end, action)
+        return (earliest.offset, latest.offset)
 
     # -- Fetch --------------------------------------------------------------------------------
 
@@ -481,12 +426,3 @@ def _records(key: Key, fetch_offset: int, batches: Iterable[RecordBatch]) -> lis
                 )
             )
     return out
-
-
-def missing_text(key: Key, count: int | None) -> str:
-    """Say that ``key`` does not exist, and what does (``count``: the topic's partitions, None: no topic)."""
-    topic, partition = key
-    if count is None:
-        return f"topic {topic!r} does not exist (partition {topic}-{partition})"
-    tp = f"{topic}-{partition}"
-    return f"partition {partition} of topic {topic!r} ({tp}) does not exist: the topic has {count} partitions"

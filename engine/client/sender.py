@@ -205,6 +205,7 @@ class Sender:
                 keys=none_keys(len(b.values)) if b.keys is None else tuple(b.keys),
                 values=tuple(b.values),
                 headers=tuple(b.headers) if b.headers is not None else None,
+                timestamps=tuple(b.timestamps) if b.timestamps is not None else None,
                 size_bytes=b.size,
             )
         else:

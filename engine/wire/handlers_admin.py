@@ -9,7 +9,8 @@ once the topic is in the metadata). ``validate_only`` runs the same checks and c
 -1 partitions or replication factor mean the broker's default (``num.partitions`` is 1 here); 0 and
 other negatives are refused as Kafka refuses them (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR).
 DeleteTopics deletes through ``Cluster.delete_topic`` and answers 10 ms later, once the brokers
-have dropped the partitions. Configs are described and altered by :mod:`engine.wire.configs`.
+have dropped the partitions. Configs are described and altered by :mod:`engine.views.configs`, as the drop-in's
+AdminClient does.
 
 Invariants
 ----------
@@ -22,8 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ErrorCode, KafkaError
-from engine.views import lookup
-from engine.wire import configs
+from engine.views import configs, lookup
 
 if TYPE_CHECKING:
     from engine.wire.frames import Request
@@ -153,28 +153,12 @@ def describe_configs(conn: WireConnection, request: Request, reply: Reply) -> No
             "configs": [],
         }
         keys = None if r.configuration_keys is None else set(r.configuration_keys)
-        if r.resource_type == configs.RESOURCE_TOPIC:
-            if r.resource_name in lookup.partition_counts(cluster):
-                entry["configs"] = configs.select(configs.topic_configs(cluster, r.resource_name), keys, synonyms)
-            else:
-                entry.update(
-                    error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    error_message=f"The topic '{r.resource_name}' does not exist.",
-                )
-        elif r.resource_type == configs.RESOURCE_BROKER and r.resource_name in ("", str(conn.broker_id)):
-            entry["configs"] = configs.select(configs.broker_configs(cluster, conn.broker_id), keys, synonyms)
-        elif r.resource_type == configs.RESOURCE_BROKER:
-            entry.update(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message=(
-                    f"Unexpected broker id, expected {conn.broker_id} or empty string, but received {r.resource_name}"
-                ),
-            )
+        try:
+            found = configs.describe(cluster, r.resource_type, r.resource_name, conn.broker_id)
+        except KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=exc.message)
         else:
-            entry.update(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message=f"Resource type {r.resource_type} is not served (topics and brokers are)",
-            )
+            entry["configs"] = configs.select(found, keys, synonyms)
         results.append(entry)
     reply({"throttle_time": 0, "results": results})
 
@@ -191,29 +175,11 @@ def incremental_alter_configs(conn: WireConnection, request: Request, reply: Rep
             "resource_type": r.resource_type,
             "resource_name": r.resource_name,
         }
-        if r.resource_type != configs.RESOURCE_TOPIC:
-            entry.update(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message="Altering broker configs is not served by the simulation (topic configs are)",
-            )
-        elif r.resource_name not in lookup.partition_counts(cluster):
-            entry.update(
-                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                error_message=f"The topic '{r.resource_name}' does not exist.",
-            )
-        else:
-            from engine.config import TopicConfig
-
-            try:
-                new = configs.altered(
-                    cluster.topic_configs.get(r.resource_name) or TopicConfig(),
-                    [(c.name, c.config_operation, c.value) for c in r.configs],
-                )
-            except ValueError as exc:
-                entry.update(error_code=ErrorCode.INVALID_CONFIG, error_message=str(exc))
-            else:
-                if not b.validate_only:
-                    cluster.topic_configs[r.resource_name] = new
+        changes = [(c.name, c.config_operation, c.value) for c in r.configs]
+        try:
+            configs.alter(cluster, r.resource_type, r.resource_name, changes, bool(b.validate_only))
+        except KafkaError as exc:
+            entry.update(error_code=exc.code, error_message=exc.message)
         results.append(entry)
     reply({"throttle_time": 0, "responses": results})
 

@@ -25,7 +25,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.errors import ConfigError, ErrorCode
+from engine.args import call_wait_ms
+from engine.client.list_offsets import list_offsets
+from engine.errors import ConfigError, ErrorCode, UnknownTopicOrPartitionException
 from engine.sim.scheduler import SimulationStalled
 from eos_magics.kafka.binding import resolve
 from eos_magics.kafka.calls import ENGINE_ERRORS, ClosedOnExit, add_stubs, config_arg, unique_client_id
@@ -283,6 +285,49 @@ class Consumer(ClosedOnExit):
     ) -> tuple[int, int]:
         """Return ``(low, high)`` offsets of a partition."""
         return self._call("get_watermark_offsets", partition, timeout, cached)
+
+    def offsets_for_times(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        """Return, per partition, the first offset whose record's timestamp is at least ``partition.offset``.
+
+        As librdkafka's ``rd_kafka_offsets_for_times``: ListOffsets to each leader under the
+        consumer's ``isolation.level``; -1 when no record below the HW (the LSO for read_committed)
+        is that late; a partition that does not exist keeps its timestamp and gets
+        ``UNKNOWN_TOPIC_OR_PART`` as its ``error``, and when none exists the call raises
+        ``_UNKNOWN_PARTITION``. ``timeout`` is in simulated seconds (None: ``request.timeout.ms``).
+        """
+        if not isinstance(partitions, list):
+            raise TypeError("requires list of TopicPartition")
+        if not all(isinstance(p, TopicPartition) for p in partitions):
+            raise TypeError("expected cimpl.TopicPartition")
+        if self._c.closed:
+            raise RuntimeError(_CLOSED)
+        if not partitions:
+            raise KafkaException(
+                KafkaError(KafkaError._INVALID_ARG, "Failed to get offsets: Local: Invalid argument or configuration")
+            )  # type: ignore[attr-defined]
+        c = self._c
+        end = c.world.now_ms + call_wait_ms(timeout, "offsets_for_times()", c.config.request_timeout_ms)
+        out, missing = [], 0
+        for p in partitions:
+            tp = TopicPartition(p.topic, p.partition, p.offset)
+            try:
+                [a] = list_offsets(
+                    c, (p.topic, p.partition), (p.offset,), c.isolation_level, end, "offsets_for_times()"
+                )
+            except UnknownTopicOrPartitionException:
+                missing += 1
+                tp.error = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)  # type: ignore[attr-defined,assignment]
+            except ENGINE_ERRORS as exc:
+                raise self._raise(exc) from None
+            else:
+                tp.offset = a.offset
+                tp.leader_epoch = a.leader_epoch if a.leader_epoch >= 0 else None
+            out.append(tp)
+        if missing == len(out):
+            raise KafkaException(
+                KafkaError(KafkaError._UNKNOWN_PARTITION, "Failed to get offsets: Local: Unknown partition")
+            )  # type: ignore[attr-defined]
+        return out
 
     def _hook_commits(self) -> None:
         """Report asynchronous and automatic commits to ``on_commit`` (not synchronous ones, as librdkafka)."""

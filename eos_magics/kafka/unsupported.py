@@ -18,7 +18,6 @@ __all__ = ["NOT_SUPPORTED", "NotSimulatedError", "not_simulated"]
 
 _NO_AUTH = "the simulation has no authentication: there are no credentials to set"
 _NO_ACL = "the simulation has no authorisation: there are no ACLs"
-_NO_CONFIGS = "the engine has no DescribeConfigs/AlterConfigs: topic settings are fixed when the topic is created"
 _NO_SERDES = "serializing and deserializing clients (schema registry, serdes) are not simulated; encode values first"
 _NO_SHARE = "share groups (KIP-932) are not simulated"
 _HASH = "librdkafka's partitioner hashes are not exposed; the engine partitions with Kafka's murmur2"
@@ -28,25 +27,25 @@ NOT_SUPPORTED: dict[str, str] = {
     "Producer.set_sasl_credentials": _NO_AUTH,
     "Consumer.set_sasl_credentials": _NO_AUTH,
     "AdminClient.set_sasl_credentials": _NO_AUTH,
-    "Consumer.offsets_for_times": "the engine's brokers have no timestamp index (ListOffsets by timestamp)",
     "Message.delivery_count": _NO_SHARE,
     "Message.deserialized_key": _NO_SERDES,
     "Message.deserialized_value": _NO_SERDES,
-    "AdminClient.alter_configs": _NO_CONFIGS,
-    "AdminClient.incremental_alter_configs": _NO_CONFIGS,
-    "AdminClient.describe_configs": _NO_CONFIGS,
+    "AdminClient.alter_configs": (
+        "deprecated in confluent-kafka (replaces every config of the resource); use incremental_alter_configs"
+    ),
     "AdminClient.create_acls": _NO_ACL,
     "AdminClient.describe_acls": _NO_ACL,
     "AdminClient.delete_acls": _NO_ACL,
     "AdminClient.alter_user_scram_credentials": _NO_AUTH,
     "AdminClient.describe_user_scram_credentials": _NO_AUTH,
     "AdminClient.create_partitions": "the engine cannot add partitions to an existing topic",
-    "AdminClient.delete_topics": "the engine cannot delete a topic (no DeleteTopics in the controller)",
-    "AdminClient.delete_records": "the engine has no DeleteRecords (log start offsets only move by retention)",
+    "AdminClient.delete_records": (
+        "the engine's logs never move their log start offset (no DeleteRecords, no retention): "
+        "every record is kept from offset 0"
+    ),
     "AdminClient.delete_consumer_groups": "the engine's group coordinator has no DeleteGroups",
     "AdminClient.alter_consumer_group_offsets": "the engine has no admin OffsetCommit; commit from a consumer",
     "AdminClient.elect_leaders": "elections are the controller's; crash or restart brokers to move leaders",
-    "AdminClient.list_offsets": "not simulated yet; use Consumer.get_watermark_offsets",
     "AdminClient.list_groups": "deprecated in confluent-kafka; use list_consumer_groups",
     "confluent_kafka.SerializingProducer": _NO_SERDES,
     "confluent_kafka.DeserializingConsumer": _NO_SERDES,

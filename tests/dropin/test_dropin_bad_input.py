@@ -105,14 +105,14 @@ def test_consumer_without_group_id_is_refused_as_in_confluent(cluster: Any) -> N
     "call",
     [
         lambda: kafka.Producer({}).set_sasl_credentials("user", "secret"),
-        lambda: kafka.Consumer({"group.id": "g"}).offsets_for_times([TopicPartition("t", 0, 0)]),
+        lambda: kafka.admin.AdminClient({}).delete_records([TopicPartition("t", 0, 0)]),
         lambda: kafka.Consumer({"group.id": "g"}).set_sasl_credentials("user", "secret"),
         lambda: kafka.admin.AdminClient({}).create_partitions([]),
         lambda: kafka.Message().delivery_count(),
         lambda: kafka.Producer({"partitioner": "consistent_random"}),
         lambda: kafka.Consumer({"group.id": "g", "group.instance.id": "static-1"}),
     ],
-    ids=["sasl", "offsets_for_times", "consumer sasl", "create_partitions", "delivery_count", "partitioner", "static"],
+    ids=["sasl", "delete_records", "consumer sasl", "create_partitions", "delivery_count", "partitioner", "static"],
 )
 def test_a_call_with_no_meaning_raises_one_line_saying_so(call: Any, cluster: Any) -> None:
     exc = raised(call)

@@ -1,4 +1,4 @@
-"""``confluent_kafka.admin`` on the simulated cluster: ``AdminClient``, ``NewTopic`` and their results.
+"""``confluent_kafka.admin`` on the simulated cluster: ``AdminClient``, ``NewTopic``, configs, offsets, results.
 
 Inside :func:`eos_magics.kafka.patch`, ``import confluent_kafka.admin`` gives this module.
 """
@@ -9,6 +9,8 @@ from typing import Any
 
 from engine.client.message import OFFSET_INVALID
 from eos_magics.kafka.admin.client import AdminClient
+from eos_magics.kafka.admin.configs import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+from eos_magics.kafka.admin.offsets import ListOffsetsResultInfo, OffsetSpec
 from eos_magics.kafka.admin.results import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -21,28 +23,42 @@ from eos_magics.kafka.admin.results import (
 )
 from eos_magics.kafka.errors import KafkaError, KafkaException
 from eos_magics.kafka.metadata import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
-from eos_magics.kafka.model import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, Node
+from eos_magics.kafka.model import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    IsolationLevel,
+    Node,
+)
 
 __all__ = [
     "OFFSET_INVALID",
     "AdminClient",
+    "AlterConfigOpType",
     "BrokerMetadata",
     "ClusterMetadata",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
     "ConsumerGroupState",
     "ConsumerGroupTopicPartitions",
     "ConsumerGroupType",
     "DescribeClusterResult",
+    "IsolationLevel",
     "KafkaError",
     "KafkaException",
     "ListConsumerGroupsResult",
+    "ListOffsetsResultInfo",
     "MemberAssignment",
     "MemberDescription",
     "NewPartitions",
     "NewTopic",
     "Node",
+    "OffsetSpec",
     "PartitionMetadata",
+    "ResourceType",
     "TopicMetadata",
 ]
 
@@ -51,7 +67,7 @@ def __getattr__(name: str) -> Any:
     if name.startswith("__"):
         raise AttributeError(name)
     msg = (
-        f"confluent_kafka.admin.{name} is not simulated by eos_magics.kafka (ACLs, configs, SCRAM and "
+        f"confluent_kafka.admin.{name} is not simulated by eos_magics.kafka (ACLs, SCRAM and "
         "the other admin calls listed in docs/testing.md are not)"
     )
     raise AttributeError(msg)

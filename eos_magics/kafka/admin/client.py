@@ -9,6 +9,14 @@ result or raises ``KafkaException``. Where the work happens:
   client is a producer handle), so network faults apply;
 * ``create_topics``: :meth:`engine.Cluster.create_topic` (the controller's checks; errors carry
   Kafka's codes, an unknown or unmodelled topic setting is ``INVALID_CONFIG``);
+* ``delete_topics``: :meth:`engine.Cluster.delete_topic`, then 10 ms of simulated time for the
+  brokers to drop the partitions (as ``eos serve`` answers DeleteTopics); a missing topic is
+  ``UNKNOWN_TOPIC_OR_PART``;
+* ``describe_configs``/``incremental_alter_configs``: :mod:`engine.views.configs`, the table
+  ``eos serve`` answers DescribeConfigs and IncrementalAlterConfigs from (same values, sources,
+  read-only flags and errors); a broker resource is described by that broker;
+* ``list_offsets``: ListOffsets to each partition's leader from the admin client's node
+  (:func:`engine.client.list_offsets.list_offsets`, as ``Consumer.offsets_for_times`` asks);
 * ``list_consumer_group_offsets``, ``describe_consumer_groups``, ``list_consumer_groups``: the
   group coordinators' state as a broker would answer it (:mod:`engine.views.consumer_groups`);
   a group whose coordinator is down reads as unknown;
@@ -26,7 +34,12 @@ import concurrent.futures
 from collections.abc import Callable
 from typing import Any
 
+from engine.client.list_offsets import list_offsets
+from engine.config import IsolationLevel as EngineIsolation
 from engine.errors import ConfigError
+from engine.views import configs as config_table
+from eos_magics.kafka.admin.configs import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
+from eos_magics.kafka.admin.offsets import ListOffsetsResultInfo, OffsetSpec
 from eos_magics.kafka.admin.results import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -42,7 +55,13 @@ from eos_magics.kafka.config import settings
 from eos_magics.kafka.errors import KafkaError, KafkaException, from_engine
 from eos_magics.kafka.messages import TopicPartition
 from eos_magics.kafka.metadata import ClusterMetadata, cluster_metadata
-from eos_magics.kafka.model import ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType, Node
+from eos_magics.kafka.model import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    IsolationLevel,
+    Node,
+)
 from eos_magics.kafka.unsupported import not_simulated
 
 __all__ = ["AdminClient"]
@@ -60,6 +79,55 @@ def _done(work: Callable[[], Any]) -> Future:
     except ENGINE_ERRORS as exc:
         f.set_exception(KafkaException(from_engine(exc)))
     return f
+
+
+def _failed(error: KafkaError) -> Future:
+    f: Future = Future()
+    f.set_exception(KafkaException(error))
+    return f
+
+
+def _entry(e: dict[str, Any], synonym: bool = False) -> ConfigEntry:
+    """Return confluent-kafka's ConfigEntry for an entry of :mod:`engine.views.configs` (synonyms by name)."""
+    synonyms = {
+        s["name"]: ConfigEntry(s["name"], s["value"], ConfigSource(s["source"]), is_synonym=True)
+        for s in e.get("synonyms", [])
+    }
+    return ConfigEntry(
+        e["name"],
+        e["value"],
+        ConfigSource(e["config_source"]),
+        e["read_only"],
+        e["is_default"],
+        e["is_sensitive"],
+        synonym,
+        synonyms,
+    )
+
+
+def _check_list_offsets(asked: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse bad arguments with confluent-kafka's exceptions (``AdminClient._check_list_offsets_request``)."""
+    if not isinstance(asked, dict):
+        raise TypeError(
+            "Expected topic_partition_offsets to be dict of [TopicPartitions,OffsetSpec] for list offsets request"
+        )
+    for tp, spec in asked.items():
+        if tp is None:
+            raise TypeError("partition cannot be None")
+        if not isinstance(tp, TopicPartition):
+            raise TypeError("partition must be a TopicPartition")
+        if not isinstance(tp.topic, str):
+            raise TypeError("partition topic name must be string")
+        if not tp.topic:
+            raise ValueError("partition topic name cannot be empty")
+        if tp.partition < 0:
+            raise ValueError("partition index must be non-negative")
+        if spec is None:
+            raise TypeError("OffsetSpec cannot be None")
+        if not isinstance(spec, OffsetSpec):
+            raise TypeError("Value must be a OffsetSpec")
+    if "isolation_level" in kwargs and not isinstance(kwargs["isolation_level"], IsolationLevel):
+        raise TypeError("isolation_level argument should be an IsolationLevel")
 
 
 def _list_of(items: Any, cls: type, what: str) -> list[Any]:
@@ -132,6 +200,120 @@ class AdminClient:
         partitions = 1 if t.num_partitions == -1 else t.num_partitions
         rf = None if t.replication_factor == -1 else t.replication_factor
         self._cluster.create_topic(t.topic, partitions, rf, dict(t.config) or None, assignments=assignments)
+
+    def delete_topics(self, topics: list[str], **kwargs: Any) -> dict[str, Future]:
+        """Delete topics; return ``{topic: future}`` (``result()`` is None, or raises ``KafkaException``).
+
+        A deleted topic is gone from Metadata, its clients get ``UNKNOWN_TOPIC_OR_PART``, and its
+        name can be created again (empty).
+        """
+        if not isinstance(topics, list):
+            raise TypeError(f"argument 1 must be list, not {type(topics).__name__}")
+        if not topics:
+            raise ValueError("Expected non-empty list of topic strings")
+        return {t: self._delete(t) for t in topics}
+
+    def _delete(self, topic: str) -> Future:
+        if not isinstance(topic, str) or topic not in self._cluster.topics:
+            # librdkafka reports the code alone ("Broker: Unknown topic or partition"), not the broker's text.
+            return _failed(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))  # type: ignore[attr-defined]
+        future = _done(lambda: self._cluster.delete_topic(topic))
+        self._cluster.run_for(10)
+        return future
+
+    # -- configs --------------------------------------------------------------------------------
+
+    def describe_configs(self, resources: list[ConfigResource], **kwargs: Any) -> dict[ConfigResource, Future]:
+        """Return ``{resource: future}`` of ``{name: ConfigEntry}`` for topics and brokers (name: the broker id)."""
+        self._check_resources(resources, ValueError)
+        refused = self._broker_resource_error(resources)
+        return {r: refused or _done(lambda r=r: self._describe_configs(r)) for r in resources}
+
+    def _check_resources(self, resources: Any, list_error: type[Exception]) -> None:
+        if not isinstance(resources, list) or not all(isinstance(r, ConfigResource) for r in resources):
+            raise list_error(f"Expected list of {ConfigResource!r}")
+        if not resources:
+            raise ValueError("Expected non-empty list of ConfigResource objects")
+
+    def _broker_resource_error(self, resources: list[ConfigResource]) -> Future | None:
+        """Return a failed future when librdkafka refuses the call (two brokers, a non-numeric or unknown id)."""
+        brokers = [r for r in resources if r.restype is ResourceType.BROKER]
+        error = None
+        if len(brokers) > 1:
+            error = KafkaError(KafkaError._CONFLICT, "Only one ConfigResource of type BROKER is allowed per call")  # type: ignore[attr-defined]
+        elif brokers and not brokers[0].name.isdigit():
+            text = f"Expected an int32 broker_id for ConfigResource(type=BROKER, name={brokers[0].name})"
+            error = KafkaError(KafkaError._INVALID_ARG, text)  # type: ignore[attr-defined]
+        elif brokers and not self._broker_up(int(brokers[0].name)):
+            error = KafkaError(KafkaError._TIMED_OUT, "Failed while waiting for broker: Local: Timed out")  # type: ignore[attr-defined]
+        if error is None:
+            return None
+        failed: Future = Future()
+        failed.set_exception(KafkaException(error))
+        return failed
+
+    def _broker_up(self, broker_id: int) -> bool:
+        broker = self._cluster.brokers.get(broker_id)
+        return broker is not None and broker.is_up
+
+    def _asked_of(self, r: ConfigResource) -> int:
+        """The broker a resource's request goes to: the broker named, else any live one (librdkafka's choice)."""
+        if r.restype is ResourceType.BROKER:
+            return int(r.name)
+        live = [b for b in sorted(self._cluster.brokers) if self._cluster.brokers[b].is_up]
+        return live[0] if live else -1
+
+    def _describe_configs(self, r: ConfigResource) -> dict[str, ConfigEntry]:
+        found = config_table.describe(self._cluster, r.restype_int, r.name, self._asked_of(r))
+        return {e["name"]: _entry(e) for e in found}
+
+    def incremental_alter_configs(self, resources: list[ConfigResource], **kwargs: Any) -> dict[ConfigResource, Future]:
+        """Alter topic configs (SET, DELETE); return ``{resource: future}`` of None (``validate_only=`` checks only)."""
+        self._check_resources(resources, TypeError)
+        for r in resources:
+            if not r.incremental_configs:
+                raise ValueError(
+                    "expected non-empty list of ConfigEntry to alter incrementally in incremental_configs field"
+                )
+            for e in r.incremental_configs:
+                if not isinstance(e.incremental_operation, AlterConfigOpType):
+                    raise TypeError("Required attribute .value missing")
+        refused = self._broker_resource_error(resources)
+        validate = bool(kwargs.get("validate_only", False))
+        return {r: refused or _done(lambda r=r: self._alter(r, validate)) for r in resources}
+
+    def _alter(self, r: ConfigResource, validate_only: bool) -> None:
+        changes = [(e.name, e.incremental_operation.value, e.value) for e in r.incremental_configs]  # type: ignore[union-attr]
+        config_table.alter(self._cluster, r.restype_int, r.name, changes, validate_only)
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def list_offsets(
+        self, topic_partition_offsets: dict[TopicPartition, OffsetSpec], **kwargs: Any
+    ) -> dict[TopicPartition, Future]:
+        """Return ``{TopicPartition: future}`` of :class:`ListOffsetsResultInfo` (``isolation_level=`` as there).
+
+        When no partition asked for exists, every future fails with ``_NOENT`` as librdkafka's
+        leader lookup does; otherwise a missing one fails with ``UNKNOWN_TOPIC_OR_PART``.
+        """
+        _check_list_offsets(topic_partition_offsets, kwargs)
+        level = kwargs.get("isolation_level", IsolationLevel.READ_UNCOMMITTED)
+        committed = level is IsolationLevel.READ_COMMITTED
+        isolation = EngineIsolation.READ_COMMITTED if committed else EngineIsolation.READ_UNCOMMITTED
+        asked = [
+            (TopicPartition(tp.topic, tp.partition, spec._value), spec) for tp, spec in topic_partition_offsets.items()
+        ]
+        counts = self._cluster.topics
+        if asked and all(tp.partition >= counts.get(tp.topic, 0) for tp, _ in asked):
+            noent = KafkaError(KafkaError._NOENT, "Failed to query partition leaders: No leaders found")  # type: ignore[attr-defined]
+            return {tp: _failed(noent) for tp, _ in asked}
+        return {tp: _done(lambda tp=tp: self._list_offset(tp, isolation)) for tp, _ in asked}
+
+    def _list_offset(self, tp: TopicPartition, isolation: EngineIsolation) -> ListOffsetsResultInfo:
+        node = self._metadata_node()
+        end = node.world.now_ms + node.request_timeout_ms()
+        [answer] = list_offsets(node, (tp.topic, tp.partition), (tp.offset,), isolation, end, "list_offsets")
+        return ListOffsetsResultInfo(answer.offset, answer.timestamp, answer.leader_epoch)
 
     # -- consumer groups ------------------------------------------------------------------------
 

@@ -1,11 +1,14 @@
-"""The configs a served cluster describes and alters: Kafka's names, string values, sources.
+"""The configs a cluster describes and alters: Kafka's names, string values, sources, read-only flags.
 
 Role
 ----
-DescribeConfigs, IncrementalAlterConfigs and CreateTopics (v5's ``configs``) describe only what the
-engine models (:mod:`engine.config`): a topic's ``min.insync.replicas``,
-``unclean.leader.election.enable``, ``segment.bytes`` and ``max.message.bytes``, and the broker settings of
-:class:`~engine.config.BrokerConfig` that Kafka 4.4 also has. Values are strings as Kafka writes
+One table for every way in: the wire's DescribeConfigs, IncrementalAlterConfigs and CreateTopics
+(v5's ``configs``, :mod:`engine.wire.handlers_admin`) and the drop-in ``AdminClient``
+(``eos_magics.kafka.admin``) both call :func:`describe` and :func:`alter`, so they answer the same
+values and the same errors. They describe only what the engine models (:mod:`engine.config`):
+a topic's ``min.insync.replicas``, ``unclean.leader.election.enable``, ``segment.bytes`` and
+``max.message.bytes``, and the broker settings of :class:`~engine.config.BrokerConfig` that
+Kafka 4.4 also has. Values are strings as Kafka writes
 them (``true``/``false``, decimal ints), with Kafka's ``ConfigSource``:
 
 * a topic override (set at creation or by IncrementalAlterConfigs): ``DYNAMIC_TOPIC_CONFIG``;
@@ -18,6 +21,12 @@ them (``true``/``false``, decimal ints), with Kafka's ``ConfigSource``:
 dynamically updatable, ``DynamicBrokerConfig.AllDynamicConfigs``; topic configs are all writable);
 nothing here is sensitive.
 
+:func:`describe` and :func:`alter` raise the engine's exception for Kafka's error code, as
+``ConfigHelper.describeConfigs`` and ``ConfigAdminManager`` answer them: UNKNOWN_TOPIC_OR_PARTITION
+for a missing topic, INVALID_REQUEST for a broker other than the one asked or a resource type the
+engine does not model, INVALID_CONFIG for an unknown name, a bad value, APPEND/SUBTRACT on a
+non-list config. Altering broker configs is not served (INVALID_REQUEST).
+
 Invariants
 ----------
 Configs are listed sorted by name; the same cluster state gives the same answer.
@@ -29,6 +38,8 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from engine.config import BrokerConfig, TopicConfig, parse_config
+from engine.errors import ErrorCode, exception_for
+from engine.views import lookup
 
 if TYPE_CHECKING:
     from engine.cluster import Cluster
@@ -194,3 +205,58 @@ _KAFKA_TOPIC_CONFIGS = frozenset(
         "segment.ms",
     }
 )
+
+
+def describe(cluster: Cluster, resource_type: int, name: str, broker_id: int) -> list[dict[str, Any]]:
+    """Return the configs of one resource as ``broker_id`` answers DescribeConfigs (with synonyms).
+
+    Raises the exception for Kafka's code: UNKNOWN_TOPIC_OR_PARTITION for a
+    topic the cluster does not have, INVALID_REQUEST for another broker's id or an unmodelled type.
+    """
+    if resource_type == RESOURCE_TOPIC:
+        if name not in lookup.partition_counts(cluster):
+            raise exception_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+        return topic_configs(cluster, name)
+    if resource_type == RESOURCE_BROKER:
+        if name not in ("", str(broker_id)):
+            msg = f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
+            raise exception_for(ErrorCode.INVALID_REQUEST, msg)
+        return broker_configs(cluster, broker_id)
+    msg = f"Resource type {resource_type} is not served (topics and brokers are)"
+    raise exception_for(ErrorCode.INVALID_REQUEST, msg)
+
+
+def alter(
+    cluster: Cluster, resource_type: int, name: str, changes: list[tuple[str, int, str | None]], validate_only: bool
+) -> None:
+    """Apply IncrementalAlterConfigs' ``(name, operation, value)`` changes to a topic (unless ``validate_only``).
+
+    Raises the exception for INVALID_REQUEST for a broker (altering broker configs
+    is not served) or another type, UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (see :func:`altered`).
+    """
+    if resource_type != RESOURCE_TOPIC:
+        msg = "Altering broker configs is not served by the simulation (topic configs are)"
+        raise exception_for(ErrorCode.INVALID_REQUEST, msg)
+    if name not in lookup.partition_counts(cluster):
+        raise exception_for(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+    try:
+        new = altered(cluster.topic_configs.get(name) or TopicConfig(), changes)
+    except ValueError as exc:
+        raise exception_for(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if not validate_only:
+        cluster.topic_configs[name] = new
+
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DYNAMIC_TOPIC_CONFIG",
+    "RESOURCE_BROKER",
+    "RESOURCE_TOPIC",
+    "STATIC_BROKER_CONFIG",
+    "alter",
+    "altered",
+    "broker_configs",
+    "describe",
+    "select",
+    "topic_configs",
+]
