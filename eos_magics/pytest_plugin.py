@@ -25,6 +25,8 @@ Role
   checker's report.
 * Any failure of a test that used the fixture carries an ``eos`` section: the seed, the run's
   fingerprint and a one-line replay command.
+* The served mode, the fixture ``eos_server`` (a cluster on loopback for real clients, with the
+  same seed rules), is :mod:`eos_magics.pytest_served`, loaded with this module (``pytest_plugins``).
 
 Invariants
 ----------
@@ -58,6 +60,9 @@ if TYPE_CHECKING:
     from engine.check.client_history import ClientHistory
 
 __all__ = ["EosTestCluster", "derived_seed", "eos_cluster", "has_drop_in"]
+
+#: The served mode's fixture and hooks (``eos_server``), registered with this plugin.
+pytest_plugins = ["eos_magics.pytest_served"]
 
 #: Simulated time the cluster gets, after every fault is healed, before ``eos_check`` reads and judges.
 SETTLE_MS = 5000

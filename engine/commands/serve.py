@@ -4,7 +4,9 @@
 
 Prints (and writes to ``--ready-file``, once connections are accepted) the client config to paste
 into ``confluent_kafka.Producer({...})``: the bootstrap servers and the SASL/PLAIN settings with this
-server's random password. Serves until interrupted (Ctrl-C) or ``--duration`` seconds have passed.
+server's random password. Standard output is line-buffered, so the config shows at once in a pipe
+or a log file. Serves until interrupted (Ctrl-C, SIGTERM) or ``--duration`` seconds have passed;
+then the ready file is removed.
 
 Faults from outside: the server listens on one more port, its control channel (``"control"`` in the
 ready file; ``port + brokers`` when ``--port`` is given), for ``eos fault --server ready.json crash 1``
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from typing import Any
 
@@ -103,6 +106,12 @@ def run(args: argparse.Namespace) -> int:
         journal_path=args.journal,
     )
 
+    # Printed lines reach a pipe or a file at once (block buffering would hold back the client config).
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
+    # SIGTERM (kill, a supervisor) stops serving as Ctrl-C does: the journal is flushed, the ready file removed.
+    previous = signal.signal(signal.SIGTERM, lambda _signum, _frame: server.stop())
+
     def announce() -> None:
         print(f"eos serve: {args.brokers} brokers on {server.bootstrap} (seed {args.seed}); client config:")
         print(json.dumps(server.client_config(), indent=2))
@@ -114,4 +123,6 @@ def run(args: argparse.Namespace) -> int:
         server.serve_forever(ready_file=args.ready_file, duration_s=args.duration, on_ready=announce)
     except OSError as exc:
         raise UsageError(f"eos serve: cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0

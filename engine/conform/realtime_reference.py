@@ -12,7 +12,7 @@ Kafka itself is the conformance suite's oracle. :class:`KafkaReference` runs one
 N brokers (``process.roles=broker``, node ids 1..N like ``eos serve``), each its own
 ``java ... kafka.Kafka server.properties`` process, so a crash is a real SIGKILL and a pause a real
 SIGSTOP. Clients reach the brokers as they reach ``eos serve``: a SASL_PLAINTEXT listener with
-SASL/PLAIN user ``eos`` and a random password (:func:`engine.serve.realtime_server.client_config`);
+SASL/PLAIN user ``eos`` and a random password (:func:`engine.wire.client_config.confluent_config`);
 brokers talk to each other and to the controller over PLAINTEXT listeners of their own. Every
 node gets :data:`engine.conform.settings.BROKER_SETTINGS`.
 
@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.conform.settings import kafka_settings
-from engine.serve.realtime_server import client_config, kafka_python_config
+from engine.wire.client_config import confluent_config, kafka_python_config
 from engine.wire.handlers_session import SASL_USER
 
 KIND = "kafka-4.4.0"
@@ -528,7 +528,7 @@ class KafkaReference:
 
     def client_config(self) -> dict[str, str]:
         """Return the confluent-kafka config (security settings included), as ``eos serve`` gives."""
-        return client_config(self.bootstrap, self.password)
+        return confluent_config(self.bootstrap, self.password)
 
     def kafka_python_config(self) -> dict[str, Any]:
         """Return the same as keyword arguments for kafka-python and aiokafka."""

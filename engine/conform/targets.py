@@ -35,6 +35,7 @@ from typing import Any
 
 from engine.conform.case import Case
 from engine.conform.vocabulary import Fault, Selector
+from engine.wire.client_config import kafka_python_from_confluent
 
 __all__ = [
     "BootstrapTarget",
@@ -45,19 +46,6 @@ __all__ = [
     "java_string_hash",
     "resolve_by_metadata",
 ]
-
-
-def kafka_python_from_confluent(config: dict[str, Any]) -> dict[str, Any]:
-    """Return kafka-python / aiokafka keyword arguments for a confluent-kafka ``config``."""
-    names = {
-        "security.protocol": "security_protocol",
-        "sasl.mechanism": "sasl_mechanism",
-        "sasl.username": "sasl_plain_username",
-        "sasl.password": "sasl_plain_password",
-    }
-    out: dict[str, Any] = {"bootstrap_servers": str(config["bootstrap.servers"]).split(",")}
-    out.update({names[k]: v for k, v in config.items() if k in names})
-    return out
 
 
 def features_of(config: dict[str, Any]) -> frozenset[str]:
@@ -239,9 +227,7 @@ class ServedTarget:
         return dict(self.server.client_config())
 
     def kafka_python_config(self) -> dict[str, Any]:
-        from engine.serve.realtime_server import kafka_python_config
-
-        return kafka_python_config(self.server.bootstrap, self.server.password)
+        return kafka_python_from_confluent(self.client_config())
 
     def resolve(self, selector: Selector) -> int:
         """Return the broker ``selector`` names now, asked of the control channel."""

@@ -17,7 +17,7 @@ change made directly under :meth:`ServedCluster.locked` is not, and the journal 
 Safety
 ------
 * Binds 127.0.0.1 unless another host is named; asks for SASL/PLAIN (user ``eos``, a random
-  password per server, in :func:`client_config`) unless ``auth=False``.
+  password per server, in :meth:`ServedCluster.client_config`) unless ``auth=False``.
 * A frame larger than ``socket.request.max.bytes`` (Kafka's default, 100 MiB), a negative size, or
   a frame that stalls half-sent for ``frame_timeout_s`` closes that connection; nothing else is
   touched. Malformed frames are the service's to judge (``engine.wire.gateway``).
@@ -39,8 +39,8 @@ from typing import Any
 
 from engine.serve import realtime_control
 from engine.serve.realtime_clock import RealTimeClock
+from engine.wire.client_config import confluent_config, kafka_python_config
 from engine.wire.control import ControlError, check
-from engine.wire.handlers_session import SASL_USER
 from engine.wire.journal import ServeSpec, WireJournal
 from engine.wire.service import WireService
 
@@ -52,36 +52,6 @@ FRAME_TIMEOUT_S = 30.0
 IDLE_TICK_S = 0.02
 
 _SIZE = struct.Struct(">i")
-
-
-def client_config(bootstrap: str, password: str | None) -> dict[str, str]:
-    """Return the confluent-kafka (librdkafka) config that reaches a served cluster."""
-    config = {"bootstrap.servers": bootstrap}
-    if password is not None:
-        config.update(
-            {
-                "security.protocol": "SASL_PLAINTEXT",
-                "sasl.mechanism": "PLAIN",
-                "sasl.username": SASL_USER,
-                "sasl.password": password,
-            }
-        )
-    return config
-
-
-def kafka_python_config(bootstrap: str, password: str | None) -> dict[str, Any]:
-    """Return the same as keyword arguments for kafka-python and aiokafka."""
-    config: dict[str, Any] = {"bootstrap_servers": bootstrap.split(",")}
-    if password is not None:
-        config.update(
-            {
-                "security_protocol": "SASL_PLAINTEXT",
-                "sasl_mechanism": "PLAIN",
-                "sasl_plain_username": SASL_USER,
-                "sasl_plain_password": password,
-            }
-        )
-    return config
 
 
 class ServedCluster:
@@ -164,7 +134,11 @@ class ServedCluster:
             self._ready.set()
 
     async def run(self, ready_file: str | Path | None = None) -> None:
-        """Listen, then serve until :meth:`stop`; write ``ready_file`` once connections are accepted."""
+        """Listen, then serve until :meth:`stop`; write ``ready_file`` once connections are accepted.
+
+        The ready file is removed when serving ends (a stale one would point ``eos fault`` at a
+        port nobody listens on).
+        """
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         await self._listen()
@@ -180,11 +154,16 @@ class ServedCluster:
                 writer.close()
             if self.journal is not None:
                 self.journal.close()
+            if ready_file is not None:
+                _remove_ready_file(ready_file)
 
     def serve_forever(
         self, *, ready_file: str | Path | None = None, duration_s: float | None = None, on_ready: Any = None
     ) -> None:
-        """Serve in this thread until interrupted (Ctrl-C) or ``duration_s`` passed; ``on_ready()`` once listening."""
+        """Serve in this thread until interrupted (Ctrl-C), stopped or ``duration_s`` passed.
+
+        ``on_ready()`` is called once listening; ``ready_file`` (see :meth:`run`) is gone when this returns.
+        """
 
         async def main() -> None:
             task = asyncio.create_task(self.run(ready_file))
@@ -199,8 +178,12 @@ class ServedCluster:
                 self.stop()
             await task
 
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(main())
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(main())
+        finally:
+            if ready_file is not None:
+                _remove_ready_file(ready_file)  # also when Ctrl-C came before run() could
 
     def stop(self) -> None:
         """Stop serving (from any thread); connections close."""
@@ -276,7 +259,7 @@ class ServedCluster:
 
     def client_config(self) -> dict[str, str]:
         """Return the confluent-kafka config to paste (security settings included)."""
-        return client_config(self.bootstrap, self.password)
+        return confluent_config(self.bootstrap, self.password)
 
     def ready_info(self) -> dict[str, Any]:
         """Return what ``--ready-file`` holds: the addresses and the client configs."""
@@ -381,6 +364,11 @@ def _write_ready_file(path: str | Path, info: dict[str, Any]) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(info, f, indent=2)
     tmp.replace(path)
+
+
+def _remove_ready_file(path: str | Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        Path(path).unlink()
 
 
 def serve(spec: ServeSpec, **options: Any) -> ServedCluster:

@@ -14,4 +14,30 @@ module                          what it holds
 ==============================  ==================================================================
 
 All of it is deterministic: no sockets, no wall clock (those are :mod:`engine.serve`'s).
+
+Invariants
+----------
+* Importing the package never imports Hypothesis: kio (the codec) imports ``hypothesis.strategies``
+  whenever it is installed, to register strategies for its types, and importing Hypothesis makes a
+  ``.hypothesis/`` folder in the working directory (``eos serve`` left one). So kio is first
+  imported here with Hypothesis hidden, unless Hypothesis is already imported (a test session
+  that uses it: kio then registers its strategies as before).
 """
+
+from __future__ import annotations
+
+import sys
+
+
+def _import_kio_without_hypothesis() -> None:
+    """Import kio's phantom types with ``import hypothesis`` failing, unless Hypothesis is already loaded."""
+    if "hypothesis" in sys.modules or "kio.static._phantom" in sys.modules:
+        return
+    sys.modules["hypothesis"] = None  # type: ignore[assignment]  # makes 'import hypothesis...' raise ImportError
+    try:
+        import kio.static._phantom  # noqa: F401 - imported for its side effect: no hypothesis hook
+    finally:
+        del sys.modules["hypothesis"]
+
+
+_import_kio_without_hypothesis()

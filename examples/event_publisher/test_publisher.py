@@ -2,7 +2,8 @@
 
 Unchanged confluent-kafka code; the ``eos_cluster`` fixture patches ``confluent_kafka`` to a fresh
 simulated cluster, and ``eos_check`` judges everything the clients did at the end. The last test runs
-the same module against ``eos serve`` with the real client.
+the same module with the real client against a served cluster (the ``eos_server`` fixture), with the
+same faults made from the test over the wire.
 """
 
 from __future__ import annotations
@@ -25,15 +26,12 @@ def test_lost_acks_and_a_leader_crash_neither_duplicate_nor_lose_an_event(eos_cl
     assert sorted(publisher.read_all(CONF, 40)) == sorted(EVENTS)
 
 
-def test_the_same_module_runs_against_eos_serve_over_the_wire() -> None:
-    from engine.serve import ServedCluster
-    from engine.wire.journal import ServeSpec
-
-    spec = ServeSpec(11, 3, {}, (("events", 2, 3),))
-    server = ServedCluster(spec.build(), spec=spec).start()
-    try:
-        config = server.client_config()
-        assert publisher.publish(config, EVENTS) == {"delivered": 40, "failed": 0}
-        assert sorted(publisher.read_all(config, 40)) == sorted(EVENTS)
-    finally:
-        server.stop()
+@pytest.mark.eos_server(topics={"events": 2}, config={"broker.session.timeout.ms": 2000})
+def test_over_the_wire_a_dropped_ack_and_a_leader_crash_neither_duplicate_nor_lose_an_event(eos_server) -> None:
+    config = eos_server.config(**{"socket.timeout.ms": 5000})  # a lost ack is retried after 5 s, not 60
+    eos_server.drop_response("Produce")  # the first write happens; its acknowledgement never comes
+    first = publisher.publish(config, EVENTS[:20])
+    eos_server.crash(eos_server.leader("events", 0))
+    second = publisher.publish(config, EVENTS[20:])
+    assert first["delivered"] + second["delivered"] == 40 and first["failed"] == second["failed"] == 0
+    assert sorted(publisher.read_all(config, 40)) == sorted(EVENTS)

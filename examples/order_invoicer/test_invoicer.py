@@ -1,8 +1,9 @@
 """The invoicer under the eos pytest plugin: exactly once through a crash, and the offsets bug caught.
 
 The application module is unchanged confluent-kafka code; the plugin's ``eos_cluster`` fixture
-patches ``confluent_kafka`` to a fresh simulated cluster per test. The same module also runs
-against ``eos serve`` over the wire (last test), without the patch.
+patches ``confluent_kafka`` to a fresh simulated cluster per test. The same module also runs over
+the wire with the real client against the ``eos_server`` fixture's served cluster (last test),
+with the crash made from the test.
 """
 
 from __future__ import annotations
@@ -19,19 +20,19 @@ class ProcessDiedError(Exception):
     """The copier's process died (raised from a hook between two of its calls)."""
 
 
-def place_orders(n: int) -> None:
+def place_orders(n: int, conf: dict[str, Any] = CONF) -> None:
     from confluent_kafka import Producer
 
-    p = Producer({**CONF, "enable.idempotence": True})
+    p = Producer({**conf, "enable.idempotence": True})
     for i in range(n):
         p.produce("orders", key=b"k%d" % i, value=b"order-%d" % i)
     assert p.flush(30) == 0
 
 
-def invoices() -> list[bytes]:
+def invoices(conf: dict[str, Any] = CONF) -> list[bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({**CONF, "group.id": "auditor", "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
+    c = Consumer({**conf, "group.id": "auditor", "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     c.assign([TopicPartition("invoices", 0, 0)])
     out: list[bytes] = []
     while batch := [m for m in c.consume(100, 2.0) if m.error() is None]:
@@ -74,20 +75,12 @@ def test_offsets_committed_outside_the_transaction_invoice_twice_after_a_crash(e
     assert set(got) == {b"invoice-for-order-%d" % i for i in range(25)}
 
 
-def test_the_same_module_runs_against_eos_serve_over_the_wire() -> None:
-    from engine.serve import ServedCluster
-    from engine.wire.journal import ServeSpec
-
-    spec = ServeSpec(7, 3, {}, (("orders", 1, 3), ("invoices", 1, 3)))
-    server = ServedCluster(spec.build(), spec=spec).start()
-    try:
-        from confluent_kafka import Producer  # the real client: no patch in this test
-
-        config = server.client_config()
-        p = Producer({**config, "enable.idempotence": True})
-        for i in range(10):
-            p.produce("orders", value=b"order-%d" % i)
-        assert p.flush(30) == 0
-        assert invoicer.run(config, idle_polls=3) == 10
-    finally:
-        server.stop()
+@pytest.mark.eos_server(topics={"orders": 1, "invoices": 1}, config={"broker.session.timeout.ms": 2000})
+def test_over_the_wire_every_order_is_invoiced_once_through_a_crash_after_a_commit(eos_server) -> None:
+    config = eos_server.config()  # the real confluent-kafka client: no patch with this fixture
+    place_orders(10, config)
+    with pytest.raises(ProcessDiedError):
+        invoicer.run(config, after_commit=die_once())
+    eos_server.crash(eos_server.leader("invoices", 0))
+    invoicer.run(config)  # the restarted copier fences the old one and carries on from the committed offsets
+    assert sorted(invoices(config)) == sorted(b"invoice-for-order-%d" % i for i in range(10))

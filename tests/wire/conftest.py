@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
-from engine.serve.realtime_server import ServedCluster, kafka_python_config
+from engine.serve.realtime_server import ServedCluster
+from engine.wire.client_config import kafka_python_config
 from engine.wire.journal import ServeSpec
 
 

@@ -6,9 +6,12 @@ A conformance suite runs one fault script against real Kafka (process kills) and
 
 Invariants checked: a crash of a partition's leader through the channel is a process crash the
 producer rides out once a new leader is elected; ``eos fault`` drives a running ``eos serve``
-subprocess and exits 0/1/2; a wrong password closes the channel; a malformed line is answered with
-an error and the server goes on; a session with a channel crash replays byte for byte; a crash
-made directly under ``server.locked()`` is noted in the journal and ``eos replay-wire`` exits 1.
+subprocess and exits 0/1/2, and the session with its faults replays byte for byte through ``eos
+replay-wire``; ``eos serve`` prints its config at once into a pipe and leaves no ready file and no
+``.hypothesis/`` behind (Ctrl-C, SIGTERM, ``--duration``); a wrong password closes the channel; a
+malformed line is answered with an error and the server goes on; a session with a channel crash
+replays byte for byte; a crash made directly under ``server.locked()`` is noted in the journal and
+``eos replay-wire`` exits 1.
 """
 
 from __future__ import annotations
@@ -199,9 +202,13 @@ def test_eos_fault_drives_a_running_eos_serve(tmp_path) -> None:
         assert done.returncode == 0 and "broker" in json.loads(done.stdout)
         done = eos("fault", "--server", str(ready), "leader")
         assert done.returncode == 2 and "use 'eos fault --server READY.json leader TOPIC [PARTITION]'" in done.stderr
+        done = eos("fault", "--server", str(ready), "wire-fault", "close-after", "Produce", "2")
+        assert done.returncode == 0 and json.loads(done.stdout)["op"] == "wire-fault", done.stderr
     finally:
         serve.send_signal(signal.SIGINT)
         serve.wait(30)
+    assert serve.returncode == 0 and not ready.exists(), "Ctrl-C stops serving and removes the ready file"
+    ready.write_text(json.dumps({"control": "127.0.0.1:1"}))  # a stale ready file of a server long gone
     done = eos("fault", "--server", str(ready), "brokers")
     assert done.returncode == 1 and "cannot reach the control channel" in done.stderr
     done = eos("fault", "--server", str(tmp_path / "missing.json"), "brokers")
@@ -210,6 +217,36 @@ def test_eos_fault_drives_a_running_eos_serve(tmp_path) -> None:
     assert done.returncode == 0 and done.stdout.startswith("identical:"), done.stdout + done.stderr
     kinds = [json.loads(line).get("e") for line in journal.read_text().splitlines()[1:]]
     assert kinds.count("fault") == 2, "the crash and the restart are journaled inputs"
+    assert kinds.count("wire-fault") == 1, "the wire fault is a journaled input"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", ["duration", "SIGTERM"])
+def test_eos_serve_prints_at_once_and_leaves_nothing_behind(tmp_path, stop) -> None:
+    """Its config line reaches a pipe while it serves; once stopped, no ready file and no ``.hypothesis/``."""
+    ready = tmp_path / "ready.json"
+    argv = ["serve", "--ready-file", str(ready), *(["--duration", "3"] if stop == "duration" else [])]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", *argv],
+        cwd=tmp_path,  # where a stray .hypothesis/ folder would appear
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = serve.stdout.readline()  # block-buffered output would arrive only at exit
+        assert first.startswith("eos serve: 3 brokers on 127.0.0.1:"), first + serve.stderr.read()
+        assert serve.poll() is None and ready.exists(), "the line came while it serves"
+        if stop == "SIGTERM":
+            serve.send_signal(signal.SIGTERM)
+        assert serve.wait(30) == 0, serve.stderr.read()
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait(10)
+    assert not ready.exists(), "the ready file outlived the server"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "eos serve left files in its working directory"
 
 
 # -- journaled faults -------------------------------------------------------------------------------

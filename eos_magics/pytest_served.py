@@ -1,0 +1,348 @@
+"""The pytest plugin's served mode: ``eos_server``, a cluster per test on loopback for real Kafka clients.
+
+Registered by :mod:`eos_magics.pytest_plugin` (its ``pytest_plugins``), so it comes with the ``eos``
+plugin; ``docs/testing.md`` ("Testing against the served cluster: eos_server") is the user's guide.
+
+::
+
+    @pytest.mark.eos_server(brokers=3, topics={"orders": 3})
+    def test_orders(eos_server):
+        from confluent_kafka import Producer  # the real client, over real sockets
+
+        p = Producer({**eos_server.config(), "enable.idempotence": True})
+        eos_server.crash(eos_server.leader("orders", 0))
+        ...
+
+Role
+----
+* The fixture ``eos_server`` serves one test's cluster as ``eos serve`` does
+  (:class:`engine.serve.ServedCluster`: 127.0.0.1, a free port per broker, SASL/PLAIN with a
+  random password) from a thread, and yields an :class:`EosTestServer`: the client configs
+  (confluent-kafka, kafka-python, aiokafka), faults and queries in the vocabulary of ``eos fault``
+  and of ``eos_cluster``, the journal.
+* The seed comes from the same rules as ``eos_cluster``'s (``--eos-seed``, ``eos_seed``, the
+  CRC-32 of the node id: :func:`eos_magics.pytest_plugin.derived_seed`); the shape from
+  ``@pytest.mark.eos_server(brokers=, config=, topics=)``, read as ``eos_cluster``'s marker is,
+  the broker config defaulted as there (:func:`eos_magics.session.cluster_config`).
+* Every input of the session is journaled (:class:`engine.wire.journal.WireJournal`) to
+  ``wire.jsonl`` in the test's ``tmp_path``, or to ``--eos-journal-dir DIR`` (kept there only
+  for tests that failed). A failed test's report has an ``eos`` section: the seed, the
+  fingerprint, the journal and ``replay: eos replay-wire JOURNAL``, which rebuilds the cluster and
+  checks every response byte.
+
+Invariants
+----------
+* Faults go through :meth:`ServedCluster.fault <engine.serve.realtime_server.ServedCluster.fault>`,
+  the control channel's own path (:func:`engine.wire.control.apply`), so they are journaled and
+  the journal replays; nothing here touches the cluster under ``server.locked()``.
+* Loading this module imports pytest, the standard library and the plugin module only; the
+  engine is imported by the first test that asks for ``eos_server``.
+* The server is stopped when the test's fixtures are torn down: its thread joined, its ports
+  and the clients' connections to them closed.
+
+What it does not do
+-------------------
+It does not patch ``confluent_kafka`` (the real client is the point) and does not judge a
+history: ``@pytest.mark.eos_check`` needs the simulated ``eos_cluster`` (the real clients' calls
+are not recorded; :mod:`engine.record` wraps them for ``eos check`` by hand). Real clients run in
+real time, so a rerun with the same seed builds the same cluster but is not the same run: the
+journal is what replays.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Generator, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from eos_magics.pytest_plugin import _cluster_of, _marker, _seed
+
+if TYPE_CHECKING:
+    from engine.serve import ServedCluster
+    from engine.wire.journal import ServeSpec
+
+__all__ = ["EosTestServer", "eos_server"]
+
+MARKER = (
+    "eos_server(brokers=3, config=None, topics=None): the eos_server fixture's brokers, broker config "
+    "and topics ({'orders': 3} or {'orders': {'partitions': 3, 'replication_factor': 3}})"
+)
+
+#: What a topic of the ``eos_server`` marker may say, beyond a number of partitions.
+TOPIC_KEYS = ("partitions", "replication_factor")
+
+_SERVER = pytest.StashKey["EosTestServer"]()
+
+
+class EosTestServer:
+    """One test's served cluster: client configs, faults through the control path, the journal.
+
+    Parameters
+    ----------
+    server : ServedCluster
+        The running server.
+    spec : ServeSpec
+        What its cluster was built from (the journal's header).
+    nodeid : str
+        The test's node id (for the rerun line).
+    seed_source : str
+        Where the seed came from, in words.
+    journal : Path
+        The journal file.
+    """
+
+    def __init__(self, server: ServedCluster, spec: ServeSpec, nodeid: str, seed_source: str, journal: Path) -> None:
+        self.server = server
+        self.spec = spec
+        self.nodeid = nodeid
+        self.seed_source = seed_source
+        self.journal = journal
+        #: Whether a phase of the test failed (the journal is kept then).
+        self.failed = False
+
+    def __repr__(self) -> str:
+        return f"EosTestServer(seed={self.seed}, bootstrap={self.bootstrap!r}, journal={str(self.journal)!r})"
+
+    @property
+    def seed(self) -> int:
+        """The cluster's seed."""
+        return self.spec.seed
+
+    @property
+    def bootstrap(self) -> str:
+        """``127.0.0.1:port,...`` of every broker."""
+        return self.server.bootstrap
+
+    @property
+    def password(self) -> str | None:
+        """The SASL/PLAIN password of user ``eos`` (random per server)."""
+        return self.server.password
+
+    # -- client configs ---------------------------------------------------------------------------
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        """Return the confluent-kafka config (bootstrap servers, SASL/PLAIN), with ``extra`` on top.
+
+        Keys with dots are not keyword arguments: ``{**eos_server.config(), "group.id": "g"}``.
+        """
+        from engine.wire.client_config import confluent_config
+
+        return {**confluent_config(self.bootstrap, self.password), **extra}
+
+    confluent_config = config
+
+    def kafka_python_config(self, **extra: Any) -> dict[str, Any]:
+        """Return kafka-python's keyword arguments (``KafkaProducer(**eos_server.kafka_python_config())``)."""
+        from engine.wire.client_config import kafka_python_config
+
+        return {**kafka_python_config(self.bootstrap, self.password), **extra}
+
+    def aiokafka_config(self, **extra: Any) -> dict[str, Any]:
+        """Return aiokafka's keyword arguments (the same names as kafka-python's)."""
+        return self.kafka_python_config(**extra)
+
+    # -- faults and queries: eos fault's vocabulary -------------------------------------------------
+
+    def fault(self, op: str, **args: Any) -> dict[str, Any]:
+        """Make one control request (``crash``, ``wire-fault``, ``leader``, ...) as ``eos fault`` does.
+
+        Returns the answer; raises :class:`engine.wire.control.ControlError` (a ``ValueError``) when refused.
+        """
+        return self.server.fault(op, **args)
+
+    def crash(self, broker: int) -> None:
+        """Crash a broker (a process crash: its connections close)."""
+        self.fault("crash", broker=broker)
+
+    def restart(self, broker: int) -> None:
+        """Restart a crashed broker."""
+        self.fault("restart", broker=broker)
+
+    def pause(self, broker: int) -> None:
+        """Pause a broker (a zombie until :meth:`resume`)."""
+        self.fault("pause", broker=broker)
+
+    def resume(self, broker: int) -> None:
+        """Resume a paused broker."""
+        self.fault("resume", broker=broker)
+
+    def isolate(self, broker: int) -> None:
+        """Cut a broker off from every other node."""
+        self.fault("isolate", broker=broker)
+
+    def heal(self) -> None:
+        """End every fault: restart, resume and reconnect every node."""
+        self.fault("heal")
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        """Return the partition's leader according to the controller (-1: none)."""
+        return int(self.fault("leader", topic=topic, partition=partition)["broker"])
+
+    def coordinator(self, kind: str, key: str) -> int:
+        """Return the coordinator of a group (``kind="group"``) or transactional id (``"transaction"``)."""
+        return int(self.fault("coordinator", kind=kind, key=key)["broker"])
+
+    def brokers(self) -> dict[str, list[int]]:
+        """Return the brokers by state (``up``, ``down``, ``paused``) and the isolated ones."""
+        return self.fault("brokers")
+
+    def wire_fault(self, action: str, api: str, nth: int = 1) -> int:
+        """Arm a wire fault on the ``nth`` next request of ``api`` (``Produce``, ``EndTxn``, ...); return its id."""
+        return int(self.fault("wire-fault", action=action, api=api, nth=nth)["fault"])
+
+    def drop_response(self, api: str, nth: int = 1) -> int:
+        """Carry out the ``nth`` next ``api`` request and never answer it (a lost acknowledgement)."""
+        return self.wire_fault("drop-response", api, nth)
+
+    def close_after(self, api: str, nth: int = 1) -> int:
+        """Carry out the ``nth`` next ``api`` request, then close its connection instead of answering."""
+        return self.wire_fault("close-after", api, nth)
+
+    def close_before(self, api: str, nth: int = 1) -> int:
+        """Close the connection of the ``nth`` next ``api`` request before it is carried out."""
+        return self.wire_fault("close-before", api, nth)
+
+    # -- the report -------------------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """Return the served cluster's run fingerprint now."""
+        with self.server.guard:
+            return self.server.cluster.fingerprint()
+
+    def replay_section(self) -> str:
+        """Return the failure report's ``eos`` section: seed, fingerprint, journal, the replay and rerun lines."""
+        try:
+            with self.server.guard:
+                c = self.server.cluster
+                fingerprint = f"{c.fingerprint()} (at {c.now_ms} simulated ms)"
+        except Exception as exc:  # a report must never raise into pytest
+            fingerprint = f"unavailable ({type(exc).__name__}: {exc})"
+        journal = shlex.quote(str(self.journal))
+        return (
+            f"seed: {self.seed} ({self.seed_source})\n"
+            f"fingerprint: {fingerprint}\n"
+            f"journal: {self.journal}\n"
+            f"replay: eos replay-wire {journal}\n"
+            f"rerun: pytest {shlex.quote(self.nodeid)} --eos-seed {self.seed} (the same cluster; real clients' "
+            "timing differs, the journal is what replays)"
+        )
+
+    def stop(self) -> None:
+        """Stop serving: the thread joined, every port and connection closed, the journal closed."""
+        self.server.stop()
+
+
+# -- options, markers, the fixture, the report --------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--eos-journal-dir``."""
+    parser.getgroup("eos", "eos-magics simulated Kafka").addoption(
+        "--eos-journal-dir",
+        default=None,
+        metavar="DIR",
+        help="write each eos_server test's wire journal here (kept for failed tests); default: the test's tmp_path",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``eos_server`` marker."""
+    config.addinivalue_line("markers", MARKER)
+
+
+def _topics_of(topics: Mapping[str, Any]) -> tuple[tuple[str, int, int | None], ...]:
+    """Return ``ServeSpec.topics`` of the marker's topics; ValueError with one line for what is not served."""
+    out = []
+    for name, spec in topics.items():
+        if isinstance(spec, Mapping):
+            extra = sorted(set(spec) - set(TOPIC_KEYS))
+            if extra:
+                raise ValueError(
+                    f"topic {name!r}: eos_server topics take {' and '.join(TOPIC_KEYS)}, not {extra[0]!r} "
+                    "(set topic configs with an admin client's create_topics or alter_configs)"
+                )
+            partitions, rf = spec.get("partitions", 1), spec.get("replication_factor")
+        else:
+            partitions, rf = spec, None
+        if isinstance(partitions, bool) or not isinstance(partitions, int):
+            raise TypeError(f"topic {name!r}: partitions must be an int, got {partitions!r}")
+        if rf is not None and (isinstance(rf, bool) or not isinstance(rf, int)):
+            raise TypeError(f"topic {name!r}: replication_factor must be an int, got {rf!r}")
+        out.append((str(name), partitions, rf))
+    return tuple(out)
+
+
+def _server_of(
+    brokers: int = 3, config: Mapping[str, Any] | None = None, topics: Mapping[str, Any] | None = None
+) -> tuple[int, Mapping[str, Any] | None, tuple[tuple[str, int, int | None], ...]]:
+    brokers, config, shaped = _cluster_of(brokers, config, topics)
+    return brokers, config, _topics_of(shaped)
+
+
+def _journal_path(item: pytest.Item, request: pytest.FixtureRequest) -> Path:
+    where = item.config.getoption("eos_journal_dir")
+    if where is None:
+        return Path(request.getfixturevalue("tmp_path")) / "wire.jsonl"
+    folder = Path(where)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / (re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_") + ".jsonl")
+
+
+@pytest.fixture
+def eos_server(request: pytest.FixtureRequest) -> Iterator[EosTestServer]:
+    """A cluster served on loopback to real Kafka clients for this test, journaled, stopped afterwards.
+
+    Markers: ``eos_seed(N)``, ``eos_server(brokers=, config=, topics=)``.
+    """
+    from engine.errors import ConfigError, KafkaError
+    from engine.serve import serve
+    from engine.wire.journal import ServeSpec
+    from eos_magics.session import cluster_config
+
+    item = request.node
+    if item.get_closest_marker("eos_check") is not None:
+        pytest.fail(
+            "@pytest.mark.eos_check judges the simulated eos_cluster's client history; eos_server's real "
+            "clients are not recorded (wrap them with engine.record for 'eos check', or use eos_cluster)",
+            pytrace=False,
+        )
+    seed, source = _seed(item)
+    brokers, config, topics = _marker(item, "eos_server", _server_of) or _server_of()
+    spec = ServeSpec(seed, brokers, cluster_config(brokers, config), topics)
+    journal = _journal_path(item, request)
+    try:
+        server = serve(spec, journal_path=journal)
+    except (ConfigError, KafkaError, TypeError, ValueError) as exc:
+        pytest.fail(f"@pytest.mark.eos_server: {str(exc).splitlines()[0]}", pytrace=False)
+    eos = EosTestServer(server, spec, item.nodeid, source, journal)
+    item.stash[_SERVER] = eos
+    try:
+        yield eos
+    finally:
+        eos.stop()
+        if item.config.getoption("eos_journal_dir") is not None and not eos.failed:
+            journal.unlink(missing_ok=True)  # kept for failed tests only
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Add the ``eos`` section (seed, fingerprint, journal, replay line) to a failed test's report."""
+    report = yield
+    eos = item.stash.get(_SERVER, None)
+    if eos is not None:
+        if report.failed:
+            eos.failed = True
+            text = eos.replay_section()
+            if hasattr(report.longrepr, "addsection"):
+                report.longrepr.addsection("eos", text)
+            else:
+                report.sections.append(("eos", text))
+        if call.when == "teardown":
+            del item.stash[_SERVER]
+    return report
