@@ -5,7 +5,8 @@ module                          what it holds
 ==============================  ==================================================================
 :mod:`engine.wire.frames`       request/response frames, the served API versions (kio's codec)
 :mod:`engine.wire.shape`        one description of an answer shaped into any version's dataclass
-:mod:`engine.wire.records`      record batch v2 bytes <-> the engine's RecordBatch (CRC32C, gzip)
+:mod:`engine.wire.records`      record batch v2 bytes <-> the engine's RecordBatch (CRC32C, codecs)
+:mod:`engine.wire.codecs`       gzip, snappy, lz4 and zstd through cramjam (imported on first use)
 :mod:`engine.wire.consumer_protocol`  the consumer group protocol's subscription and assignment bytes
 :mod:`engine.wire.gateway`      one client connection: a node of the world that asks the broker
 :mod:`engine.wire.handlers_*`   per API: wire request -> engine requests -> one wire response

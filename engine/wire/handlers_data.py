@@ -160,7 +160,17 @@ def _unknown_topic(conn: WireConnection, name: str, allow_auto_create: bool) -> 
 
 
 def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Append each partition's batches through the broker's produce path; acks=0 gets no answer."""
+    """Append each partition's batches through the broker's produce path.
+
+    A partition whose records do not decode is refused and nothing of it is appended:
+    CORRUPT_MESSAGE for a malformed batch, UNKNOWN_SERVER_ERROR for compressed bytes that do not
+    inflate or a codec id Kafka lacks (what Kafka 4.4 answers, see ``records``), and
+    UNSUPPORTED_COMPRESSION_TYPE for zstd below Produce v7 (``ProduceRequest.validateRecords``) or
+    a codec whose library is missing. An ``acks=0`` produce gets no answer; when a partition is
+    refused here, the connection is closed instead, as ``KafkaApis.handleProduceRequest`` does so
+    that the producer learns of it (the engine's broker answers nothing to ``acks=0``, so its own
+    append errors are not seen here).
+    """
     body = request.body
     timeout_ms = millis(body.timeout)
     sends: list[ProducePartition] = []
@@ -168,27 +178,37 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
     refused: dict[tuple[str, int], tuple[ErrorCode, str]] = {}
     for topic in body.topic_data:
         for part in topic.partition_data:
-            try:
-                batches = records.decode_batches(bytes(part.records or b""))
-            except records.UnsupportedCompressionError as exc:
-                refused[(topic.name, part.index)] = (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc))
-                slots.append((topic.name, part.index, 0))
-                continue
-            except records.CorruptRecordError as exc:
-                refused[(topic.name, part.index)] = (ErrorCode.CORRUPT_MESSAGE, str(exc))
-                slots.append((topic.name, part.index, 0))
-                continue
-            if not batches:
-                refused[(topic.name, part.index)] = (ErrorCode.CORRUPT_MESSAGE, "no record batch in the request")
+            data = bytes(part.records or b"")
+            error = _undecodable(data, request.api_version)
+            batches: list[Any] = []
+            if error is None:
+                try:
+                    batches = records.decode_batches(data)
+                except records.UnsupportedCompressionError as exc:
+                    error = (ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc))
+                except records.UndecodableCompressionError as exc:
+                    error = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+                except records.CorruptRecordError as exc:
+                    error = (ErrorCode.CORRUPT_MESSAGE, str(exc))
+            if error is None and not batches:
+                error = (ErrorCode.CORRUPT_MESSAGE, "no record batch in the request")
+            if error is not None:
+                refused[(topic.name, part.index)] = error
                 slots.append((topic.name, part.index, 0))
                 continue
             sends.extend(ProducePartition(topic.name, part.index, batch) for batch in batches)
             slots.append((topic.name, part.index, len(batches)))
 
+    appends = [ProduceRequest(tuple(sends), body.acks, timeout_ms, body.transactional_id)] if sends else []
+    if body.acks == 0:  # the broker answers nothing: neither does this connection
+        conn.gather(appends, lambda _answers: None)
+        reply(None)
+        if refused:
+            failed = ", ".join(f"{t}-{p}: {refused[(t, p)][0].name}" for t, p in sorted(refused))
+            conn.close_when_answered(f"acks=0 produce refused ({failed})")
+        return
+
     def answered(responses: list[Any]) -> None:
-        if body.acks == 0:
-            reply(None)
-            return
         answers = list(responses[0].partitions) if responses and responses[0] is not None else [None] * len(sends)
         topics: dict[str, list[dict[str, Any]]] = {}
         i = 0
@@ -202,8 +222,21 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
             }
         )
 
-    request = [ProduceRequest(tuple(sends), body.acks, timeout_ms, body.transactional_id)] if sends else []
-    conn.gather(request, answered)
+    conn.gather(appends, answered)
+
+
+#: The first Produce version that may carry zstd batches (KIP-110).
+_ZSTD_FROM_VERSION = 7
+
+
+def _undecodable(data: bytes, version: int) -> tuple[ErrorCode, str] | None:
+    """Refuse zstd below Produce v7 before decoding, as ``ProduceRequest.validateRecords`` does."""
+    if version < _ZSTD_FROM_VERSION and records.first_codec(data) == 4:
+        return (
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+            f"Produce requests with version {version} are not allowed to use ZStandard compression",
+        )
+    return None
 
 
 def _produce_partition(index: int, answers: list[Any], refused: tuple[ErrorCode, str] | None) -> dict[str, Any]:

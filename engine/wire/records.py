@@ -14,9 +14,13 @@ record count against the offset range, every record's own length) and raises
 
 What is simplified
 ------------------
-- Compression: gzip is decoded; snappy, lz4 and zstd raise :class:`UnsupportedCompressionError`
-  (Kafka's UNSUPPORTED_COMPRESSION_TYPE), since no codec library for them is a dependency.
-  Encoding never compresses. A gzip payload is inflated whole, without a size cap.
+- Compression: gzip, snappy, lz4 and zstd batches are inflated by :mod:`engine.wire.codecs`;
+  bytes that do not inflate, or a codec id Kafka does not define, raise
+  :class:`UndecodableCompressionError` (Kafka 4.4 answers UNKNOWN_SERVER_ERROR), and
+  without the codec library (cramjam) a compressed batch raises
+  :class:`UnsupportedCompressionError` (Kafka's UNSUPPORTED_COMPRESSION_TYPE). Encoding never
+  compresses: a Fetch answers uncompressed batches (docs/wire.md says why). A payload is
+  inflated whole, without a size cap.
 - Offsets are implicit in an engine batch, so a batch whose record offset deltas are not
   ``0 .. count - 1`` is refused as corrupt (Kafka refuses the same on produce); so is a batch
   with no records.
@@ -31,20 +35,22 @@ What is simplified
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from crc32c import crc32c
 
 from engine.log.records import ABORT, COMMIT, RecordBatch, none_keys
+from engine.wire import codecs
 
 __all__ = [
     "CorruptRecordError",
+    "UndecodableCompressionError",
     "UnsupportedCompressionError",
     "decode_batches",
     "encode_batch",
     "encode_batches",
+    "first_codec",
 ]
 
 
@@ -52,8 +58,17 @@ class CorruptRecordError(ValueError):
     """A record batch that is not well-formed v2: bad magic, length, CRC, varint or record layout."""
 
 
+class UndecodableCompressionError(CorruptRecordError):
+    """A compressed batch that cannot be inflated: bytes not of its codec, or a codec id Kafka lacks.
+
+    Kafka 4.4 answers these UNKNOWN_SERVER_ERROR, not CORRUPT_MESSAGE: ``CompressionType.forId``
+    throws ``IllegalArgumentException`` and the codec streams a ``KafkaException``, neither of which
+    ``ReplicaManager.appendToLocalLog`` maps to an error of its own.
+    """
+
+
 class UnsupportedCompressionError(ValueError):
-    """A record batch compressed with a codec this module cannot inflate (snappy, lz4, zstd)."""
+    """A record batch compressed with a codec whose library (cramjam) is not installed here."""
 
 
 #: baseOffset, batchLength, partitionLeaderEpoch, magic: enough to tell a v2 batch from older ones.
@@ -74,8 +89,6 @@ _MAGIC = 2
 _CODEC_MASK = 0x07
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
-_GZIP = 1
-_CODEC_NAMES = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 #: A control record's key (version, type) and value (version, coordinator epoch).
 _CONTROL_KEY = struct.Struct(">hh")
@@ -106,11 +119,14 @@ def decode_batches(data: bytes | bytearray | memoryview) -> list[RecordBatch]:
 
     Raises
     ------
+    UndecodableCompressionError
+        A batch names a codec id Kafka does not define, or its compressed bytes do not inflate
+        (a :class:`CorruptRecordError`, which Kafka answers UNKNOWN_SERVER_ERROR).
     CorruptRecordError
         A batch is truncated, has a magic other than 2, fails its CRC32C, or its records do not
         parse (bad varint, length, offset delta, header key, control record).
     UnsupportedCompressionError
-        A batch is compressed with snappy, lz4 or zstd.
+        A batch is compressed and the codec library (cramjam) is not installed.
     """
     buf = data if isinstance(data, bytes) else bytes(data)
     view = memoryview(buf)
@@ -121,6 +137,13 @@ def decode_batches(data: bytes | bytearray | memoryview) -> list[RecordBatch]:
         batch, pos = _decode_batch(buf, view, pos)
         batches.append(batch)
     return batches
+
+
+def first_codec(data: bytes | bytearray | memoryview) -> int | None:
+    """Return the codec id (0 none .. 4 zstd) of the first batch in ``data``, None if too short to say."""
+    if len(data) <= _CRC_FROM + 1:
+        return None
+    return data[_CRC_FROM + 1] & _CODEC_MASK  # the low byte of the big-endian attributes
 
 
 def _decode_batch(buf: bytes, view: memoryview, pos: int) -> tuple[RecordBatch, int]:
@@ -178,20 +201,19 @@ def _frame_end(buf: bytes, pos: int) -> int:
 
 
 def _payload(buf: bytes, start: int, end: int, codec: int, pos: int) -> bytes:
-    """Return the records of a batch, inflated when gzip-compressed."""
+    """Return the records of a batch, inflated when compressed (:mod:`engine.wire.codecs`)."""
     if codec == 0:
         return buf[start:end]
-    if codec == _GZIP:
-        try:
-            return zlib.decompress(buf[start:end], 47)  # 32 + 15: a gzip (or zlib) header, 32 KiB window
-        except zlib.error as e:
-            msg = f"record batch at byte {pos} has a gzip payload that does not inflate: {e}"
-            raise CorruptRecordError(msg) from None
-    name = _CODEC_NAMES.get(codec)
-    if name is None:
-        _corrupt(f"record batch at byte {pos} names compression codec {codec}, which Kafka does not define")
-    msg = f"record batch compressed with {name}, which this broker cannot decode: produce with compression gzip or none"
-    raise UnsupportedCompressionError(msg)
+    if codec not in codecs.CODEC_NAMES:
+        msg = f"record batch at byte {pos} names compression codec {codec}, which Kafka does not define"
+        raise UndecodableCompressionError(msg)
+    try:
+        return codecs.decompress(codec, buf[start:end])
+    except codecs.CodecError as e:
+        msg = f"record batch at byte {pos} has {e}"
+        raise UndecodableCompressionError(msg) from None
+    except codecs.CodecUnavailableError as e:
+        raise UnsupportedCompressionError(str(e)) from None
 
 
 def _decode_records(buf: bytes, count: int) -> tuple[list[int], list[Any], list[Any], tuple[Any, ...] | None]:

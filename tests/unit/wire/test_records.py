@@ -4,16 +4,23 @@ Batches built by kafka-python's ``DefaultRecordBatchBuilder`` (plain, gzip, idem
 with headers, with null keys) must decode to the engine batch holding the same records; batches the
 engine encodes must be read back by kafka-python's ``DefaultRecordBatch`` with the CRC valid and the
 same records, control batches included. Malformed bytes (a flipped byte, a cut, a bad magic, bad
-varints, lengths or offsets) must raise ``CorruptRecordError``, and a snappy, lz4 or zstd batch
-``UnsupportedCompressionError``. Malformed batches are framed by hand (``_frame``) with a correct
-CRC so that the check under test, not the CRC, is what refuses them.
+varints, lengths or offsets) must raise ``CorruptRecordError``. Batches compressed by aiokafka's
+builder (gzip, xerial snappy, lz4, zstd) decode to their records; raw snappy too; compressed bytes
+that do not inflate, an lz4 frame with linked blocks and an undefined codec raise
+``UndecodableCompressionError``, and any codec without cramjam ``UnsupportedCompressionError``.
+Malformed batches are framed by hand (``_frame``) with a correct CRC so that the check under test,
+not the CRC, is what refuses them.
 """
 
 from __future__ import annotations
 
 import struct
+import sys
 
+import cramjam
 import pytest
+from aiokafka import codec as aiokafka_codec
+from aiokafka.record.default_records import DefaultRecordBatchBuilder as AiokafkaBatchBuilder
 from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,12 +28,15 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.memory_records import MemoryRecords
 
 from engine.log.records import ABORT, COMMIT, CONTROL_BATCH_BYTES, RecordBatch
+from engine.wire import codecs
 from engine.wire.records import (
     CorruptRecordError,
+    UndecodableCompressionError,
     UnsupportedCompressionError,
     decode_batches,
     encode_batch,
     encode_batches,
+    first_codec,
 )
 
 PROFILE = settings(derandomize=True, max_examples=100, deadline=None)
@@ -329,17 +339,86 @@ def test_a_magic_other_than_2_is_corrupt(magic: int) -> None:
         decode_batches(bytes(data))
 
 
-@pytest.mark.parametrize(("codec", "name"), [(2, "snappy"), (3, "lz4"), (4, "zstd")])
-def test_a_batch_compressed_with_another_codec_than_gzip_is_unsupported(codec: int, name: str) -> None:
-    data = _frame(_record(0, None, b"v"), 1, attributes=codec)
-    with pytest.raises(UnsupportedCompressionError, match=f"{name}.*gzip or none") as caught:
-        decode_batches(data)
+CODECS = [(1, "gzip"), (2, "snappy"), (3, "lz4"), (4, "zstd")]
+
+
+def _aiokafka_batch(records: list[Record], compression: int) -> bytes:
+    """Build one v2 batch with aiokafka's builder (its codecs are cramjam's, snappy xerial-framed)."""
+    builder = AiokafkaBatchBuilder(
+        magic=2,
+        compression_type=compression,
+        is_transactional=0,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 24,
+    )
+    for i, (ts, key, value, headers) in enumerate(records):
+        builder.append(i, timestamp=ts, key=key, value=value, headers=headers)
+    return bytes(builder.build())
+
+
+@pytest.mark.parametrize(("codec", "name"), CODECS)
+def test_a_batch_compressed_by_aiokafka_decodes_to_the_same_records(codec: int, name: str) -> None:
+    records = [(1_700_000_000_000 + i, f"k{i}".encode(), f"{name}-{i}".encode() * 20, []) for i in range(30)]
+    data = _aiokafka_batch(records, codec)
+    assert data[22] & 0x07 == codec, "aiokafka wrote the batch uncompressed"
+    [batch] = decode_batches(data)
+    assert batch.values == tuple(r[2] for r in records)
+    assert batch.keys == tuple(r[1] for r in records)
+    assert batch.size_bytes == len(data)
+
+
+def test_snappy_is_read_raw_as_well_as_xerial_framed_over_several_blocks() -> None:
+    body = b"".join(_record(i, None, bytes([65 + i % 26]) * 3000) for i in range(40))  # > 32 KiB: 4 blocks
+    raw = bytes(cramjam.snappy.compress_raw(body))
+    xerial = codecs.compress(2, body)
+    assert xerial.startswith(b"\x82SNAPPY\x00") and len(body) > 3 * 32 * 1024
+    for payload in (raw, xerial, aiokafka_codec.snappy_encode(body, xerial_blocksize=1024)):
+        [batch] = decode_batches(_frame(payload, 40, attributes=2))
+        assert [len(v) for v in batch.values] == [3000] * 40
+
+
+@pytest.mark.parametrize(("codec", "name"), CODECS)
+def test_bytes_that_do_not_inflate_are_undecodable(codec: int, name: str) -> None:
+    with pytest.raises(UndecodableCompressionError, match=f"{name} payload that does not inflate") as caught:
+        decode_batches(_frame(b"\x00\x01 not a compressed stream at all", 1, attributes=codec))
     assert "\n" not in str(caught.value)
+    assert isinstance(caught.value, CorruptRecordError)
 
 
-def test_an_undefined_codec_is_corrupt() -> None:
-    with pytest.raises(CorruptRecordError, match="codec 5"):
+def test_a_xerial_block_longer_than_what_is_left_is_undecodable() -> None:
+    payload = codecs.compress(2, _record(0, None, b"v" * 100))
+    with pytest.raises(UndecodableCompressionError, match="xerial block"):
+        decode_batches(_frame(payload[:-5], 1, attributes=2))
+
+
+def test_an_lz4_frame_with_linked_blocks_is_refused_as_kafka_refuses_it() -> None:
+    body = _record(0, None, b"v" * 100)
+    linked = bytes(cramjam.lz4.compress(body))  # cramjam's default frame links its blocks
+    assert not linked[4] & 0x20
+    with pytest.raises(UndecodableCompressionError, match="dependent"):
+        decode_batches(_frame(linked, 1, attributes=3))
+    [batch] = decode_batches(_frame(codecs.compress(3, body), 1, attributes=3))
+    assert batch.values == (b"v" * 100,)
+
+
+def test_an_undefined_codec_is_undecodable() -> None:
+    with pytest.raises(UndecodableCompressionError, match="codec 5"):
         decode_batches(_frame(_record(0, None, b"v"), 1, attributes=5))
+
+
+def test_without_cramjam_a_compressed_batch_is_unsupported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "cramjam", None)  # an absent package: import raises ImportError
+    data = _frame(b"any bytes: the codec is not reached", 1, attributes=3)
+    with pytest.raises(UnsupportedCompressionError, match="lz4 codec needs the cramjam package"):
+        decode_batches(data)
+
+
+def test_first_codec_reads_the_attributes_of_the_first_batch() -> None:
+    assert first_codec(_frame(b"x", 1, attributes=4 | 0x10)) == 4
+    assert first_codec(_frame(b"x", 1)) == 0
+    assert first_codec(b"\x00" * 10) is None
 
 
 def test_a_gzip_payload_that_does_not_inflate_is_corrupt() -> None:
