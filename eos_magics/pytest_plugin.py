@@ -70,8 +70,9 @@ MARKERS = (
         "config and topics ({'orders': 3} or {'orders': {'partitions': 3, 'config': {...}}})"
     ),
     (
-        "eos_check(mode='eos', settle_ms=5000): after the test, heal, settle, read every partition and "
-        "fail on the checker's forbidden anomalies (needs the eos_cluster fixture)"
+        "eos_check(mode='eos', settle_ms=5000, topics=None, promise=None): after the test, heal, settle, "
+        "read every partition and fail on the checker's forbidden anomalies, judging only `topics` if "
+        "given, and on broken promises ('payments -> ledger [by key|by value]'; needs the eos_cluster fixture)"
     ),
 )
 
@@ -101,8 +102,10 @@ class EosTestCluster:
     """One test's simulated cluster, its client history and fault helpers.
 
     Attributes the class does not define are the :class:`engine.Cluster`'s (``producer``,
-    ``consumer``, ``create_topic``, ``crash``, ``restart``, ``pause``, ``resume``, ``isolate``,
-    ``heal``, ``add_rule``, ``release``, ``run_for``, ``leader``, ``fingerprint``, ...).
+    ``consumer``, ``create_topic``, ``crash``, ``isolate``, ``heal``, ``add_rule``, ``release``,
+    ``run_for``, ``leader``, ``fingerprint``, ...). ``pause``, ``resume`` and ``restart`` take the
+    cluster's broker ids and node names too, and also the clients the application holds;
+    ``kill`` and ``restart`` crash and restart the application's clients.
 
     Parameters
     ----------
@@ -124,6 +127,7 @@ class EosTestCluster:
         #: Whether ``eos_magics.kafka.patch`` is on for the test (False only without the drop-in).
         self.patched = False
         self._readers = 0
+        self._killed: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
         if name == "cluster":  # not set yet: no recursion
@@ -172,8 +176,8 @@ class EosTestCluster:
         Parameters
         ----------
         producer : Producer, str or None
-            The engine producer or its node name (its ``client.id``, else ``producer-N``); None:
-            the producer created last.
+            The drop-in's or the engine's producer, or its node name (its ``client.id``, else
+            ``producer-N``); None: the producer created last.
         """
         name = self._producer_node(producer)
         self.cluster.pause(name)
@@ -187,10 +191,129 @@ class EosTestCluster:
             return producers[-1].name
         if isinstance(producer, str):
             return producer  # Cluster.pause says whether the node exists
-        name = getattr(producer, "name", None)
-        if isinstance(name, str) and name in self.cluster.world.nodes:
-            return name
+        client = self._client_of(producer)
+        if client is not None and client in producers:
+            return client.name
         raise TypeError(f"pause_producer() takes a producer, its node name, or None; got {producer!r}")
+
+    # -- the application's clients: pause, kill, restart ------------------------------------------
+
+    def _client_of(self, obj: Any) -> Any:
+        """Return the engine client behind ``obj`` (a drop-in client or an engine client), else None."""
+        from engine.client.base import ClientNode
+
+        inner = getattr(obj, "engine", obj) if not isinstance(obj, ClientNode) else obj
+        return inner if isinstance(inner, ClientNode) and inner.world is self.cluster.world else None
+
+    def _node(self, obj: Any, helper: str) -> str | int:
+        if isinstance(obj, (str, int)) and not isinstance(obj, bool):
+            return obj  # a node name or a broker id: the cluster says whether it exists
+        client = self._client_of(obj)
+        if client is None:
+            raise TypeError(
+                f"{helper}() takes the application's clients (a confluent_kafka Producer or Consumer of this "
+                f"test, or an engine client), node names or broker ids; got {obj!r}"
+            )
+        return client.name
+
+    def pause(self, *nodes: Any) -> None:
+        """Pause nodes (zombies until :meth:`resume`): clients the application holds, node names, broker ids."""
+        for name in [self._node(n, "pause") for n in nodes]:
+            self.cluster.pause(name)
+
+    def resume(self, *nodes: Any) -> None:
+        """Resume paused nodes: clients the application holds, node names, broker ids."""
+        for name in [self._node(n, "resume") for n in nodes]:
+            self.cluster.resume(name)
+
+    def kill(self, *clients: Any) -> None:
+        """Kill the clients' process (``kill -9``): no LeaveGroup, no EndTxn, no flush.
+
+        Queued records are lost and the brokers see the connections close (a process crash,
+        :meth:`engine.Cluster.crash`). A killed client stays dead: healing does not bring it back
+        into its group, and each later call on it raises (``KafkaException`` or ``RuntimeError``
+        through the drop-in, ``IllegalStateError`` on an engine client). A client already dead
+        is left as it is.
+
+        Parameters
+        ----------
+        *clients
+            The drop-in's ``Producer``/``Consumer`` objects the application holds, or engine clients.
+        """
+        from engine.client.consumer import Consumer
+        from engine.sim.node import NodeStatus
+
+        found = []
+        for obj in clients:
+            client = self._client_of(obj)
+            if client is None:
+                raise TypeError(
+                    "kill() takes the application's clients (a confluent_kafka Producer or Consumer of this "
+                    f"test, or an engine client); got {obj!r}"
+                )
+            found.append(client)
+        for client in found:
+            if client in self._killed:
+                continue
+            if client.status is not NodeStatus.DOWN:
+                self.cluster.crash(client.name)
+            if isinstance(client, Consumer):
+                client.closed = True  # the process is gone: a restart at heal must not rejoin its group
+            self._killed.append(client)
+
+    def killed(self, client: Any) -> bool:
+        """Return whether :meth:`kill` (or :meth:`restart`) killed ``client``."""
+        return self._client_of(client) in self._killed
+
+    def restart(self, node: Any) -> Any:
+        """Start a client again, as a restarted process would; or restart a crashed broker or node.
+
+        Parameters
+        ----------
+        node : client, int or str
+            A client the application holds (the drop-in's ``Producer``/``Consumer``, or an engine
+            client): it is killed if still alive, and a new client of the same kind is returned,
+            built with the same configuration (a new ``client.id`` if one was set). The
+            application then calls ``init_transactions()`` or ``subscribe()`` again. A broker id
+            or node name: :meth:`engine.Cluster.restart` (a crashed broker comes back from its disk).
+
+        Returns
+        -------
+        The new client (None for a broker or node name).
+        """
+        if isinstance(node, (str, int)) and not isinstance(node, bool):
+            self.cluster.restart(node)
+            return None
+        client = self._client_of(node)
+        if client is None:
+            raise TypeError(
+                "restart() takes a client the application holds (a confluent_kafka Producer or Consumer of "
+                f"this test, or an engine client), a broker id or a node name; got {node!r}"
+            )
+        self.kill(client)
+        if client is not node:  # the drop-in: the same class, the same configuration
+            return type(node)(node.config)
+        return self._engine_twin(client)
+
+    def _engine_twin(self, client: Any) -> Any:
+        """Return a new engine client with ``client``'s settings (those that differ from the defaults)."""
+        import dataclasses
+
+        from engine.client.consumer import Consumer
+
+        cfg = client.config
+        default = type(cfg)()
+        conf = {
+            f.name.replace("_", "."): getattr(cfg, f.name)
+            for f in dataclasses.fields(cfg)
+            if getattr(cfg, f.name) != getattr(default, f.name)
+        }
+        if conf.get("client.id"):
+            base, n = conf["client.id"], 2
+            while f"{base}-{n}" in self.cluster.world.nodes:
+                n += 1
+            conf["client.id"] = f"{base}-{n}"
+        return self.cluster.consumer(conf) if isinstance(client, Consumer) else self.cluster.producer(conf)
 
     # -- the verdict ------------------------------------------------------------------------------
 
@@ -204,7 +327,14 @@ class EosTestCluster:
         self.cluster.heal()
         self.cluster.run_for(ms)
 
-    def check(self, mode: str | Iterable[str] = "eos", *, final_read: bool = True) -> Report:
+    def check(
+        self,
+        mode: str | Iterable[str] = "eos",
+        *,
+        final_read: bool = True,
+        topics: Iterable[str] | None = None,
+        promise: Any = None,
+    ) -> Report:
         """Judge the history so far; return the checker's :class:`~engine.check.Report`.
 
         Parameters
@@ -214,13 +344,30 @@ class EosTestCluster:
         final_read : bool
             First read every partition to its end with a read_committed consumer
             (``eos-check-reader-N``, recorded too), as :meth:`eos_magics.Session.check` does.
+        topics : list of str, optional
+            Judge only these topics' sends and reads (None: every topic).
+        promise : str, Promise, or a list of them
+            End-to-end promises (``"payments -> ledger"``, :mod:`engine.check.promises`), judged on
+            the records of the final read (keys included); without ``final_read``, on the records
+            the history's ok polls read (values only).
         """
+        from engine.check.checker import check_history
+        from engine.check.promises import CommittedRecord
+
+        mode, _settle, topics, promises = _check_of(mode, SETTLE_MS, topics, promise)
+        committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
             from eos_magics.session import final_read as read_all
 
+            committed = []
+
+            def keep(m: Any) -> None:
+                if m.error() is None:
+                    committed.append(CommittedRecord(m.topic(), m.partition(), m.offset(), m.key(), m.value()))
+
             self._readers += 1
-            read_all(self.cluster, f"eos-check-reader-{self._readers}")
-        return self.recorder.check(mode)
+            read_all(self.cluster, f"eos-check-reader-{self._readers}", keep)
+        return check_history(self.history, allowed=mode, topics=topics, promise=promises, committed=committed)
 
     def replay_section(self) -> str:
         """Return the failure report's ``eos`` section: seed, fingerprint and the replay command."""
@@ -293,13 +440,20 @@ def _cluster_of(
     return brokers, config, topics or {}
 
 
-def _check_of(mode: str | Iterable[str] = "eos", settle_ms: int = SETTLE_MS) -> tuple[str | Iterable[str], int]:
+def _check_of(
+    mode: str | Iterable[str] = "eos", settle_ms: int = SETTLE_MS, topics: Any = None, promise: Any = None
+) -> tuple[str | Iterable[str], int, tuple[str, ...] | None, tuple[Any, ...]]:
     from engine.check.anomaly import resolve_allowed
+    from engine.check.promises import promises_of
 
     resolve_allowed(mode)
     if isinstance(settle_ms, bool) or not isinstance(settle_ms, int) or settle_ms < 0:
         raise ValueError(f"settle_ms must be an int >= 0, got {settle_ms!r}")
-    return mode, settle_ms
+    if topics is not None:
+        if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
+            raise ValueError(f"topics must be a list of topic names such as ['ledger'], got {topics!r}")
+        topics = tuple(topics)
+    return mode, settle_ms, topics, promises_of(promise)
 
 
 def _marker(item: pytest.Item, name: str, parse: Any) -> Any:
@@ -387,11 +541,17 @@ def _judge(item: pytest.Item) -> None:
             "@pytest.mark.usefixtures('eos_cluster')",
             pytrace=False,
         )
-    mode, settle_ms = _marker(item, "eos_check", _check_of)
+    mode, settle_ms, topics, promises = _marker(item, "eos_check", _check_of)
     eos.settle(settle_ms)
-    report = eos.check(mode)
+    report = eos.check(mode, topics=topics, promise=promises)
     if not report.ok:
-        pytest.fail(f"eos_check(mode={mode!r}): the client history has forbidden anomalies\n{report}", pytrace=False)
+        args = [f"mode={mode!r}"]
+        if topics is not None:
+            args.append(f"topics={list(topics)!r}")
+        if promises:
+            args.append(f"promise={[str(p) for p in promises]!r}")
+        what = "the client history has forbidden anomalies" + (" or broken promises" if promises else "")
+        pytest.fail(f"eos_check({', '.join(args)}): {what}\n{report}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
