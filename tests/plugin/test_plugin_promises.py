@@ -22,7 +22,7 @@ import pytest
 LEDGER = Path(__file__).resolve().parents[2] / "examples" / "payments_ledger" / "ledger.py"
 
 #: The example's test, with the buggy processor and no assertion of its own.
-BUGGY = '''
+BUGGY = """
 import ledger
 import pytest
 
@@ -81,7 +81,7 @@ def test_offsets_in_the_transaction(eos_cluster):
 @pytest.mark.eos_check(mode="eos", promise="payments -> ledger")
 def test_unscoped(eos_cluster):
     crash_and_restart(eos_cluster, offsets_in_transaction=True)
-'''
+"""
 
 
 @pytest.fixture

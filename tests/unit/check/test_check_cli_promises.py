@@ -19,7 +19,12 @@ P, L = "payments", "ledger"
 #: Upstream sent "p1" twice on purpose; the processor booked p1 and lost p3.
 ROWS = [
     (0, "send", "ok", [Send(P, 0, "p1", 0), Send(P, 0, "p1", 1), Send(P, 0, "p2", 2), Send(P, 0, "p3", 3)]),
-    (1, "txn", "ok", [Poll(P, 0, 0, "p1"), Poll(P, 0, 1, "p1"), Poll(P, 0, 2, "p2"), Send(L, 0, "p1", 0), Send(L, 0, "p2", 1)]),
+    (
+        1,
+        "txn",
+        "ok",
+        [Poll(P, 0, 0, "p1"), Poll(P, 0, 1, "p1"), Poll(P, 0, 2, "p2"), Send(L, 0, "p1", 0), Send(L, 0, "p2", 1)],
+    ),
     (2, "poll", "ok", [Poll(P, 0, 3, "p3"), Poll(L, 0, 0, "p1"), Poll(L, 0, 1, "p2")]),
 ]
 
@@ -52,13 +57,16 @@ def test_a_broken_promise_exits_1_naming_the_lost_input_offset(tmp_path, capsys)
 
 
 def test_a_kept_promise_exits_0_and_every_repeated_promise_is_judged(tmp_path, capsys) -> None:
-    kept = ROWS[:2] + [(2, "poll", "ok", [Poll(L, 0, 0, "p1"), Poll(L, 0, 1, "p2"), Poll(P, 0, 2, "p2")])]
+    kept = [*ROWS[:2], (2, "poll", "ok", [Poll(L, 0, 0, "p1"), Poll(L, 0, 1, "p2"), Poll(P, 0, 2, "p2")])]
     path = write(tmp_path, kept)
     args = ["check", path, "--topics", "ledger", "--promise", "payments -> ledger by value"]
     assert main(args) == 0
     assert main([*args, "--promise", "ledger -> payments by value"]) == 1  # p1 is twice in payments
     assert "input ledger/0@0 (value 'p1') has 2 committed records in payments" in capsys.readouterr().out
-    assert main(["check", write(tmp_path), "--topics", "ledger", "--promise", "payments -> ledger by value", "--json"]) == 1
+    assert (
+        main(["check", write(tmp_path), "--topics", "ledger", "--promise", "payments -> ledger by value", "--json"])
+        == 1
+    )
     report = json.loads(capsys.readouterr().out)
     assert [(a["kind"], a["key"], a["offsets"]) for a in report["forbidden"]] == [("lost-input", [P, 0], [3])]
 

@@ -45,7 +45,10 @@ def kinds(anomalies) -> list[str]:
 
 
 def test_every_input_with_one_output_keeps_the_promise() -> None:
-    assert check_promises(inputs(b"a", b"b", b"c") + outputs(b"c", b"a", b"b"), [parse_promise("payments -> ledger")]) == []
+    assert (
+        check_promises(inputs(b"a", b"b", b"c") + outputs(b"c", b"a", b"b"), [parse_promise("payments -> ledger")])
+        == []
+    )
 
 
 def test_an_input_without_output_is_a_lost_input_naming_its_offset_and_key() -> None:
@@ -151,7 +154,12 @@ def history(rows):
 #: Upstream sent "p1" twice to payments on purpose; ledger holds each once.
 UPSTREAM_DUPLICATES = [
     (0, "send", "ok", [Send(P, 0, "p1", 0), Send(P, 0, "p1", 1), Send(P, 0, "p2", 2)]),
-    (1, "txn", "ok", [Poll(P, 0, 0, "p1"), Poll(P, 0, 1, "p1"), Poll(P, 0, 2, "p2"), Send(L, 0, "p1", 0), Send(L, 0, "p2", 1)]),
+    (
+        1,
+        "txn",
+        "ok",
+        [Poll(P, 0, 0, "p1"), Poll(P, 0, 1, "p1"), Poll(P, 0, 2, "p2"), Send(L, 0, "p1", 0), Send(L, 0, "p2", 1)],
+    ),
     (2, "poll", "ok", [Poll(L, 0, 0, "p1"), Poll(L, 0, 1, "p2")]),
 ]
 
