@@ -72,7 +72,12 @@ class LedgerApp:
 
     def _load_booked(self) -> set[bytes]:
         reader = Consumer(
-            {**self.config, "group.id": "ledger-loader", "isolation.level": "read_committed", "enable.auto.commit": False}
+            {
+                **self.config,
+                "group.id": "ledger-loader",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+            }
         )
         try:
             _low, high = reader.get_watermark_offsets(TopicPartition("ledger", 0), 30)
