@@ -54,6 +54,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from eos_magics.pytest_clients import AppClients
+
 if TYPE_CHECKING:
     from engine import Cluster
     from engine.check import History, Report
@@ -75,8 +77,9 @@ MARKERS = (
         "config and topics ({'orders': 3} or {'orders': {'partitions': 3, 'config': {...}}})"
     ),
     (
-        "eos_check(mode='eos', settle_ms=5000): after the test, heal, settle, read every partition and "
-        "fail on the checker's forbidden anomalies (needs the eos_cluster fixture)"
+        "eos_check(mode='eos', settle_ms=5000, topics=None, promise=None): after the test, heal, settle, "
+        "read every partition and fail on the checker's forbidden anomalies, judging only `topics` if "
+        "given, and on broken promises ('payments -> ledger [by key|by value]'; needs the eos_cluster fixture)"
     ),
 )
 
@@ -102,12 +105,14 @@ def derived_seed(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode("utf-8"))
 
 
-class EosTestCluster:
+class EosTestCluster(AppClients):
     """One test's simulated cluster, its client history and fault helpers.
 
     Attributes the class does not define are the :class:`engine.Cluster`'s (``producer``,
-    ``consumer``, ``create_topic``, ``crash``, ``restart``, ``pause``, ``resume``, ``isolate``,
-    ``heal``, ``add_rule``, ``release``, ``run_for``, ``leader``, ``fingerprint``, ...).
+    ``consumer``, ``create_topic``, ``crash``, ``isolate``, ``heal``, ``add_rule``, ``release``,
+    ``run_for``, ``leader``, ``fingerprint``, ...). ``pause``, ``resume`` and ``restart`` take the
+    cluster's broker ids and node names too, and also the clients the application holds;
+    ``kill`` and ``restart`` crash and restart the application's clients.
 
     Parameters
     ----------
@@ -129,6 +134,7 @@ class EosTestCluster:
         #: Whether ``eos_magics.kafka.patch`` is on for the test (False only without the drop-in).
         self.patched = False
         self._readers = 0
+        self._killed: list[Any] = []  # the clients kill() killed (AppClients)
 
     def __getattr__(self, name: str) -> Any:
         if name == "cluster":  # not set yet: no recursion
@@ -177,8 +183,8 @@ class EosTestCluster:
         Parameters
         ----------
         producer : Producer, str or None
-            The engine producer or its node name (its ``client.id``, else ``producer-N``); None:
-            the producer created last.
+            The drop-in's or the engine's producer, or its node name (its ``client.id``, else
+            ``producer-N``); None: the producer created last.
         """
         name = self._producer_node(producer)
         self.cluster.pause(name)
@@ -192,9 +198,9 @@ class EosTestCluster:
             return producers[-1].name
         if isinstance(producer, str):
             return producer  # Cluster.pause says whether the node exists
-        name = getattr(producer, "name", None)
-        if isinstance(name, str) and name in self.cluster.world.nodes:
-            return name
+        client = self._client_of(producer)
+        if client is not None and client in producers:
+            return client.name
         raise TypeError(f"pause_producer() takes a producer, its node name, or None; got {producer!r}")
 
     # -- the verdict ------------------------------------------------------------------------------
@@ -209,7 +215,14 @@ class EosTestCluster:
         self.cluster.heal()
         self.cluster.run_for(ms)
 
-    def check(self, mode: str | Iterable[str] = "eos", *, final_read: bool = True) -> Report:
+    def check(
+        self,
+        mode: str | Iterable[str] = "eos",
+        *,
+        final_read: bool = True,
+        topics: Iterable[str] | None = None,
+        promise: Any = None,
+    ) -> Report:
         """Judge the history so far; return the checker's :class:`~engine.check.Report`.
 
         Parameters
@@ -219,13 +232,30 @@ class EosTestCluster:
         final_read : bool
             First read every partition to its end with a read_committed consumer
             (``eos-check-reader-N``, recorded too), as :meth:`eos_magics.Session.check` does.
+        topics : list of str, optional
+            Judge only these topics' sends and reads (None: every topic).
+        promise : str, Promise, or a list of them
+            End-to-end promises (``"payments -> ledger"``, :mod:`engine.check.promises`), judged on
+            the records of the final read (keys included); without ``final_read``, on the records
+            the history's ok polls read (values only).
         """
+        from engine.check.checker import check_history
+        from engine.check.promises import CommittedRecord
+
+        mode, _settle, topics, promises = _check_of(mode, SETTLE_MS, topics, promise)
+        committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
             from eos_magics.session import final_read as read_all
 
+            committed = []
+
+            def keep(m: Any) -> None:
+                if m.error() is None:
+                    committed.append(CommittedRecord(m.topic(), m.partition(), m.offset(), m.key(), m.value()))
+
             self._readers += 1
-            read_all(self.cluster, f"eos-check-reader-{self._readers}")
-        return self.recorder.check(mode)
+            read_all(self.cluster, f"eos-check-reader-{self._readers}", keep)
+        return check_history(self.history, allowed=mode, topics=topics, promise=promises, committed=committed)
 
     def replay_section(self) -> str:
         """Return the failure report's ``eos`` section: seed, fingerprint and the replay command."""
@@ -298,13 +328,20 @@ def _cluster_of(
     return brokers, config, topics or {}
 
 
-def _check_of(mode: str | Iterable[str] = "eos", settle_ms: int = SETTLE_MS) -> tuple[str | Iterable[str], int]:
+def _check_of(
+    mode: str | Iterable[str] = "eos", settle_ms: int = SETTLE_MS, topics: Any = None, promise: Any = None
+) -> tuple[str | Iterable[str], int, tuple[str, ...] | None, tuple[Any, ...]]:
     from engine.check.anomaly import resolve_allowed
+    from engine.check.promises import promises_of
 
     resolve_allowed(mode)
     if isinstance(settle_ms, bool) or not isinstance(settle_ms, int) or settle_ms < 0:
         raise ValueError(f"settle_ms must be an int >= 0, got {settle_ms!r}")
-    return mode, settle_ms
+    if topics is not None:
+        if isinstance(topics, str) or not all(isinstance(t, str) and t for t in topics):
+            raise ValueError(f"topics must be a list of topic names such as ['ledger'], got {topics!r}")
+        topics = tuple(topics)
+    return mode, settle_ms, topics, promises_of(promise)
 
 
 def _marker(item: pytest.Item, name: str, parse: Any) -> Any:
@@ -392,11 +429,17 @@ def _judge(item: pytest.Item) -> None:
             "@pytest.mark.usefixtures('eos_cluster')",
             pytrace=False,
         )
-    mode, settle_ms = _marker(item, "eos_check", _check_of)
+    mode, settle_ms, topics, promises = _marker(item, "eos_check", _check_of)
     eos.settle(settle_ms)
-    report = eos.check(mode)
+    report = eos.check(mode, topics=topics, promise=promises)
     if not report.ok:
-        pytest.fail(f"eos_check(mode={mode!r}): the client history has forbidden anomalies\n{report}", pytrace=False)
+        args = [f"mode={mode!r}"]
+        if topics is not None:
+            args.append(f"topics={list(topics)!r}")
+        if promises:
+            args.append(f"promise={[str(p) for p in promises]!r}")
+        what = "the client history has forbidden anomalies" + (" or broken promises" if promises else "")
+        pytest.fail(f"eos_check({', '.join(args)}): {what}\n{report}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -32,6 +32,7 @@ from engine.check.history import Key
 
 __all__ = [
     "ALLOWED_BY_MODE",
+    "DUPLICATE_NOTE",
     "KINDS",
     "MODES",
     "Anomaly",
@@ -66,7 +67,17 @@ KINDS: dict[str, tuple[str, str]] = {
     "effect-duplicate": ("D2", "a business row has more than one effect downstream"),
     "effect-phantom": ("D3", "an effect names a business row that was never committed"),
     "saga-incomplete": ("D4", "a saga ended neither all-done nor all-compensated"),
+    "lost-input": ("E1", "a committed input record of a promise has no committed output"),
+    "duplicated-output": ("E2", "a committed input record of a promise has two or more committed outputs"),
+    "unexpected-output": ("E3", "a committed output of a strict promise matches no input"),
 }
+
+#: The last line of a report that lists a ``duplicate``: the rule it rests on, and how to scope it.
+DUPLICATE_NOTE = (
+    "note: values must be unique per partition (docs/history-format.md); a topic with duplicates on "
+    "purpose (a deduplicator's input) is judged out with topics=[...] (eos_check, eos_cluster.check) "
+    "or --topics (eos check)"
+)
 
 _EOS_ALLOWED = frozenset({"int-send-skip", "G0", "G1c-ww"})
 
@@ -242,4 +253,6 @@ def format_report(report: Report, limit: int = 50) -> str:
         )
         if len(group) > limit:
             lines.append(f"  ... {len(group) - limit} more {title} anomalies")
+    if any(a.kind == "duplicate" for a in report.forbidden):
+        lines.extend(("", DUPLICATE_NOTE))
     return "\n".join(lines)

@@ -20,6 +20,7 @@ The copier and sentinel oracles take other inputs (records, not ops) and are cal
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from engine.check.aborted_reads import check_aborted_reads, check_precommitted_reads
 from engine.check.analysis import Analysis, as_analysis
@@ -30,6 +31,7 @@ from engine.check.history import History, Op
 from engine.check.lost_writes import check_lost_writes
 from engine.check.offsets import check_inconsistent_offsets
 from engine.check.polls import check_polls
+from engine.check.promises import Promise, check_promises, committed_reads, promises_of, scope_history
 from engine.check.sends import check_sends
 
 __all__ = ["CHECKERS", "check_history"]
@@ -47,25 +49,49 @@ CHECKERS: tuple[Callable[[Analysis], list[Anomaly]], ...] = (
 )
 
 
-def check_history(history: History | Analysis | Iterable[Op], *, allowed: str | Iterable[str] = "eos") -> Report:
+def check_history(
+    history: History | Analysis | Iterable[Op],
+    *,
+    allowed: str | Iterable[str] = "eos",
+    topics: Iterable[str] | None = None,
+    promise: str | Promise | Iterable[str | Promise] | None = None,
+    committed: Iterable[tuple[Any, ...]] | None = None,
+) -> Report:
     """Check ``history`` for every Jepsen Kafka anomaly and return a :class:`Report`.
 
     Parameters
     ----------
     history : History, Analysis or iterable of Op
-        The client history (or an analysis of it already built).
+        The client history (or an analysis of it already built; not with ``topics`` or ``promise``).
     allowed : str or iterable of str
         A mode name (``eos``: int-send-skip, G0, G1c-ww; ``subscribe``: also poll-skip and
         nonmonotonic-poll; ``at-least-once``: also duplicate) or an explicit set of kinds.
+    topics : iterable of str or None
+        Judge only the sends and reads of these topics (:func:`~engine.check.promises.scope_history`);
+        None: all.
+    promise : str, Promise, or a list of them
+        End-to-end promises (:mod:`engine.check.promises`), judged on ``committed``; their
+        anomalies are forbidden in every mode.
+    committed : iterable of (topic, partition, offset, key, value), optional
+        The committed records the promises are judged on; None: the records the history's ``ok``
+        ops read (keys unknown).
 
     Raises
     ------
     ValueError
-        For an unknown mode or kind name.
+        For an unknown mode or kind name, or a promise that cannot be read.
     """
     allowed_kinds = resolve_allowed(allowed)
-    a = as_analysis(history)
+    promises = promises_of(promise)
+    if isinstance(history, Analysis) and (topics is not None or promises):
+        raise ValueError("check_history: topics and promises need the history, not an Analysis of it")
+    if not isinstance(history, (History, Analysis)):
+        history = History(history)
     found: list[Anomaly] = []
+    if promises:
+        assert isinstance(history, History)  # noqa: S101 - refused above
+        found.extend(check_promises(committed_reads(history) if committed is None else committed, promises))
+    a = as_analysis(history if topics is None else scope_history(history, topics))
     for checker in CHECKERS:
         found.extend(checker(a))
     return Report.classify(found, allowed_kinds, a.stats)

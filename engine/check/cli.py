@@ -20,6 +20,11 @@ Keys pair as SQLite's join pairs them and a NULL key pairs with nothing (``docs/
 a file a crashed writer left with a hot journal is read from a temporary copy, with a note on
 stderr.
 
+``--topics ledger,audit`` judges only those topics' sends and reads; ``--promise "payments ->
+ledger by value"`` (repeatable) adds the end-to-end promises of :mod:`engine.check.promises`,
+judged on the records the history's ``ok`` polls read (a history has values, not keys, so a
+promise ``by key`` is refused with status 2). Either reads the whole history into memory first.
+
 An internal error (70) and a closed stdout (141) are handled once for every command, by
 :func:`engine.cli.main`; ``docs/history-format.md`` lists every status.
 
@@ -44,7 +49,8 @@ from engine.check.checker import check_history
 from engine.check.effects import check_effects, read_column
 from engine.check.effects import summary as effect_summary
 from engine.check.history import HistoryFormatError
-from engine.check.jsonl import analyse_jsonl, gc_paused
+from engine.check.jsonl import analyse_jsonl, gc_paused, load_jsonl
+from engine.check.promises import Promise, promises_of
 
 __all__ = ["add_arguments", "run"]
 
@@ -60,6 +66,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "at-least-once (also duplicate)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--topics",
+        metavar="TOPIC[,TOPIC...]",
+        help="judge only these topics' sends and reads (a topic with duplicates on purpose is left out)",
+    )
+    parser.add_argument(
+        "--promise",
+        metavar="'IN -> OUT by value'",
+        action="append",
+        default=[],
+        help="every committed record of IN becomes exactly one committed record of OUT (repeatable; "
+        "a history records values, not keys: match 'by value'; 'and nothing else' also forbids unmatched outputs)",
+    )
     parser.add_argument(
         "--committed",
         metavar="FILE:TABLE.COLUMN",
@@ -85,6 +104,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.history is None and args.committed is None:
         print("eos check: give a HISTORY.jsonl, or --committed and --effects, or both", file=sys.stderr)
         return 2
+    try:
+        topics, promises = _scope(args.topics, args.promise)
+    except ValueError as exc:
+        print(f"eos check: {exc}", file=sys.stderr)
+        return 2
     effects = None
     if args.committed is not None:
         try:
@@ -99,8 +123,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.history is None:
         return _print_effects(effects, args.json, None)
     path = args.history
+    judged = topics is not None or promises
     try:
-        history = analyse_jsonl(path)
+        history = load_jsonl(path) if judged else analyse_jsonl(path)
     except FileNotFoundError:
         print(f"eos check: {path}: no such file", file=sys.stderr)
         return 2
@@ -116,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"eos check: {path}: cannot read ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    report = check_history(history, allowed=args.mode)
+    report = check_history(history, allowed=args.mode, topics=topics, promise=promises)
     if effects is not None:
         return _print_effects(effects, args.json, report)
     if args.json:
@@ -124,6 +149,23 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(report)
     return 0 if report.ok else 1
+
+
+def _scope(topics: str | None, promises: list[str]) -> tuple[tuple[str, ...] | None, tuple[Promise, ...]]:
+    """Read ``--topics`` and ``--promise``; refuse a promise that needs keys (a history file has none)."""
+    scoped = None
+    if topics is not None:
+        scoped = tuple(t.strip() for t in topics.split(",") if t.strip())
+        if not scoped:
+            raise ValueError(f"--topics {topics!r}: give topic names, comma-separated (e.g. --topics ledger,audit)")
+    parsed = promises_of(promises)
+    for p in parsed:
+        if p.by != "value":
+            raise ValueError(
+                f"--promise {str(p)!r}: a history file records values, not keys; match 'by value' "
+                f"('{p.source} -> {p.target} by value'), or judge keys in Python (docs/testing.md)"
+            )
+    return scoped, parsed
 
 
 #: The database findings printed one per line (the rest are counted).

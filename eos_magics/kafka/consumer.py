@@ -52,6 +52,7 @@ class Consumer(ClosedOnExit):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         conf = config_arg(args, kwargs)
+        self._conf = {**conf, **kwargs}
         s = settings(conf, kwargs, "consumer")
         if not s.engine.get("group.id"):
             raise ValueError("Failed to create consumer: group.id must be set")
@@ -72,6 +73,11 @@ class Consumer(ClosedOnExit):
     def engine(self) -> Any:
         """The engine's consumer behind this one (for inspection in tests and notebooks)."""
         return self._c
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """A copy of the configuration this consumer was created with (what a restarted process passes again)."""
+        return dict(self._conf)
 
     def _raise(self, exc: BaseException) -> Exception:
         if self._c.closed:

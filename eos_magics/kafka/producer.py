@@ -93,6 +93,7 @@ class Producer(ClosedOnExit):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         conf = config_arg(args, kwargs)
+        self._conf = {**conf, **kwargs}
         s = settings(conf, kwargs, "producer")
         cluster = self._cluster = resolve(s.bootstrap)
         unique_client_id(cluster, s.engine)
@@ -118,6 +119,11 @@ class Producer(ClosedOnExit):
     def engine(self) -> Any:
         """The engine's producer behind this one (for inspection in tests and notebooks)."""
         return self._p
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """A copy of the configuration this producer was created with (what a restarted process passes again)."""
+        return dict(self._conf)
 
     def _convert(self, exc: BaseException, *, delivery: bool = False) -> KafkaError:
         # librdkafka: a transactional producer whose epoch is refused was fenced: fatal _FENCED, even

@@ -195,7 +195,7 @@ def test_the_markers_are_registered(pytester: pytest.Pytester) -> None:
         [
             "@pytest.mark.eos_seed(seed):*",
             "@pytest.mark.eos_cluster(brokers=3, config=None, topics=None):*",
-            "@pytest.mark.eos_check(mode='eos', settle_ms=5000):*",
+            "@pytest.mark.eos_check(mode='eos', settle_ms=5000, topics=None, promise=None):*",
         ]
     )
     help_text = pytester.runpytest("--help").stdout.str()
