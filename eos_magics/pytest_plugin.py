@@ -163,6 +163,33 @@ class EosTestCluster(AppClients):
         where = None if topic is None else (lambda m: any(p.topic == topic for p in m.body.partitions))
         return self.cluster.add_rule("drop", kind="response", body_type="ProduceResponse", where=where)
 
+    def drop_response(self, api: str, nth: int = 1) -> int:
+        """Carry out the ``nth`` next ``api`` request and lose its answer, as ``eos_server.drop_response``.
+
+        Parameters
+        ----------
+        api : str
+            Kafka's name of the request: ``"Produce"``, ``"EndTxn"``, ``"AddOffsetsToTxn"``,
+            ``"TxnOffsetCommit"``, ``"OffsetCommit"``, ``"JoinGroup"`` ... (the engine's
+            ``<api>Response`` messages, :mod:`engine.protocol`).
+        nth : int
+            Which of the next answers of that kind is lost (1: the next one).
+
+        Returns
+        -------
+        int
+            The rule's id (``remove_rule`` takes it back before it acts).
+        """
+        import engine.protocol as protocol
+
+        body = f"{api}Response"
+        if not isinstance(getattr(protocol, body, None), type) or api.startswith(("Partition", "Replica")):
+            known = sorted(n[: -len("Response")] for n in vars(protocol) if n.endswith("Response") and n[0].isupper())
+            raise ValueError(f"no request {api!r} in the simulation; one of: {', '.join(known)}")
+        if isinstance(nth, bool) or not isinstance(nth, int) or nth < 1:
+            raise ValueError(f"nth must be a positive int (1: the next one), got {nth!r}")
+        return self.cluster.add_rule("drop", kind="response", body_type=body, skip=nth - 1, count=1)
+
     def hold_end_txn(self) -> int:
         """Hold the next EndTxnResponse: the coordinator ended the transaction, the producer does not know.
 

@@ -97,6 +97,24 @@ def test_lose_next_ack_of_a_topic_drops_its_next_produce_response_and_the_retry_
         eos_cluster.lose_next_ack("c")
 
 
+@pytest.mark.eos_cluster(topics={"a": 1})
+def test_drop_response_loses_the_nth_answer_of_a_kind_as_eos_server_does(eos_cluster: EosTestCluster) -> None:
+    eos_cluster.drop_response("Produce", nth=2)
+    p = eos_cluster.producer({"enable.idempotence": True})
+    for i in range(3):
+        p.produce("a", value=b"a-%d" % i, partition=0)
+        p.flush()
+        dropped = [e for e in eos_cluster.world.trace.select(kind="drop") if str(e.get("reason")).startswith("rule")]
+        assert len(dropped) == (0 if i == 0 else 1), f"after record {i}"
+    assert eos_cluster.world.network.active_rule_ids() == []  # it acted once and is gone
+    assert eos_cluster.describe_partition("a", 0).high_watermark == 3  # the retry was deduplicated
+    assert eos_cluster.check().ok
+    with pytest.raises(ValueError, match=r"no request 'Produc' in the simulation; one of: .*EndTxn"):
+        eos_cluster.drop_response("Produc")
+    with pytest.raises(ValueError, match="nth must be a positive int"):
+        eos_cluster.drop_response("Produce", nth=0)
+
+
 @pytest.mark.eos_cluster(topics={"orders": 1})
 def test_hold_end_txn_keeps_the_commit_answer_until_release(eos_cluster: EosTestCluster) -> None:
     p = eos_cluster.producer({"transactional.id": "t1"})
