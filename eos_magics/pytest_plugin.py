@@ -26,7 +26,9 @@ Role
 * Any failure of a test that used the fixture carries an ``eos`` section: the seed, the run's
   fingerprint and a one-line replay command.
 * The served mode, the fixture ``eos_server`` (a cluster on loopback for real clients, with the
-  same seed rules), is :mod:`eos_magics.pytest_served`, loaded with this module (``pytest_plugins``).
+  same seed rules), is :mod:`eos_magics.pytest_served`, and its Kafka mode (``--eos-server=kafka``:
+  a real Kafka 4.4 cluster) :mod:`eos_magics.pytest_kafka`, both loaded with this module
+  (``pytest_plugins``).
 
 Invariants
 ----------

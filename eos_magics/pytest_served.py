@@ -43,10 +43,12 @@ Invariants
 What it does not do
 -------------------
 It does not patch ``confluent_kafka`` (the real client is the point) and does not judge a
-history: ``@pytest.mark.eos_check`` needs the simulated ``eos_cluster`` (the real clients' calls
-are not recorded; :mod:`engine.record` wraps them for ``eos check`` by hand). Real clients run in
-real time, so a rerun with the same seed builds the same cluster but is not the same run: the
-journal is what replays.
+history: on ``eos_server``, ``@pytest.mark.eos_check`` judges end-to-end promises only, by a final
+read over the wire (:func:`eos_magics.pytest_wire.judge_promises`; the real clients' calls are not
+recorded, :mod:`engine.record` wraps them for ``eos check`` by hand). Real clients run in real
+time, so a rerun with the same seed builds the same cluster but is not the same run: the journal
+is what replays. ``--eos-server=kafka`` gives the test a real Kafka 4.4 cluster instead
+(:mod:`eos_magics.pytest_kafka`), with the same interface.
 """
 
 from __future__ import annotations
