@@ -26,7 +26,9 @@ Role
 * Any failure of a test that used the fixture carries an ``eos`` section: the seed, the run's
   fingerprint and a one-line replay command.
 * The served mode, the fixture ``eos_server`` (a cluster on loopback for real clients, with the
-  same seed rules), is :mod:`eos_magics.pytest_served`, loaded with this module (``pytest_plugins``).
+  same seed rules), is :mod:`eos_magics.pytest_served`, and its Kafka mode (``--eos-server=kafka``:
+  a real Kafka 4.4 cluster) :mod:`eos_magics.pytest_kafka`, both loaded with this module
+  (``pytest_plugins``).
 
 Invariants
 ----------
@@ -61,10 +63,10 @@ if TYPE_CHECKING:
     from engine.check import History, Report
     from engine.check.client_history import ClientHistory
 
-__all__ = ["EosTestCluster", "derived_seed", "eos_cluster", "has_drop_in"]
+__all__ = ["EosTestCluster", "derived_seed", "eos_check_failure", "eos_cluster", "has_drop_in"]
 
 #: The served mode's fixture and hooks (``eos_server``), registered with this plugin.
-pytest_plugins = ["eos_magics.pytest_served"]
+pytest_plugins = ["eos_magics.pytest_served", "eos_magics.pytest_kafka"]
 
 #: Simulated time the cluster gets, after every fault is healed, before ``eos_check`` reads and judges.
 SETTLE_MS = 5000
@@ -79,7 +81,7 @@ MARKERS = (
     (
         "eos_check(mode='eos', settle_ms=5000, topics=None, promise=None): after the test, heal, settle, "
         "read every partition and fail on the checker's forbidden anomalies, judging only `topics` if "
-        "given, and on broken promises ('payments -> ledger [by key|by value]'; needs the eos_cluster fixture)"
+        "given, and on broken promises ('payments -> ledger [by key|by value]'; with eos_server: promises only)"
     ),
 )
 
@@ -450,6 +452,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _judge(item: pytest.Item) -> None:
     eos = item.stash.get(_CLUSTER, None)
+    if eos is None and "eos_server" in getattr(item, "fixturenames", ()):
+        return  # eos_server's promises: eos_magics.pytest_served judges them
     if eos is None:
         pytest.fail(
             "@pytest.mark.eos_check needs the eos_cluster fixture: take it as an argument or add "
@@ -460,13 +464,27 @@ def _judge(item: pytest.Item) -> None:
     eos.settle(settle_ms)
     report = eos.check(mode, topics=topics, promise=promises)
     if not report.ok:
-        args = [f"mode={mode!r}"]
-        if topics is not None:
-            args.append(f"topics={list(topics)!r}")
-        if promises:
-            args.append(f"promise={[str(p) for p in promises]!r}")
+        pytest.fail(eos_check_failure(mode, topics, promises, report, history=True), pytrace=False)
+
+
+def eos_check_failure(
+    mode: Any, topics: Iterable[str] | None, promises: Iterable[Any], report: Report, *, history: bool = False
+) -> str:
+    """Return the message of a test ``eos_check`` fails: the marker's arguments, what broke, the report.
+
+    ``history``: the client history was judged too (``eos_cluster``), not the promises alone (``eos_server``).
+    """
+    promises = list(promises)
+    args = [f"mode={mode!r}"]
+    if topics is not None:
+        args.append(f"topics={list(topics)!r}")
+    if promises:
+        args.append(f"promise={[str(p) for p in promises]!r}")
+    if history:
         what = "the client history has forbidden anomalies" + (" or broken promises" if promises else "")
-        pytest.fail(f"eos_check({', '.join(args)}): {what}\n{report}", pytrace=False)
+    else:
+        what = "broken promises"
+    return f"eos_check({', '.join(args)}): {what}\n{report}"
 
 
 @pytest.hookimpl(wrapper=True)

@@ -43,10 +43,12 @@ Invariants
 What it does not do
 -------------------
 It does not patch ``confluent_kafka`` (the real client is the point) and does not judge a
-history: ``@pytest.mark.eos_check`` needs the simulated ``eos_cluster`` (the real clients' calls
-are not recorded; :mod:`engine.record` wraps them for ``eos check`` by hand). Real clients run in
-real time, so a rerun with the same seed builds the same cluster but is not the same run: the
-journal is what replays.
+history: on ``eos_server``, ``@pytest.mark.eos_check`` judges end-to-end promises only, by a final
+read over the wire (:func:`eos_magics.pytest_wire.judge_promises`; the real clients' calls are not
+recorded, :mod:`engine.record` wraps them for ``eos check`` by hand). Real clients run in real
+time, so a rerun with the same seed builds the same cluster but is not the same run: the journal
+is what replays. ``--eos-server=kafka`` gives the test a real Kafka 4.4 cluster instead
+(:mod:`eos_magics.pytest_kafka`), with the same interface.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from eos_magics.pytest_plugin import _cluster_of, _marker, _seed
+from eos_magics.pytest_plugin import _check_of, _cluster_of, _marker, _seed
+from eos_magics.pytest_wire import WireTestCluster, judge_promises
 
 if TYPE_CHECKING:
     from engine.serve import ServedCluster
@@ -67,19 +70,28 @@ if TYPE_CHECKING:
 
 __all__ = ["EosTestServer", "eos_server"]
 
-MARKER = (
-    "eos_server(brokers=3, config=None, topics=None): the eos_server fixture's brokers, broker config "
-    "and topics ({'orders': 3} or {'orders': {'partitions': 3, 'replication_factor': 3}})"
+MARKERS = (
+    (
+        "eos_server(brokers=3, config=None, topics=None): the eos_server fixture's brokers, broker config "
+        "and topics ({'orders': 3} or {'orders': {'partitions': 3, 'replication_factor': 3}})"
+    ),
+    "eos_served_only(reason): skip this eos_server test under --eos-server=kafka (wire faults, isolate)",
 )
+
+#: The clusters ``--eos-server`` can give ``eos_server``.
+KINDS = ("served", "kafka")
 
 #: What a topic of the ``eos_server`` marker may say, beyond a number of partitions.
 TOPIC_KEYS = ("partitions", "replication_factor")
 
-_SERVER = pytest.StashKey["EosTestServer"]()
+_SERVER = pytest.StashKey[WireTestCluster]()
 
 
-class EosTestServer:
+class EosTestServer(WireTestCluster):
     """One test's served cluster: client configs, faults through the control path, the journal.
+
+    The interface is :class:`~eos_magics.pytest_wire.WireTestCluster`'s, shared with
+    :class:`eos_magics.pytest_kafka.EosTestKafka` (``--eos-server=kafka``).
 
     Parameters
     ----------
@@ -94,6 +106,8 @@ class EosTestServer:
     journal : Path
         The journal file.
     """
+
+    kind = "served"
 
     def __init__(self, server: ServedCluster, spec: ServeSpec, nodeid: str, seed_source: str, journal: Path) -> None:
         self.server = server
@@ -121,29 +135,6 @@ class EosTestServer:
     def password(self) -> str | None:
         """The SASL/PLAIN password of user ``eos`` (random per server)."""
         return self.server.password
-
-    # -- client configs ---------------------------------------------------------------------------
-
-    def config(self, **extra: Any) -> dict[str, Any]:
-        """Return the confluent-kafka config (bootstrap servers, SASL/PLAIN), with ``extra`` on top.
-
-        Keys with dots are not keyword arguments: ``{**eos_server.config(), "group.id": "g"}``.
-        """
-        from engine.wire.client_config import confluent_config
-
-        return {**confluent_config(self.bootstrap, self.password), **extra}
-
-    confluent_config = config
-
-    def kafka_python_config(self, **extra: Any) -> dict[str, Any]:
-        """Return kafka-python's keyword arguments (``KafkaProducer(**eos_server.kafka_python_config())``)."""
-        from engine.wire.client_config import kafka_python_config
-
-        return {**kafka_python_config(self.bootstrap, self.password), **extra}
-
-    def aiokafka_config(self, **extra: Any) -> dict[str, Any]:
-        """Return aiokafka's keyword arguments (the same names as kafka-python's)."""
-        return self.kafka_python_config(**extra)
 
     # -- faults and queries: eos fault's vocabulary -------------------------------------------------
 
@@ -240,18 +231,27 @@ class EosTestServer:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--eos-journal-dir``."""
-    parser.getgroup("eos", "eos-magics simulated Kafka").addoption(
+    """Add ``--eos-journal-dir`` and ``--eos-server``."""
+    group = parser.getgroup("eos", "eos-magics simulated Kafka")
+    group.addoption(
         "--eos-journal-dir",
         default=None,
         metavar="DIR",
         help="write each eos_server test's wire journal here (kept for failed tests); default: the test's tmp_path",
     )
+    group.addoption(
+        "--eos-server",
+        default="served",
+        choices=KINDS,
+        help="what eos_server gives a test: 'served' (eos serve in this process, the default) or 'kafka' "
+        "(a real Apache Kafka 4.4 cluster, one per session and shape; needs bash scripts/fetch-kafka.sh)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``eos_server`` marker."""
-    config.addinivalue_line("markers", MARKER)
+    """Register the ``eos_server`` and ``eos_served_only`` markers."""
+    for line in MARKERS:
+        config.addinivalue_line("markers", line)
 
 
 def _topics_of(topics: Mapping[str, Any]) -> tuple[tuple[str, int, int | None], ...]:
@@ -293,25 +293,55 @@ def _journal_path(item: pytest.Item, request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def eos_server(request: pytest.FixtureRequest) -> Iterator[EosTestServer]:
-    """A cluster served on loopback to real Kafka clients for this test, journaled, stopped afterwards.
+def eos_server(request: pytest.FixtureRequest) -> Iterator[WireTestCluster]:
+    """A cluster for real Kafka clients on loopback for this test: served and journaled, or Kafka 4.4.
 
-    Markers: ``eos_seed(N)``, ``eos_server(brokers=, config=, topics=)``.
+    Markers: ``eos_seed(N)``, ``eos_server(brokers=, config=, topics=)``, ``eos_check(promise=)``,
+    ``eos_served_only(reason)``. ``--eos-server=kafka`` gives a real Kafka 4.4 cluster instead
+    (:mod:`eos_magics.pytest_kafka`).
     """
+    item = request.node
+    _promises_only(item)
+    brokers, config, topics = _marker(item, "eos_server", _server_of) or _server_of()
+    if item.config.getoption("eos_server") == "kafka":
+        only = item.get_closest_marker("eos_served_only")
+        if only is not None:
+            why = only.args[0] if only.args else only.kwargs.get("reason", "it needs the served cluster")
+            pytest.skip(f"served only, not on Kafka 4.4 (--eos-server=kafka): {why}")
+        from eos_magics.pytest_kafka import kafka_cluster
+
+        with kafka_cluster(request, brokers, config, topics) as kafka:
+            item.stash[_SERVER] = kafka
+            yield kafka
+        return
+    yield from _served(request, brokers, config, topics)
+
+
+def _promises_only(item: pytest.Item) -> None:
+    """Fail with one line an ``eos_check`` that asks an ``eos_server`` test for more than promises."""
+    check = _marker(item, "eos_check", _check_of)
+    if check is not None and (check[0] != "eos" or not check[3]):
+        pytest.fail(
+            "@pytest.mark.eos_check on eos_server judges end-to-end promises only (promise='IN -> OUT'): "
+            "real clients' sends and reads are not recorded, so history modes need eos_cluster "
+            f"(got mode={check[0]!r}, promise={[str(p) for p in check[3]]!r})",
+            pytrace=False,
+        )
+
+
+def _served(
+    request: pytest.FixtureRequest,
+    brokers: int,
+    config: Mapping[str, Any] | None,
+    topics: tuple[tuple[str, int, int | None], ...],
+) -> Iterator[EosTestServer]:
     from engine.errors import ConfigError, KafkaError
     from engine.serve import serve
     from engine.wire.journal import ServeSpec
     from eos_magics.session import cluster_config
 
     item = request.node
-    if item.get_closest_marker("eos_check") is not None:
-        pytest.fail(
-            "@pytest.mark.eos_check judges the simulated eos_cluster's client history; eos_server's real "
-            "clients are not recorded (wrap them with engine.record for 'eos check', or use eos_cluster)",
-            pytrace=False,
-        )
     seed, source = _seed(item)
-    brokers, config, topics = _marker(item, "eos_server", _server_of) or _server_of()
     spec = ServeSpec(seed, brokers, cluster_config(brokers, config), topics)
     journal = _journal_path(item, request)
     try:
@@ -329,10 +359,22 @@ def eos_server(request: pytest.FixtureRequest) -> Iterator[EosTestServer]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """After an ``eos_server`` test body that returned, judge its ``eos_check`` promises."""
+    result = yield
+    eos = item.stash.get(_SERVER, None)
+    if eos is not None:
+        check = _marker(item, "eos_check", _check_of)
+        if check is not None:
+            judge_promises(eos, check)
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Add the ``eos`` section (seed, fingerprint, journal, replay line) to a failed test's report."""
+    """Add the ``eos`` section (seed, fingerprint, journal, replay line; Kafka: rerun) to a failed test's report."""
     report = yield
     eos = item.stash.get(_SERVER, None)
     if eos is not None:

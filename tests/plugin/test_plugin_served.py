@@ -6,7 +6,7 @@ replays the session, with the crash and the wire fault made from the test, byte 
 three client configs reach the cluster (confluent-kafka, kafka-python, aiokafka); the server is
 gone after its test (its ports refuse connections, no thread left); ``--eos-journal-dir`` keeps
 the journal of a failed test only; the marker passes ``--strict-markers``, and what is not served
-(a topic config, ``eos_check``) fails with one line.
+(a topic config, ``eos_check`` without a promise) fails with one line.
 
 Method: ``pytester`` writes an inner test file that drives real confluent-kafka, kafka-python and
 aiokafka clients against the fixture's served cluster on 127.0.0.1, and runs pytest on it in this
@@ -176,7 +176,7 @@ def test_what_is_not_served_fails_with_one_line(pytester: pytest.Pytester) -> No
         [
             "*@pytest.mark.eos_server: topic 't': eos_server topics take partitions and replication_factor, not*",
             "*@pytest.mark.eos_server: brokers must be an int, got 'three'",
-            "*@pytest.mark.eos_check judges the simulated eos_cluster's client history; eos_server's real clients*",
+            "*@pytest.mark.eos_check on eos_server judges end-to-end promises only*(got mode='eos', promise=[])",
             "*ControlError: unknown API 'Nope'; use one of*",
         ],
         consecutive=False,
