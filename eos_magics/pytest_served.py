@@ -23,7 +23,7 @@ Role
 * The seed comes from the same rules as ``eos_cluster``'s (``--eos-seed``, ``eos_seed``, the
   CRC-32 of the node id: :func:`eos_magics.pytest_plugin.derived_seed`); the shape from
   ``@pytest.mark.eos_server(brokers=, config=, topics=)``, read as ``eos_cluster``'s marker is,
-  the broker config defaulted as there (:func:`eos_magics.session.cluster_config`).
+  the broker config defaulted to Kafka mode's (:func:`served_settings`).
 * Every input of the session is journaled (:class:`engine.wire.journal.WireJournal`) to
   ``wire.jsonl`` in the test's ``tmp_path``, or to ``--eos-journal-dir DIR`` (kept there only
   for tests that failed). A failed test's report has an ``eos`` section: the seed, the
@@ -329,6 +329,20 @@ def _promises_only(item: pytest.Item) -> None:
         )
 
 
+def served_settings(brokers: int, config: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Return the broker settings of a served test cluster: ``--eos-server=kafka``'s, as far as the engine models them.
+
+    The conformance suite's settings (:data:`engine.conform.settings.BROKER_SETTINGS`: a broker
+    fenced 3 s after its last heartbeat, 5 partitions per internal topic ...) shaped to ``brokers``
+    as Kafka mode shapes them (:func:`eos_magics.pytest_kafka.shape_settings`), then the marker's
+    ``config`` on top, so one test meets the same timeouts served and on Kafka 4.4.
+    """
+    from engine.conform.settings import kafka_settings, serve_config
+    from eos_magics.pytest_kafka import shape_settings
+
+    return {**serve_config(kafka_settings(shape_settings(brokers, None))), **(config or {})}
+
+
 def _served(
     request: pytest.FixtureRequest,
     brokers: int,
@@ -342,7 +356,7 @@ def _served(
 
     item = request.node
     seed, source = _seed(item)
-    spec = ServeSpec(seed, brokers, cluster_config(brokers, config), topics)
+    spec = ServeSpec(seed, brokers, cluster_config(brokers, served_settings(brokers, config)), topics)
     journal = _journal_path(item, request)
     try:
         server = serve(spec, journal_path=journal)
