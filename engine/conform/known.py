@@ -34,13 +34,7 @@ class Known:
         return f"{self.reason} (Kafka: {self.kafka})"
 
 
-#: Case name -> its documented divergence.
-KNOWN: dict[str, Known] = {
-    "admin.describe-topic-configs": Known(
-        keys=("cleanup.policy", "retention.ms"),
-        reason="the engine models no retention and no compaction (its logs keep every record), so "
-        "DescribeConfigs lists only the topic configs it enforces (min.insync.replicas, segment.bytes, "
-        "unclean.leader.election.enable, max.message.bytes); Kafka lists every LogConfig key with its default",
-        kafka="storage LogConfig (cleanup.policy, retention.ms); ConfigHelper.describeConfigs",
-    ),
-}
+#: Case name -> its documented divergence. Empty: every case reads the same as on Kafka 4.4 (the last
+#: entry, describe_configs without cleanup.policy and retention.ms, went when the engine described
+#: them at Kafka's defaults: engine.views.configs.FIXED_TOPIC_CONFIGS).
+KNOWN: dict[str, Known] = {}

@@ -7,8 +7,9 @@ One table for every way in: the wire's DescribeConfigs, IncrementalAlterConfigs 
 (``eos_magics.kafka.admin``) both call :func:`describe` and :func:`alter`, so they answer the same
 values and the same errors. They describe only what the engine models (:mod:`engine.config`):
 a topic's ``min.insync.replicas``, ``unclean.leader.election.enable``, ``segment.bytes`` and
-``max.message.bytes``, and the broker settings of :class:`~engine.config.BrokerConfig` that
-Kafka 4.4 also has. Values are strings as Kafka writes
+``max.message.bytes`` (and, fixed at Kafka's defaults, :data:`FIXED_TOPIC_CONFIGS`:
+``cleanup.policy``, ``retention.ms``, ``retention.bytes``), and the broker settings of
+:class:`~engine.config.BrokerConfig` that Kafka 4.4 also has. Values are strings as Kafka writes
 them (``true``/``false``, decimal ints), with Kafka's ``ConfigSource``:
 
 * a topic override (set at creation or by IncrementalAlterConfigs): ``DYNAMIC_TOPIC_CONFIG``;
@@ -54,7 +55,18 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
 #: Kafka's ``ConfigType`` ids (DescribeConfigs v3+).
-_BOOLEAN, _INT, _LONG = 1, 3, 5
+_BOOLEAN, _INT, _LONG, _LIST = 1, 3, 5, 7
+
+#: Topic configs described at Kafka's default and never alterable: what the engine does is what
+#: Kafka does at that value. Its logs delete nothing and compact nothing, which is Kafka's
+#: ``cleanup.policy=delete`` with no size limit (``retention.bytes=-1``) for any run shorter than
+#: ``retention.ms`` (7 days of simulated time). Name -> (value, the broker synonym Kafka names,
+#: its value, the ConfigType). Kafka: ``LogConfig`` and ``ServerLogConfigs`` defaults.
+FIXED_TOPIC_CONFIGS: dict[str, tuple[str, str, str, int]] = {
+    "cleanup.policy": ("delete", "log.cleanup.policy", "delete", _LIST),
+    "retention.bytes": ("-1", "log.retention.bytes", "-1", _LONG),
+    "retention.ms": ("604800000", "log.retention.hours", "168", _LONG),
+}
 
 #: Topic config -> the broker config it falls back to (Kafka's ``ServerTopicConfigSynonyms``).
 TOPIC_TO_BROKER = {
@@ -92,7 +104,9 @@ def _type(name: str, value: Any) -> int:
     return _LONG if name in _LONGS else _INT
 
 
-def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: list[dict[str, Any]]) -> dict[str, Any]:
+def _entry(
+    name: str, value: Any, source: int, read_only: bool, synonyms: list[dict[str, Any]], kind: int | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "value": _text(value),
@@ -101,7 +115,7 @@ def _entry(name: str, value: Any, source: int, read_only: bool, synonyms: list[d
         "is_default": source == DEFAULT_CONFIG,
         "is_sensitive": False,
         "synonyms": synonyms,
-        "config_type": _type(name, value),
+        "config_type": _type(name, value) if kind is None else kind,
         "documentation": None,
     }
 
@@ -140,7 +154,10 @@ def topic_configs(cluster: Cluster, topic: str) -> list[dict[str, Any]]:
             out.append(_entry(key, own, DYNAMIC_TOPIC_CONFIG, False, synonyms))
         else:
             out.append(_entry(key, broker_value, broker_source, False, synonyms))
-    return out
+    for key, (value, synonym, synonym_value, kind) in FIXED_TOPIC_CONFIGS.items():
+        synonyms = [{"name": synonym, "value": synonym_value, "source": DEFAULT_CONFIG}]
+        out.append(_entry(key, value, DEFAULT_CONFIG, False, synonyms, kind))
+    return sorted(out, key=lambda e: e["name"])
 
 
 def select(entries: list[dict[str, Any]], keys: Any, synonyms: bool) -> list[dict[str, Any]]:
@@ -163,11 +180,15 @@ def altered(current: TopicConfig, changes: list[tuple[str, int, str | None]]) ->
     }
     for name, op, value in changes:
         if name not in TOPIC_TO_BROKER:
-            msg = (
-                f"Unknown topic config name: {name}"
-                if name not in _KAFKA_TOPIC_CONFIGS
-                else f"Topic config {name} is not modelled by the simulation; it serves {', '.join(TOPIC_TO_BROKER)}"
-            )
+            if name in FIXED_TOPIC_CONFIGS:
+                msg = (
+                    f"Topic config {name} is fixed at Kafka's default {FIXED_TOPIC_CONFIGS[name][0]} in the "
+                    f"simulation (its logs delete and compact nothing); it alters {', '.join(TOPIC_TO_BROKER)}"
+                )
+            elif name in _KAFKA_TOPIC_CONFIGS:
+                msg = f"Topic config {name} is not modelled by the simulation; it serves {', '.join(TOPIC_TO_BROKER)}"
+            else:
+                msg = f"Unknown topic config name: {name}"
             raise ValueError(msg)
         if op == 0:
             values[name] = value
@@ -250,6 +271,7 @@ def alter(
 __all__ = [
     "DEFAULT_CONFIG",
     "DYNAMIC_TOPIC_CONFIG",
+    "FIXED_TOPIC_CONFIGS",
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
     "STATIC_BROKER_CONFIG",

@@ -142,6 +142,11 @@ def test_describe_topic_configs_as_kafka(cluster: Any) -> None:
     assert mir.source is ConfigSource.DYNAMIC_TOPIC_CONFIG and not mir.is_default
     seg = entries["segment.bytes"]
     assert seg.source is ConfigSource.DEFAULT_CONFIG and seg.is_default and "log.segment.bytes" in seg.synonyms
+    # Kafka 4.4 (admin.describe-topic-configs): both Kafka's defaults, DEFAULT_CONFIG, writable; the
+    # engine's logs delete and compact nothing, which is what these values do on Kafka.
+    for key, value in (("cleanup.policy", "delete"), ("retention.ms", "604800000"), ("retention.bytes", "-1")):
+        entry = entries[key]
+        assert [entry.value, entry.source.value, entry.is_read_only] == [value, 5, False], key
     missing = ConfigResource(ResourceType.TOPIC, "nope")
     assert _code(admin.describe_configs([missing])[missing]) == "UNKNOWN_TOPIC_OR_PART"
 
@@ -182,6 +187,10 @@ def test_incremental_alter_configs(cluster: Any) -> None:
     )
     assert checked.result() is None and cluster.topic_configs["t"].min_insync_replicas is None
     assert _code(_alter(admin, "t", ConfigEntry("bogus.name", "1", incremental_operation=set_))) == "INVALID_CONFIG"
+    compact = _alter(admin, "t", ConfigEntry("cleanup.policy", "compact", incremental_operation=set_))
+    assert _code(compact) == "INVALID_CONFIG"
+    with pytest.raises(KafkaException, match="fixed at Kafka's default delete"):
+        compact.result()
     assert _code(_alter(admin, "t", ConfigEntry("min.insync.replicas", "x", incremental_operation=set_))) == (
         "INVALID_CONFIG"
     )
