@@ -216,7 +216,7 @@ class EosTestCluster(AppClients, MessageFaults):
         from engine.check.checker import check_history
         from engine.check.promises import CommittedRecord
 
-        mode, _settle, topics, promises = _check_of(mode, SETTLE_MS, topics, promise)
+        mode, _settle, topics, promises = check_args(mode, SETTLE_MS, topics, promise)
         committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
             from eos_magics.session import final_read as read_all
@@ -288,9 +288,10 @@ def _seed_of(seed: int) -> int:
     return seed
 
 
-def _cluster_of(
+def cluster_args(
     brokers: int = 3, config: Mapping[str, Any] | None = None, topics: Mapping[str, Any] | None = None
 ) -> tuple[int, Mapping[str, Any] | None, Mapping[str, Any]]:
+    """Read the ``eos_cluster`` marker's arguments (the ``eos_server`` marker's too); TypeError names a bad one."""
     if isinstance(brokers, bool) or not isinstance(brokers, int):
         raise TypeError(f"brokers must be an int, got {brokers!r}")
     if config is not None and not isinstance(config, Mapping):
@@ -302,9 +303,10 @@ def _cluster_of(
     return brokers, config, topics or {}
 
 
-def _check_of(
+def check_args(
     mode: str | Iterable[str] = "eos", settle_ms: int = SETTLE_MS, topics: Any = None, promise: Any = None
 ) -> tuple[str | Iterable[str], int, tuple[str, ...] | None, tuple[Any, ...]]:
+    """Read the ``eos_check`` marker's arguments: mode, settle time, topics, promises; ValueError names a bad one."""
     from engine.check.anomaly import resolve_allowed
     from engine.check.promises import promises_of
 
@@ -318,7 +320,7 @@ def _check_of(
     return mode, settle_ms, topics, promises_of(promise)
 
 
-def _marker(item: pytest.Item, name: str, parse: Any) -> Any:
+def marker_args(item: pytest.Item, name: str, parse: Any) -> Any:
     """Return ``parse(*args, **kwargs)`` of the closest ``name`` marker, None without one.
 
     Arguments ``parse`` refuses (``TypeError``, ``ValueError``) fail the test with one line.
@@ -333,11 +335,12 @@ def _marker(item: pytest.Item, name: str, parse: Any) -> Any:
         pytest.fail(f"@pytest.mark.{name}: {why}", pytrace=False)
 
 
-def _seed(item: pytest.Item) -> tuple[int, str]:
+def item_seed(item: pytest.Item) -> tuple[int, str]:
+    """Return a test's seed and where it came from: ``--eos-seed``, ``eos_seed``, else the node id's CRC-32."""
     option = item.config.getoption("eos_seed")
     if option is not None:
         return option, "from --eos-seed"
-    marked = _marker(item, "eos_seed", _seed_of)
+    marked = marker_args(item, "eos_seed", _seed_of)
     if marked is not None:
         return marked, "from @pytest.mark.eos_seed"
     return derived_seed(item.nodeid), "the CRC-32 of the test's node id"
@@ -372,9 +375,9 @@ def eos_cluster(request: pytest.FixtureRequest) -> Iterator[EosTestCluster]:
     from eos_magics.session import cluster_config
 
     item = request.node
-    seed, source = _seed(item)
-    brokers, config, topics = _marker(item, "eos_cluster", _cluster_of) or _cluster_of()
-    _marker(item, "eos_check", _check_of)
+    seed, source = item_seed(item)
+    brokers, config, topics = marker_args(item, "eos_cluster", cluster_args) or cluster_args()
+    marker_args(item, "eos_check", check_args)
     cluster = Cluster(seed, brokers, cluster_config(brokers, config))
     eos = EosTestCluster(cluster, ClientHistory.attach(cluster), item.nodeid, source)
     item.stash[_CLUSTER] = eos
@@ -405,7 +408,7 @@ def _judge(item: pytest.Item) -> None:
             "@pytest.mark.usefixtures('eos_cluster')",
             pytrace=False,
         )
-    mode, settle_ms, topics, promises = _marker(item, "eos_check", _check_of)
+    mode, settle_ms, topics, promises = marker_args(item, "eos_check", check_args)
     eos.settle(settle_ms)
     report = eos.check(mode, topics=topics, promise=promises)
     if not report.ok:
@@ -441,11 +444,15 @@ def pytest_runtest_makereport(
     eos = item.stash.get(_CLUSTER, None)
     if eos is not None:
         if report.failed:
-            text = eos.replay_section()
-            if hasattr(report.longrepr, "addsection"):
-                report.longrepr.addsection("eos", text)
-            else:
-                report.sections.append(("eos", text))
+            add_eos_section(report, eos.replay_section())
         if call.when == "teardown":
             del item.stash[_CLUSTER]
     return report
+
+
+def add_eos_section(report: pytest.TestReport, text: str) -> None:
+    """Add the ``eos`` section (seed, fingerprint, replay line ...) to a failed test's report."""
+    if hasattr(report.longrepr, "addsection"):
+        report.longrepr.addsection("eos", text)
+    else:
+        report.sections.append(("eos", text))

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from eos_magics.pytest_plugin import _check_of, _cluster_of, _marker, _seed
+from eos_magics.pytest_plugin import add_eos_section, check_args, cluster_args, item_seed, marker_args
 from eos_magics.pytest_wire import WireTestCluster, judge_promises
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def _topics_of(topics: Mapping[str, Any]) -> tuple[tuple[str, int, int | None], 
 def _server_of(
     brokers: int = 3, config: Mapping[str, Any] | None = None, topics: Mapping[str, Any] | None = None
 ) -> tuple[int, Mapping[str, Any] | None, tuple[tuple[str, int, int | None], ...]]:
-    brokers, config, shaped = _cluster_of(brokers, config, topics)
+    brokers, config, shaped = cluster_args(brokers, config, topics)
     return brokers, config, _topics_of(shaped)
 
 
@@ -302,7 +302,7 @@ def eos_server(request: pytest.FixtureRequest) -> Iterator[WireTestCluster]:
     """
     item = request.node
     _promises_only(item)
-    brokers, config, topics = _marker(item, "eos_server", _server_of) or _server_of()
+    brokers, config, topics = marker_args(item, "eos_server", _server_of) or _server_of()
     if item.config.getoption("eos_server") == "kafka":
         only = item.get_closest_marker("eos_served_only")
         if only is not None:
@@ -319,7 +319,7 @@ def eos_server(request: pytest.FixtureRequest) -> Iterator[WireTestCluster]:
 
 def _promises_only(item: pytest.Item) -> None:
     """Fail with one line an ``eos_check`` that asks an ``eos_server`` test for more than promises."""
-    check = _marker(item, "eos_check", _check_of)
+    check = marker_args(item, "eos_check", check_args)
     if check is not None and (check[0] != "eos" or not check[3]):
         pytest.fail(
             "@pytest.mark.eos_check on eos_server judges end-to-end promises only (promise='IN -> OUT'): "
@@ -355,7 +355,7 @@ def _served(
     from eos_magics.session import cluster_config
 
     item = request.node
-    seed, source = _seed(item)
+    seed, source = item_seed(item)
     spec = ServeSpec(seed, brokers, cluster_config(brokers, served_settings(brokers, config)), topics)
     journal = _journal_path(item, request)
     try:
@@ -378,7 +378,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     result = yield
     eos = item.stash.get(_SERVER, None)
     if eos is not None:
-        check = _marker(item, "eos_check", _check_of)
+        check = marker_args(item, "eos_check", check_args)
         if check is not None:
             judge_promises(eos, check)
     return result
@@ -394,11 +394,7 @@ def pytest_runtest_makereport(
     if eos is not None:
         if report.failed:
             eos.failed = True
-            text = eos.replay_section()
-            if hasattr(report.longrepr, "addsection"):
-                report.longrepr.addsection("eos", text)
-            else:
-                report.sections.append(("eos", text))
+            add_eos_section(report, eos.replay_section())
         if call.when == "teardown":
             del item.stash[_SERVER]
     return report

@@ -263,7 +263,7 @@ def judge_promises(eos: WireTestCluster, check: tuple[Any, Any, Any, Sequence[Pr
     eos : WireTestCluster
         The test's cluster.
     check : tuple
-        The ``eos_check`` marker read by :func:`eos_magics.pytest_plugin._check_of`:
+        The ``eos_check`` marker read by :func:`eos_magics.pytest_plugin.check_args`:
         ``(mode, settle_ms, topics, promises)``.
     """
     from engine.check.anomaly import Report
