@@ -181,3 +181,32 @@ def test_the_same_tests_run_on_kafka_44_with_eos_server_kafka(pytester: pytest.P
         consecutive=False,
     )
     assert "journal:" not in out and "--eos-seed" not in out
+
+
+@pytest.mark.slow
+def test_the_examples_served_tests_pass_unchanged_on_kafka_44() -> None:
+    # The three example applications' eos_server tests, as a user runs them: the same files, with
+    # --eos-server=kafka. A test that needs what Kafka cannot do (a dropped acknowledgement) skips
+    # that fault by itself (eos_server.kind), so every one of them must pass, none skip.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    _kafka_or_skip()
+    root = Path(__file__).resolve().parents[2]
+    tests = [
+        "examples/event_publisher/test_publisher.py",
+        "examples/order_invoicer/test_invoicer.py",
+        "examples/payments_ledger/test_ledger.py",
+    ]
+    chosen = ["-k", "eos_server or over_the_wire or real_client", "--eos-server=kafka"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *tests, *chosen, "-p", "no:cacheprovider", "-rs"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    tail = run.stdout[-3000:]
+    assert run.returncode == 0, tail
+    assert "3 passed" in tail and "skipped" not in tail, tail
