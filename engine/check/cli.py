@@ -172,7 +172,7 @@ def _scope(topics: str | None, promises: list[str]) -> tuple[tuple[str, ...] | N
 
 
 def _keyless_message(p: Promise, topic: str, missing: int, total: int) -> str:
-    """The one line refusing promise ``p`` ``by key`` because ``missing`` of ``total`` reads of ``topic`` have no key."""
+    """The line refusing ``p`` by key: ``missing`` of the ``total`` reads of ``topic`` have no record key."""
     which = f"the reads of {topic!r}" if missing == total else f"{missing} of the {total} reads of {topic!r}"
     return (
         f"--promise {str(p)!r}: {which} carry no record key; match 'by value' "
