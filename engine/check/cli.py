@@ -21,9 +21,11 @@ a file a crashed writer left with a hot journal is read from a temporary copy, w
 stderr.
 
 ``--topics ledger,audit`` judges only those topics' sends and reads; ``--promise "payments ->
-ledger by value"`` (repeatable) adds the end-to-end promises of :mod:`engine.check.promises`,
-judged on the records the history's ``ok`` polls read (a history has values, not keys, so a
-promise ``by key`` is refused with status 2). Either reads the whole history into memory first.
+ledger"`` (repeatable) adds the end-to-end promises of :mod:`engine.check.promises`, judged on
+the records the history's ``ok`` polls read. A promise matches ``by key`` (the default) only
+on a history whose polls of both its topics all carry record keys (``engine.record`` records
+them); otherwise it is refused with status 2, in one line naming the topic whose reads have
+no key: match ``by value`` then. Either reads the whole history into memory first.
 
 An internal error (70) and a closed stdout (141) are handled once for every command, by
 :func:`engine.cli.main`; ``docs/history-format.md`` lists every status.
@@ -50,7 +52,7 @@ from engine.check.effects import check_effects, read_column
 from engine.check.effects import summary as effect_summary
 from engine.check.history import HistoryFormatError
 from engine.check.jsonl import analyse_jsonl, gc_paused, load_jsonl
-from engine.check.promises import Promise, promises_of
+from engine.check.promises import Promise, committed_reads, keyless, promises_of
 
 __all__ = ["add_arguments", "run"]
 
@@ -73,11 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--promise",
-        metavar="'IN -> OUT by value'",
+        metavar="'IN -> OUT [by key|by value]'",
         action="append",
         default=[],
         help="every committed record of IN becomes exactly one committed record of OUT (repeatable; "
-        "a history records values, not keys: match 'by value'; 'and nothing else' also forbids unmatched outputs)",
+        "'by key', the default, needs record keys in the history's polls, else match 'by value'; "
+        "'and nothing else' also forbids unmatched outputs)",
     )
     parser.add_argument(
         "--committed",
@@ -141,7 +144,14 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"eos check: {path}: cannot read ({exc.strerror or exc})", file=sys.stderr)
         return 2
-    report = check_history(history, allowed=args.mode, topics=topics, promise=promises)
+    committed = None
+    if promises:
+        committed = committed_reads(history)
+        blind = keyless(committed, promises)
+        if blind:
+            print(f"eos check: {path}: {_keyless_message(*blind[0])}", file=sys.stderr)
+            return 2
+    report = check_history(history, allowed=args.mode, topics=topics, promise=promises, committed=committed)
     if effects is not None:
         return _print_effects(effects, args.json, report)
     if args.json:
@@ -152,20 +162,22 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _scope(topics: str | None, promises: list[str]) -> tuple[tuple[str, ...] | None, tuple[Promise, ...]]:
-    """Read ``--topics`` and ``--promise``; refuse a promise that needs keys (a history file has none)."""
+    """Read ``--topics`` and ``--promise``."""
     scoped = None
     if topics is not None:
         scoped = tuple(t.strip() for t in topics.split(",") if t.strip())
         if not scoped:
             raise ValueError(f"--topics {topics!r}: give topic names, comma-separated (e.g. --topics ledger,audit)")
-    parsed = promises_of(promises)
-    for p in parsed:
-        if p.by != "value":
-            raise ValueError(
-                f"--promise {str(p)!r}: a history file records values, not keys; match 'by value' "
-                f"('{p.source} -> {p.target} by value'), or judge keys in Python (docs/testing.md)"
-            )
-    return scoped, parsed
+    return scoped, promises_of(promises)
+
+
+def _keyless_message(p: Promise, topic: str, missing: int, total: int) -> str:
+    """The line refusing ``p`` by key: ``missing`` of the ``total`` reads of ``topic`` have no record key."""
+    which = f"the reads of {topic!r}" if missing == total else f"{missing} of the {total} reads of {topic!r}"
+    return (
+        f"--promise {str(p)!r}: {which} carry no record key; match 'by value' "
+        f"('{p.source} -> {p.target} by value'), or record keys (engine.record's wrappers do)"
+    )
 
 
 #: The database findings printed one per line (the rest are counted).

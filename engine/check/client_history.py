@@ -97,7 +97,7 @@ from engine.errors import (
 if TYPE_CHECKING:
     from engine.cluster import Cluster
 
-__all__ = ["NULL_VALUE", "ClientHistory", "record_value"]
+__all__ = ["NULL_VALUE", "ClientHistory", "record_key", "record_value"]
 
 #: The text recorded for a null value (a record whose value is None).
 NULL_VALUE = "<null>"
@@ -135,6 +135,11 @@ def record_value(value: Any) -> str:
         except UnicodeDecodeError:
             return repr(raw)
     return repr(value)
+
+
+def record_key(key: Any) -> str | None:
+    """Return the text a record's key is recorded as: None for no key, else as :func:`record_value` writes values."""
+    return None if key is None else record_value(key)
 
 
 def _guarded(hook: Callable[..., Any]) -> Callable[..., Any]:
@@ -185,27 +190,28 @@ class PendingOp:
         """The sends the op announces: those whose partition is known, offsets null."""
         if self.announced is not None:
             return self.announced
-        return tuple(Send(r.topic, r.partition, r.value) for r in self.sends if r.partition is not None)
+        return tuple(Send(r.topic, r.partition, r.value, None, r.key) for r in self.sends if r.partition is not None)
 
     def sent(self, *, offsets: bool) -> tuple[Send, ...]:
         """The sends whose partition is known, with the offsets learnt when ``offsets``."""
         return tuple(
-            Send(r.topic, r.partition, r.value, r.offset if offsets else None)
+            Send(r.topic, r.partition, r.value, r.offset if offsets else None, r.key)
             for r in self.sends
             if r.partition is not None
         )
 
 
 class PendingRecord:
-    """One produced record: the observer's token, carried by the producer."""
+    """One produced record: the observer's token, carried by the producer (``key``: its recorded key, or None)."""
 
-    __slots__ = ("offset", "op", "partition", "topic", "value")
+    __slots__ = ("key", "offset", "op", "partition", "topic", "value")
 
-    def __init__(self, op: PendingOp, topic: str, partition: int | None, value: str) -> None:
+    def __init__(self, op: PendingOp, topic: str, partition: int | None, value: str, key: str | None = None) -> None:
         self.op = op
         self.topic = topic
         self.partition = partition
         self.value = value
+        self.key = key
         self.offset: int | None = None
 
 

@@ -14,8 +14,10 @@ an ``invoke`` record when the client starts it, and once as a completion record 
   produce, KAFKA-13574).
 
 An operation carries micro-operations (*mops*): :class:`Send` (topic, partition, value,
-offset-or-None) and :class:`Poll` (topic, partition, offset, value). A *key* is the pair
-``(topic, partition)``; values are opaque strings, unique per key.
+offset-or-None) and :class:`Poll` (topic, partition, offset, value), each with an optional
+record key (``key``, text or None). A *key* of the history is the pair ``(topic,
+partition)``; values are opaque strings, unique per key. Record keys serve only the
+end-to-end promises that match by key (:mod:`engine.check.promises`); no checker reads them.
 
 The file form is JSON Lines, one record per line (:mod:`engine.check.jsonl` reads and writes
 it); ``docs/history-format.md`` documents it.
@@ -23,6 +25,11 @@ it); ``docs/history-format.md`` documents it.
 Invariants
 ----------
 * Records are immutable (``NamedTuple``), cheap enough for histories of millions of mops.
+* A micro-op's record ``key`` rides beside its tuple, not in it: a :class:`Send` or
+  :class:`Poll` unpacks, compares, sorts and hashes as its four fields, with or without a
+  key. The checkers unpack micro-ops as four-field rows (and read the file's rows without
+  building records), so a history judges the same with or without keys. ``_replace`` keeps
+  the key; ``tuple(m)`` and ``_make`` drop it.
 * :class:`History` keeps records in index order and pairs each completion with its invocation
   by process (a process runs one operation at a time).
 * Building a :class:`History` checks the pairing; any problem raises
@@ -42,7 +49,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "COMPLETION_TYPES",
@@ -69,22 +76,70 @@ TYPES = ("invoke", *COMPLETION_TYPES)
 FUNCTIONS = ("send", "poll", "txn", "assign", "subscribe", "crash")
 
 
-class Send(NamedTuple):
-    """One record sent to ``(topic, partition)``; ``offset`` is None until acknowledged."""
-
+class _SendRow(NamedTuple):
     topic: str
     partition: int
     value: str
     offset: int | None = None
 
 
-class Poll(NamedTuple):
-    """One record returned by a poll: ``value`` found at ``offset`` of ``(topic, partition)``."""
-
+class _PollRow(NamedTuple):
     topic: str
     partition: int
     offset: int
     value: str
+
+
+class Send(_SendRow):
+    """One record sent to ``(topic, partition)``; ``offset`` is None until acknowledged.
+
+    ``key`` is the record's key as text, or None when it has none or none was recorded. It
+    rides beside the tuple, not in it (see the module's invariants): ``Send("t", 0, "a", 3,
+    key="k")`` unpacks to ``("t", 0, "a", 3)`` and equals ``Send("t", 0, "a", 3)``.
+    """
+
+    key: str | None = None
+
+    def __new__(cls, topic: str, partition: int, value: str, offset: int | None = None, key: str | None = None) -> Any:
+        """Make the record; ``key`` is kept only when it is not None."""
+        self = tuple.__new__(cls, (topic, partition, value, offset))
+        if key is not None:
+            self.key = key
+        return self
+
+    def _replace(self, **fields: Any) -> Send:
+        key = fields.pop("key", self.key)
+        return Send(*_SendRow._replace(self, **fields), key=key)
+
+    def __repr__(self) -> str:
+        return _with_key(super().__repr__(), self.key)
+
+
+class Poll(_PollRow):
+    """One record returned by a poll: ``value`` found at ``offset`` of ``(topic, partition)``.
+
+    ``key`` is the record's key as text, or None; like :class:`Send`'s, it is no part of the tuple.
+    """
+
+    key: str | None = None
+
+    def __new__(cls, topic: str, partition: int, offset: int, value: str, key: str | None = None) -> Any:
+        """Make the record; ``key`` is kept only when it is not None."""
+        self = tuple.__new__(cls, (topic, partition, offset, value))
+        if key is not None:
+            self.key = key
+        return self
+
+    def _replace(self, **fields: Any) -> Poll:
+        key = fields.pop("key", self.key)
+        return Poll(*_PollRow._replace(self, **fields), key=key)
+
+    def __repr__(self) -> str:
+        return _with_key(super().__repr__(), self.key)
+
+
+def _with_key(shown: str, key: str | None) -> str:
+    return shown if key is None else f"{shown[:-1]}, key={key!r})"
 
 
 Mop = Send | Poll

@@ -52,9 +52,14 @@ __all__ = ["analyse_jsonl", "load_jsonl", "op_from_json", "op_to_json", "save_js
 
 
 def _mop_to_json(m: Mop) -> list[Any]:
+    """The micro-op's list; its record key last, only when it has one (a file without keys stays as it was)."""
     if type(m) is Send:
-        return ["send", m.topic, m.partition, m.value, m.offset]
-    return ["poll", m.topic, m.partition, m.offset, m.value]
+        row = ["send", m.topic, m.partition, m.value, m.offset]
+    else:
+        row = ["poll", m.topic, m.partition, m.offset, m.value]
+    if m.key is not None:
+        row.append(m.key)
+    return row
 
 
 def op_to_json(op: Op) -> dict[str, Any]:
@@ -96,12 +101,13 @@ def _key(raw: object, where: str) -> Key:
 
 
 def _mop(raw: object, where: str) -> Mop:
-    if not isinstance(raw, list) or len(raw) != 5 or raw[0] not in ("send", "poll"):
+    if not isinstance(raw, list) or len(raw) not in (5, 6) or raw[0] not in ("send", "poll"):
         raise HistoryFormatError(
             f'{where}: a micro-op must be ["send", topic, partition, value, offset|null] or '
-            f'["poll", topic, partition, offset, value], got {short_repr(raw)}'
+            f'["poll", topic, partition, offset, value], then optionally a key, got {short_repr(raw)}'
         )
-    f, topic, partition, a, b = raw
+    f, topic, partition, a, b = raw[:5]
+    key = raw[5] if len(raw) == 6 else None
     if not isinstance(topic, str) or not _is_int(partition):
         raise HistoryFormatError(f"{where}: topic must be a string and partition an integer in {short_repr(raw)}")
     if f == "send":
@@ -109,15 +115,17 @@ def _mop(raw: object, where: str) -> Mop:
             raise HistoryFormatError(
                 f"{where}: send needs a string value and an integer or null offset: {short_repr(raw)}"
             )
-        mop: Mop = Send(topic, partition, a, b)
+        mop: Mop = Send(topic, partition, a, b, key)
     else:
         if not _is_int(a) or not isinstance(b, str):
             raise HistoryFormatError(f"{where}: poll needs an integer offset and a string value: {short_repr(raw)}")
-        mop = Poll(topic, partition, a, b)
+        mop = Poll(topic, partition, a, b, key)
     if partition < 0:
         raise HistoryFormatError(f"{where}: partitions are never negative, got {short_repr(raw)}")
     if mop.offset is not None and mop.offset < 0:
         raise HistoryFormatError(f"{where}: offsets are never negative, got {short_repr(raw)}")
+    if key is not None and not isinstance(key, str):
+        raise HistoryFormatError(f"{where}: a record key is a string or null, got {short_repr(raw)}")
     return mop
 
 
@@ -226,7 +234,8 @@ def _fast_mops(value: list[Any]) -> tuple[Any, Any, bool] | None:
     null offset, all an invocation may hold. Only micro-ops that are all 5-item lists with a
     known tag, a string topic and value, and a non-negative integer partition and offset (or
     null, for a send) get through, with the exact types :func:`_mop` asks for. For anything
-    else the caller runs :func:`_mop` micro-op by micro-op, to name the first problem.
+    else (micro-ops with a record key among them) the caller runs :func:`_mop` micro-op by
+    micro-op, to build them or name the first problem.
     """
     n_polls = 0
     announces = True

@@ -32,8 +32,9 @@ with ``==``; they are shown with ``repr``.
 What it does not do
 -------------------
 It reads no cluster: the caller gives the committed records (:func:`committed_reads` derives
-them from a history's ``ok`` polls, values only). It does not judge order (see
-:mod:`engine.check.copier` for lineage-carrying copiers).
+them from a history's ``ok`` polls, with the record keys the polls recorded, if any:
+``docs/history-format.md``). It does not judge order (see :mod:`engine.check.copier` for
+lineage-carrying copiers).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "Promise",
     "check_promises",
     "committed_reads",
+    "keyless",
     "parse_promise",
     "promises_of",
     "scope_history",
@@ -293,10 +295,11 @@ def _unexpected(promise: Promise, key: Key, rs: list[CommittedRecord]) -> Anomal
 
 
 def committed_reads(history: History | Iterable[Op]) -> list[CommittedRecord]:
-    """Return the records the ``ok`` ops of ``history`` read, once each, keys unknown (None).
+    """Return the records the ``ok`` ops of ``history`` read, once each, with the keys the polls recorded.
 
-    A history records values, not keys: from it, promises can match ``by value`` (or by a
-    function of the value).
+    A poll that recorded no key gives key None (histories written without keys: the simulator's
+    scenarios, hand-written files); :func:`keyless` says which topics a promise ``by key``
+    would then judge blind. A record read twice keeps its first read.
     """
     seen: dict[tuple[str, int, int], CommittedRecord] = {}
     for op in history:
@@ -304,9 +307,35 @@ def committed_reads(history: History | Iterable[Op]) -> list[CommittedRecord]:
             continue
         for m in op.mops:
             if isinstance(m, Poll):
-                rec = CommittedRecord(m.topic, m.partition, m.offset, None, m.value)
+                rec = CommittedRecord(m.topic, m.partition, m.offset, m.key, m.value)
                 seen.setdefault((m.topic, m.partition, m.offset), rec)
     return [seen[k] for k in sorted(seen)]
+
+
+def keyless(records: Iterable[tuple], promises: Sequence[Promise]) -> list[tuple[Promise, str, int, int]]:
+    """Return ``(promise, topic, records without a key, records)`` for each topic a promise ``by key`` reads blind.
+
+    A promise that matches by key (``match="key"``) needs every committed record of its input
+    and output topics to have one; ``eos check`` refuses the promise otherwise, since a history
+    without keys would pair every input with every output. Topics with no record read are not
+    listed (there is nothing to match). In promise order, input topic first.
+    """
+    counts: dict[str, list[int]] = {}
+    for r in records:
+        rec = CommittedRecord(*r)
+        n = counts.setdefault(rec.topic, [0, 0])
+        n[1] += 1
+        if rec.key is None:
+            n[0] += 1
+    out: list[tuple[Promise, str, int, int]] = []
+    for p in promises:
+        if p.match != "key":
+            continue
+        for topic in dict.fromkeys((p.source, p.target)):
+            missing, total = counts.get(topic, (0, 0))
+            if missing:
+                out.append((p, topic, missing, total))
+    return out
 
 
 def scope_history(history: History | Iterable[Op], topics: Iterable[str] | None) -> History:

@@ -61,7 +61,7 @@ class ProducerBook:
         self.txn: PendingOp | None = None
 
     @guarded
-    def produced(self, topic: str, partition: int | None, value: object) -> PendingRecord | None:
+    def produced(self, topic: str, partition: int | None, value: object, key: object = None) -> PendingRecord | None:
         """A record is being produced: it joins the open transaction, or starts its own send op."""
         rec = self.recorder
         if self.txn is not None and rec.is_open(self.txn):
@@ -69,7 +69,7 @@ class ProducerBook:
         else:
             op = rec.invoke(rec.new_process(), "send")
         known = partition if partition is not None and partition >= 0 else None
-        return rec.add_record(op, topic, known, value)
+        return rec.add_record(op, topic, known, value, key)
 
     @guarded
     def not_queued(self, record: PendingRecord | None, error: str) -> None:

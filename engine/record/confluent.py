@@ -39,10 +39,10 @@ Outcomes
 
 What it does not do
 -------------------
-It records nothing for ``produce_batch`` messages' keys or headers, consumer offset commits, or
-admin calls. A producer configured with ``delivery.report.only.error`` never reports success:
-its sends stay ``info``. A producer wrapped after the fact (:meth:`RecordingProducer.wrap`)
-cannot see a global ``on_delivery`` set in its config: pass it to ``wrap``.
+It records nothing for headers, consumer offset commits, or admin calls. A producer configured
+with ``delivery.report.only.error`` never reports success: its sends stay ``info``. A producer
+wrapped after the fact (:meth:`RecordingProducer.wrap`) cannot see a global ``on_delivery`` set
+in its config: pass it to ``wrap``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from engine.check.client_history import record_value
+from engine.check.client_history import record_key, record_value
 from engine.check.history import Poll
 from engine.record.books import ConsumerCalls, Passthrough, ProducerBook, key_of, keys_of, wrap_client
 from engine.record.recorder import PendingRecord, Recorder, guarded
@@ -113,7 +113,7 @@ def _reads(messages: Iterable[Message]) -> Iterable[Poll]:
     """The reads of a poll: one per message, error events and EOFs left out."""
     for m in messages:
         if m.error() is None and m.offset() >= 0:
-            yield Poll(m.topic(), m.partition(), m.offset(), record_value(m.value()))
+            yield Poll(m.topic(), m.partition(), m.offset(), record_value(m.value()), record_key(m.key()))
 
 
 class _Wrapper(Passthrough):
@@ -200,7 +200,7 @@ class RecordingProducer(_Wrapper):
         callback: DeliveryCallback | None = None,
     ) -> None:
         """Produce one record (``Producer.produce``); its send op, or the open transaction, records it."""
-        record = self.book.produced(topic, partition, value)
+        record = self.book.produced(topic, partition, value, key)
         kwargs: dict[str, Any] = {"value": value, "key": key, "partition": partition}
         kwargs["on_delivery"] = self._report(record, on_delivery if on_delivery is not None else callback)
         if timestamp:
@@ -227,7 +227,7 @@ class RecordingProducer(_Wrapper):
         records: list[PendingRecord | None] = []
         copies: list[dict[str, Any]] = []
         for m in messages:
-            record = self.book.produced(topic, m.get("partition", partition), m.get("value"))
+            record = self.book.produced(topic, m.get("partition", partition), m.get("value"), m.get("key"))
             records.append(record)
             copies.append({**m, "callback": self._report(record, m.get("callback", batch_cb))})
         try:

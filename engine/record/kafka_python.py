@@ -21,12 +21,13 @@ Outcomes
 
 What it does not do
 -------------------
-Values are recorded as the application passes and receives them (before a
-``value_serializer``, after a ``value_deserializer``): give both sides the same form (bytes or
-str) or the checker cannot match a read to its send. kafka-python runs the callbacks on its I/O
-thread; the recorder's lock keeps the history well-formed, but a rebalance seen while a poll is
-running is placed by arrival, not by the poll's own order. An ``AsyncConsumerRebalanceListener``
-is not supported (the chained listener calls it synchronously).
+Values and keys are recorded as the application passes and receives them (before a serializer,
+after a deserializer): give both sides the same form (bytes or str) or the checker cannot match
+a read to its send, nor a promise an input's key to its output's. kafka-python runs the
+callbacks on its I/O thread; the recorder's lock keeps the history well-formed, but a rebalance
+seen while a poll is running is placed by arrival, not by the poll's own order. An
+``AsyncConsumerRebalanceListener`` is not supported (the chained listener calls it
+synchronously).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import errors as kerrors
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-from engine.check.client_history import record_value
+from engine.check.client_history import record_key, record_value
 from engine.check.history import Poll
 from engine.record.books import ConsumerCalls, Passthrough, ProducerBook, key_of, wrap_client
 from engine.record.recorder import PendingRecord, Recorder, guarded
@@ -102,7 +103,7 @@ class RecordingKafkaProducer(Passthrough):
         timestamp_ms: int | None = None,
     ) -> Any:
         """Send one record (``KafkaProducer.send``); its future's outcome completes its op."""
-        record = self.book.produced(topic, partition, value)
+        record = self.book.produced(topic, partition, value, key)
         try:
             future = self._client.send(
                 topic, value=value, key=key, headers=headers, partition=partition, timestamp_ms=timestamp_ms
@@ -194,7 +195,7 @@ class _Listener(ConsumerRebalanceListener):
 def _reads(batches: dict[Any, list[Any]]) -> Iterable[Poll]:
     for records in batches.values():
         for r in records:
-            yield Poll(r.topic, r.partition, r.offset, record_value(r.value))
+            yield Poll(r.topic, r.partition, r.offset, record_value(r.value), record_key(r.key))
 
 
 class RecordingKafkaConsumer(ConsumerCalls):

@@ -21,7 +21,9 @@ What is recorded (the rules the wrappers follow, as :class:`~engine.check.Client
   to the commit (``ok``) or abort (``fail``) that returned; their records join the op.
 * **Polls** are ``poll`` ops of the consumer's process; assignments are ``assign`` or
   ``subscribe`` ops with the keys assigned after them.
-* **Values** are text, as :func:`engine.check.client_history.record_value` writes them.
+* **Values** are text, as :func:`engine.check.client_history.record_value` writes them; **keys**
+  too (:func:`~engine.check.client_history.record_key`), on sends and polls, and a record without
+  a key has none in the file, so ``eos check --promise "IN -> OUT"`` can match by key.
 * **Times** are milliseconds since the recorder was made, from :mod:`engine.record.realtime` (the
   one module of ``engine/record/`` that ``tests/test_tidy.py`` lets read the monotonic clock and
   take a lock): real clients run in real time, so these histories are not reproducible.
@@ -51,7 +53,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from engine.check.client_history import OpLog, PendingOp, PendingRecord, record_value
+from engine.check.client_history import OpLog, PendingOp, PendingRecord, record_key, record_value
 from engine.check.jsonl import save_jsonl
 from engine.record.realtime import WallClock, new_lock
 
@@ -130,10 +132,12 @@ class Recorder(OpLog):
         """Return a process id never used before."""
         return next(self._processes)
 
-    def add_record(self, op: PendingOp, topic: str, partition: int | None, value: Any) -> PendingRecord:
-        """Add a record the application produced to ``op`` (its value as :func:`record_value` writes it)."""
+    def add_record(
+        self, op: PendingOp, topic: str, partition: int | None, value: Any, key: Any = None
+    ) -> PendingRecord:
+        """Add a record the application produced to ``op`` (its value and key as :func:`record_value` writes them)."""
         with self._lock:
-            record = PendingRecord(op, topic, partition, record_value(value))
+            record = PendingRecord(op, topic, partition, record_value(value), record_key(key))
             op.sends.append(record)
             return record
 

@@ -2,7 +2,7 @@
 
 Goal: ``--topics`` leaves a topic with deliberate duplicates out (exit 0 where the whole history
 exits 1); ``--promise`` (repeatable) exits 1 naming the lost input offsets, 0 when kept; the
-syntax is the plugin's, a bad promise or a promise ``by key`` (a file has no keys) is one line on
+syntax is the plugin's, a bad promise or a promise ``by key`` on reads without keys is one line on
 stderr with status 2; ``--json`` carries the promise anomalies. Method: histories written by hand
 to a temporary directory, ``engine.cli.main`` called in-process.
 """
@@ -75,7 +75,8 @@ def test_a_promise_by_key_or_unreadable_is_one_line_with_status_2(tmp_path, caps
     path = write(tmp_path)
     assert main(["check", path, "--promise", "payments -> ledger"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "records values, not keys" in err and "'payments -> ledger by value'" in err
+    assert err.count("\n") == 1 and "the reads of 'payments' carry no record key" in err
+    assert "'payments -> ledger by value'" in err and "engine.record" in err
     assert main(["check", path, "--promise", "payments => ledger"]) == 2
     assert "cannot read the promise 'payments => ledger'" in capsys.readouterr().err
     assert main(["check", path, "--topics", ","]) == 2
