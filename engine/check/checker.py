@@ -89,7 +89,7 @@ def check_history(
         history = History(history)
     found: list[Anomaly] = []
     if promises:
-        assert isinstance(history, History)  # noqa: S101 - refused above
+        assert isinstance(history, History)
         found.extend(check_promises(committed_reads(history) if committed is None else committed, promises))
     a = as_analysis(history if topics is None else scope_history(history, topics))
     for checker in CHECKERS:

@@ -135,7 +135,7 @@ class Promise:
             return _by_value, _by_value
         if isinstance(m, tuple):
             return m
-        assert callable(m)  # noqa: S101 - __post_init__ checked it
+        assert callable(m)
         return m, m
 
     def __str__(self) -> str:

@@ -119,14 +119,14 @@ INNER_ARGS = ("--strict-markers", "-p", "no:cacheprovider")
 
 
 def test_a_copier_over_the_wire_keeps_its_promise_and_a_dropped_record_is_named(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_copier=COPIER)
+    pytester.makepyfile(test_wire_copier_app=COPIER)
     result = pytester.runpytest(*INNER_ARGS)
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert "eos_check(mode='eos', promise=['payments -> ledger by key']): broken promises\n" in out
     assert "FAIL: 1 forbidden, 0 allowed anomalies (records=39)" in out
     assert LOST in out and "lost-input             payments/0       7  " in out
-    assert "rerun: pytest test_copier.py::test_lossy_copier --eos-seed" in out
+    assert "rerun: pytest test_wire_copier_app.py::test_lossy_copier --eos-seed" in out
 
 
 def test_an_open_transaction_and_a_history_mode_fail_with_one_line(pytester: pytest.Pytester) -> None:
@@ -166,13 +166,14 @@ def _kafka_or_skip() -> None:
 @pytest.mark.slow
 def test_the_same_tests_run_on_kafka_44_with_eos_server_kafka(pytester: pytest.Pytester) -> None:
     _kafka_or_skip()
-    pytester.makepyfile(test_copier=COPIER, test_only=SERVED_ONLY)
+    pytester.makepyfile(test_wire_copier_app=COPIER, test_only=SERVED_ONLY)
     result = pytester.runpytest(*INNER_ARGS, "--eos-server=kafka", "-rs")
     result.assert_outcomes(passed=1, failed=2, skipped=1)
     out = result.stdout.str()
     assert "eos_check(mode='eos', promise=['payments -> ledger by key']): broken promises\n" in out
     assert LOST in out
-    assert "Kafka 4.4 (no seed, no journal)\nrerun: pytest test_copier.py::test_lossy_copier --eos-server=kafka" in out
+    rerun = "rerun: pytest test_wire_copier_app.py::test_lossy_copier --eos-server=kafka"
+    assert f"Kafka 4.4 (no seed, no journal)\n{rerun}" in out
     result.stdout.fnmatch_lines(
         [
             "*eos_server.isolate() cannot be done to a real Kafka 4.4 cluster: *; run the test on the served*",

@@ -9,8 +9,10 @@ configs of a server, with short timeouts so a test that fails does so quickly.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -187,3 +189,42 @@ def _raw_call(server: ServedCluster, key: int, version: int, body: Any, broker: 
 def raw_call() -> Callable[..., Any]:
     """Return :func:`_raw_call`: one request on a raw, logged-in socket, decoded with kio."""
     return _raw_call
+
+
+def _run_async(coro: Awaitable[Any], timeout_s: float = 60.0) -> Any:
+    """Run a test's coroutine to its end in a thread of its own (aiokafka), failing it after ``timeout_s``."""
+
+    async def bounded() -> Any:
+        try:
+            return await asyncio.wait_for(coro, timeout_s)
+        except TimeoutError:
+            pytest.fail(f"the test did not finish within {timeout_s} s")
+
+    # In a thread of its own: the suite's browser tests leave a running loop marked in the main thread.
+    result: list[Any] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(bounded()))
+        except BaseException as exc:  # handed to the test's thread below, pytest.fail included
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, name="aiokafka-test")
+    thread.start()
+    thread.join(timeout_s + 30)
+    if errors:
+        raise errors[0]
+    if thread.is_alive():
+        pytest.fail(f"the test's event loop did not stop within {timeout_s + 30} s")
+    return result[0]
+
+
+@pytest.fixture
+def run_async() -> Callable[..., Any]:
+    """``run_async(coro, timeout_s=60)``: run an aiokafka test's coroutine in a thread of its own.
+
+    The suite's browser tests leave a running loop marked in the main thread, where ``asyncio.run``
+    would refuse to start.
+    """
+    return _run_async

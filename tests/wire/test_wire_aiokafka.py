@@ -10,9 +10,8 @@ test instead of hanging it.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
 
@@ -48,35 +47,6 @@ CRASH_CONFIG = {"broker.session.timeout.ms": 3_000, "broker.heartbeat.interval.m
 
 
 # -- helpers ----------------------------------------------------------------------------------
-
-
-def run(coro: Awaitable[Any], timeout_s: float = 60.0) -> Any:
-    """Run a test's coroutine to its end, failing it after ``timeout_s``."""
-
-    async def bounded() -> Any:
-        try:
-            return await asyncio.wait_for(coro, timeout_s)
-        except TimeoutError:
-            pytest.fail(f"the test did not finish within {timeout_s} s")
-
-    # In a thread of its own: the suite's browser tests leave a running loop marked in the main thread.
-    result: list[Any] = []
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(asyncio.run(bounded()))
-        except BaseException as exc:  # handed to the test's thread below, pytest.fail included
-            errors.append(exc)
-
-    thread = threading.Thread(target=target, name="aiokafka-test")
-    thread.start()
-    thread.join(timeout_s + 30)
-    if errors:
-        raise errors[0]
-    if thread.is_alive():
-        pytest.fail(f"the test's event loop did not stop within {timeout_s + 30} s")
-    return result[0]
 
 
 def log_values(server: ServedCluster, topic: str, partition: int = 0) -> list[str]:
@@ -166,7 +136,7 @@ def restart_broker(server: ServedCluster, broker: int) -> None:
 # -- 1. idempotent produce, lost ack ----------------------------------------------------------
 
 
-def test_idempotent_produce_lost_ack_is_deduplicated(served, kp):
+def test_idempotent_produce_lost_ack_is_deduplicated(served, kp, run_async):
     server = served([("t", 1, 3)])
 
     async def body() -> list[int]:
@@ -178,7 +148,7 @@ def test_idempotent_produce_lost_ack_is_deduplicated(served, kp):
             futures = [await producer.send("t", f"v{i}".encode()) for i in range(10)]
             return [(await f).offset for f in futures]
 
-    offsets = run(body())
+    offsets = run_async(body())
     with server.locked() as cluster:
         assert all(f.fired for f in server.service.wire_faults), "the broker never saw the faulted Produce"
         dedup = cluster.world.trace.marks.get(DEDUP_MARK, 0)
@@ -219,15 +189,15 @@ async def _commit_and_abort(server: ServedCluster, kp: Kp, tid: str, crash: str 
     assert sorted(v for v in written if v.startswith("c")) == sorted(expected)  # each committed record once
 
 
-def test_transaction_commit_and_abort(served, kp):
+def test_transaction_commit_and_abort(served, kp, run_async):
     server = served([("t", 2, 3)])
-    run(_commit_and_abort(server, kp, "tx-ca"))
+    run_async(_commit_and_abort(server, kp, "tx-ca"))
 
 
 # -- 3. read_committed waits behind an open transaction ---------------------------------------
 
 
-def test_read_committed_waits_for_the_last_stable_offset(served, kp):
+def test_read_committed_waits_for_the_last_stable_offset(served, kp, run_async):
     server = served([("t", 1, 3)])
 
     async def body() -> list[str]:
@@ -246,7 +216,7 @@ def test_read_committed_waits_for_the_last_stable_offset(served, kp):
             await producer.commit_transaction()
             return await consume(reader, 3)
 
-    assert run(body()) == ["open-0", "open-1", "after"]
+    assert run_async(body()) == ["open-0", "open-1", "after"]
 
 
 # -- 4. consume-transform-produce -------------------------------------------------------------
@@ -293,15 +263,15 @@ async def _consume_transform_produce(server: ServedCluster, kp: Kp, tid: str, cr
     assert log_values(server, "out") == ["M0", "M1", "M2", "M3"]
 
 
-def test_consume_transform_produce(served, kp):
+def test_consume_transform_produce(served, kp, run_async):
     server = served([("in", 1, 3), ("out", 1, 3)])
-    run(_consume_transform_produce(server, kp, "tx-ctp"))
+    run_async(_consume_transform_produce(server, kp, "tx-ctp"))
 
 
 # -- 5. zombie fencing ------------------------------------------------------------------------
 
 
-def test_zombie_is_fenced(served, kp):
+def test_zombie_is_fenced(served, kp, run_async):
     server = served([("t", 1, 3)])
 
     async def body() -> list[str]:
@@ -320,13 +290,13 @@ def test_zombie_is_fenced(served, kp):
         async with started(reader):
             return await consume(reader, 1) + await drain(reader)
 
-    assert run(body()) == ["successor"]
+    assert run_async(body()) == ["successor"]
 
 
 # -- 6. transaction.timeout.ms ----------------------------------------------------------------
 
 
-def test_transaction_timeout_aborts_a_stalled_producer(served, kp):
+def test_transaction_timeout_aborts_a_stalled_producer(served, kp, run_async):
     config = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
     server = served([("t", 1, 3)], config=config)
 
@@ -345,13 +315,13 @@ def test_transaction_timeout_aborts_a_stalled_producer(served, kp):
             tp = TopicPartition("t", 0)
             assert (await reader.end_offsets([tp]))[tp] == 2  # the record and the abort marker
 
-    run(body())
+    run_async(body())
 
 
 # -- 7. rebalance when a member leaves --------------------------------------------------------
 
 
-def test_group_rebalances_when_a_member_leaves(served, kp):
+def test_group_rebalances_when_a_member_leaves(served, kp, run_async):
     server = served([("t", 2, 3)])
     both = {TopicPartition("t", 0), TopicPartition("t", 1)}
 
@@ -371,7 +341,7 @@ def test_group_rebalances_when_a_member_leaves(served, kp):
                 for p in polls:
                     p.cancel()
 
-    run(body())
+    run_async(body())
 
 
 async def _poll_forever(consumer: AIOKafkaConsumer) -> None:
@@ -382,21 +352,21 @@ async def _poll_forever(consumer: AIOKafkaConsumer) -> None:
 # -- 8. a broker crash mid-transaction --------------------------------------------------------
 
 
-def test_commit_and_abort_with_the_partition_leader_crashed(served, kp):
+def test_commit_and_abort_with_the_partition_leader_crashed(served, kp, run_async):
     server = served([("t", 2, 3)], config=CRASH_CONFIG)
-    run(_commit_and_abort(server, kp, "tx-ca2", crash="leader"))
+    run_async(_commit_and_abort(server, kp, "tx-ca2", crash="leader"))
 
 
-def test_consume_transform_produce_with_the_partition_leader_crashed(served, kp):
+def test_consume_transform_produce_with_the_partition_leader_crashed(served, kp, run_async):
     server = served([("in", 1, 3), ("out", 1, 3)], config=CRASH_CONFIG)
-    run(_consume_transform_produce(server, kp, "tx-ctp2", crash="leader"))
+    run_async(_consume_transform_produce(server, kp, "tx-ctp2", crash="leader"))
 
 
-def test_commit_and_abort_with_the_transaction_coordinator_crashed(served, kp):
+def test_commit_and_abort_with_the_transaction_coordinator_crashed(served, kp, run_async):
     server = served([("t", 2, 3)], config=CRASH_CONFIG)
-    run(_commit_and_abort(server, kp, "tx-ca-crash", crash="coordinator"))
+    run_async(_commit_and_abort(server, kp, "tx-ca-crash", crash="coordinator"))
 
 
-def test_consume_transform_produce_with_the_transaction_coordinator_crashed(served, kp):
+def test_consume_transform_produce_with_the_transaction_coordinator_crashed(served, kp, run_async):
     server = served([("in", 1, 3), ("out", 1, 3)], config=CRASH_CONFIG)
-    run(_consume_transform_produce(server, kp, "tx-ctp", crash="coordinator"))
+    run_async(_consume_transform_produce(server, kp, "tx-ctp", crash="coordinator"))

@@ -17,7 +17,6 @@ appended.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import struct
 import time
@@ -118,7 +117,7 @@ def test_a_transactional_lz4_producer_s_commit_is_read_and_its_abort_is_not(serv
 
 
 @pytest.mark.parametrize("codec", CODECS)
-def test_aiokafka_compressed_produce_is_read_back(served, kp, codec: str) -> None:
+def test_aiokafka_compressed_produce_is_read_back(served, kp, run_async, codec: str) -> None:
     server = served([("t", 1, 3)])
 
     async def main() -> list[tuple[int, bytes]]:
@@ -143,7 +142,7 @@ def test_aiokafka_compressed_produce_is_read_back(served, kp, codec: str) -> Non
             await consumer.stop()
         return got
 
-    got = asyncio.run(asyncio.wait_for(main(), 40))
+    got = run_async(main(), 40)
     _assert_compressed(server, "t")
     assert got == [(i, _value(codec, i)) for i in range(N)]
 

@@ -121,6 +121,11 @@ NO_TWIN: dict[str, str] = {
         "the effects checker reads the services' SQLite databases, not the brokers",
     ),
     "saga-incomplete": "the saga checker reads the services' SQLite databases, not the brokers",
+    **dict.fromkeys(
+        ("lost-input", "duplicated-output", "unexpected-output"),
+        "a promise matches records by a user's Python function (or key or value) given per test, not a history kind "
+        "the exported frames can judge alone",
+    ),
     py_inv.L12_LOST: PYTHON_ONLY["L12"],
     py_inv.L13_PRODUCER_STATE: PYTHON_ONLY["L13"],
 }
