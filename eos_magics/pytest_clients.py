@@ -52,13 +52,7 @@ class AppClients:
     def _node(self, obj: Any, helper: str) -> str | int:
         if isinstance(obj, (str, int)) and not isinstance(obj, bool):
             return obj  # a node name or a broker id: the cluster says whether it exists
-        client = self._client_of(obj)
-        if client is None:
-            raise TypeError(
-                f"{helper}() takes the application's clients (a confluent_kafka Producer or Consumer of this "
-                f"test, or an engine client), node names or broker ids; got {obj!r}"
-            )
-        return client.name
+        return self._required(obj, f"{helper}()", ", node names or broker ids").name
 
     def pause(self, *nodes: Any) -> None:
         """Pause nodes (zombies until :meth:`resume`): clients the application holds, node names, broker ids."""
@@ -87,15 +81,7 @@ class AppClients:
         from engine.client.consumer import Consumer
         from engine.sim.node import NodeStatus
 
-        found = []
-        for obj in clients:
-            client = self._client_of(obj)
-            if client is None:
-                raise TypeError(
-                    "kill() takes the application's clients (a confluent_kafka Producer or Consumer of this "
-                    f"test, or an engine client); got {obj!r}"
-                )
-            found.append(client)
+        found = [self._required(obj, "kill()", "") for obj in clients]
         for client in found:
             if client in self._killed:
                 continue
@@ -104,6 +90,16 @@ class AppClients:
             if isinstance(client, Consumer):
                 client.closed = True  # the process is gone: a restart at heal must not rejoin its group
             self._killed.append(client)
+
+    def _required(self, obj: Any, call: str, or_else: str) -> Any:
+        """Return the engine client behind ``obj``; TypeError naming ``call`` and what it takes otherwise."""
+        client = self._client_of(obj)
+        if client is None:
+            raise TypeError(
+                f"{call} takes the application's clients (a confluent_kafka Producer or Consumer of this "
+                f"test, or an engine client){or_else}; got {obj!r}"
+            )
+        return client
 
     def killed(self, client: Any) -> bool:
         """Return whether :meth:`kill` (or :meth:`restart`) killed ``client``."""

@@ -69,6 +69,8 @@ TOPIC_TIMEOUT_S = 30.0
 #: Why :meth:`EosTestKafka.isolate` and the wire faults are refused.
 NO_ISOLATE = "its brokers share one loopback network here, and cutting one off needs firewall rules"
 NO_WIRE_FAULT = "wire faults act inside eos serve's request handling; a Kafka broker has no such hook"
+#: ``eos fault``'s node faults -> the conformance vocabulary's signal to a broker's JVM.
+_SIGNALS = {"crash": "kill", "restart": "restart", "pause": "pause", "resume": "resume"}
 
 
 def _problem() -> str | None:
@@ -177,55 +179,47 @@ class EosTestKafka(WireTestCluster):
         """The SASL/PLAIN password of user ``eos`` (random per cluster)."""
         return self.reference.password
 
-    # -- faults: signals to the brokers' JVMs -----------------------------------------------------
+    # -- faults: signals to the brokers' JVMs; queries: asked of Kafka itself ---------------------
 
-    def _fault(self, action: str, broker: int) -> None:
+    def fault(self, op: str, **args: Any) -> dict[str, Any]:
+        """Carry out one request of ``eos fault``'s vocabulary on Kafka 4.4; answer as the served cluster does.
+
+        ``crash`` is SIGKILL to the broker's JVM (the kernel closes its sockets, nothing is
+        flushed), ``pause``/``resume`` SIGSTOP/SIGCONT, ``restart`` a new JVM on the same ports and
+        log dir, ``heal`` resumes and restarts every broker; each returns once the brokers are
+        registered. ``leader`` and ``coordinator`` ask Kafka's Metadata and FindCoordinator (-1:
+        none). ``isolate`` and the wire faults cannot be done to a real Kafka here: the test fails
+        with one line (:meth:`unavailable`). Another ``op`` is a ValueError.
+        """
+        from engine.conform.vocabulary import Selector
+
+        if op in _SIGNALS:
+            self._signal(_SIGNALS[op], args["broker"])
+            return {}
+        if op == "heal":
+            self.target.end(None)  # type: ignore[arg-type]  # end() takes the case for its signature only
+            return {}
+        if op == "isolate":
+            self.unavailable("isolate()", NO_ISOLATE)
+        if op == "wire-fault":
+            self.unavailable(f"{str(args.get('action', 'wire_fault')).replace('-', '_')}()", NO_WIRE_FAULT)
+        if op == "leader":
+            return {"broker": self._ask(Selector("leader", topic=args["topic"], partition=args.get("partition", 0)))}
+        if op == "coordinator":
+            kind = args["kind"]
+            if kind not in ("group", "transaction"):
+                raise ValueError(f"coordinator kind must be one of group, transaction, got {kind!r}")
+            return {"broker": self._ask(Selector(kind, key=args["key"]))}
+        if op == "brokers":
+            return self._brokers()
+        raise ValueError(f"unknown fault {op!r}: one of {', '.join([*_SIGNALS, 'heal', 'isolate', 'wire-fault'])}")
+
+    def _signal(self, action: str, broker: int) -> None:
         from engine.conform.vocabulary import Fault, Selector
 
         if isinstance(broker, bool) or not isinstance(broker, int) or broker not in self.target.brokers:
             raise ValueError(f"no broker {broker!r}: brokers are {', '.join(map(str, self.target.brokers))}")
         self.target.carry_out(Fault(action, Selector("broker", broker=broker)))
-
-    def crash(self, broker: int) -> None:
-        """Crash a broker: SIGKILL to its JVM (the kernel closes its sockets, nothing is flushed)."""
-        self._fault("kill", broker)
-
-    def restart(self, broker: int) -> None:
-        """Start a crashed broker again (a new JVM, same ports and log dir); returns once it is registered."""
-        self._fault("restart", broker)
-
-    def pause(self, broker: int) -> None:
-        """Freeze a broker: SIGSTOP (its sockets stay open and silent) until :meth:`resume`."""
-        self._fault("pause", broker)
-
-    def resume(self, broker: int) -> None:
-        """Let a paused broker run again (SIGCONT)."""
-        self._fault("resume", broker)
-
-    def isolate(self, broker: int) -> None:
-        """Refused: a real Kafka's broker cannot be cut off here (fails the test with one line)."""
-        self.unavailable("isolate()", NO_ISOLATE)
-
-    def heal(self) -> None:
-        """Resume every paused broker and restart every crashed one; returns once all are registered."""
-        self.target.end(None)  # type: ignore[arg-type]  # end() takes the case for its signature only
-
-    def drop_response(self, api: str, nth: int = 1) -> int:
-        """Refused on Kafka (fails the test with one line)."""
-        self.unavailable("drop_response()", NO_WIRE_FAULT)
-        return -1
-
-    def close_after(self, api: str, nth: int = 1) -> int:
-        """Refused on Kafka (fails the test with one line)."""
-        self.unavailable("close_after()", NO_WIRE_FAULT)
-        return -1
-
-    def close_before(self, api: str, nth: int = 1) -> int:
-        """Refused on Kafka (fails the test with one line)."""
-        self.unavailable("close_before()", NO_WIRE_FAULT)
-        return -1
-
-    # -- queries: asked of Kafka itself -----------------------------------------------------------
 
     def _ask(self, selector: Selector) -> int:
         from engine.conform.targets import resolve_by_metadata
@@ -237,22 +231,8 @@ class EosTestKafka(WireTestCluster):
                 return -1
             raise
 
-    def leader(self, topic: str, partition: int = 0) -> int:
-        """Return the partition's leader in Kafka's Metadata now (-1: none); LookupError for no such partition."""
-        from engine.conform.vocabulary import Selector
-
-        return self._ask(Selector("leader", topic=topic, partition=partition))
-
-    def coordinator(self, kind: str, key: str) -> int:
-        """Return the coordinator of a group (``kind="group"``) or transactional id (``"transaction"``)."""
-        from engine.conform.vocabulary import Selector
-
-        if kind not in ("group", "transaction"):
-            raise ValueError(f"coordinator kind must be one of group, transaction, got {kind!r}")
-        return self._ask(Selector(kind, key=key))
-
-    def brokers(self) -> dict[str, list[int]]:
-        """Return the brokers by the state of their JVM: ``up``, ``down`` (not running), ``paused`` (stopped)."""
+    def _brokers(self) -> dict[str, list[int]]:
+        """The brokers by the state of their JVM: ``up``, ``down`` (not running), ``paused`` (stopped)."""
         out: dict[str, list[int]] = {"up": [], "down": [], "paused": [], "isolated": []}
         for b in self.target.brokers:
             pid = self.reference.pid(b)

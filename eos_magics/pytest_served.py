@@ -145,58 +145,6 @@ class EosTestServer(WireTestCluster):
         """
         return self.server.fault(op, **args)
 
-    def crash(self, broker: int) -> None:
-        """Crash a broker (a process crash: its connections close)."""
-        self.fault("crash", broker=broker)
-
-    def restart(self, broker: int) -> None:
-        """Restart a crashed broker."""
-        self.fault("restart", broker=broker)
-
-    def pause(self, broker: int) -> None:
-        """Pause a broker (a zombie until :meth:`resume`)."""
-        self.fault("pause", broker=broker)
-
-    def resume(self, broker: int) -> None:
-        """Resume a paused broker."""
-        self.fault("resume", broker=broker)
-
-    def isolate(self, broker: int) -> None:
-        """Cut a broker off from every other node."""
-        self.fault("isolate", broker=broker)
-
-    def heal(self) -> None:
-        """End every fault: restart, resume and reconnect every node."""
-        self.fault("heal")
-
-    def leader(self, topic: str, partition: int = 0) -> int:
-        """Return the partition's leader according to the controller (-1: none)."""
-        return int(self.fault("leader", topic=topic, partition=partition)["broker"])
-
-    def coordinator(self, kind: str, key: str) -> int:
-        """Return the coordinator of a group (``kind="group"``) or transactional id (``"transaction"``)."""
-        return int(self.fault("coordinator", kind=kind, key=key)["broker"])
-
-    def brokers(self) -> dict[str, list[int]]:
-        """Return the brokers by state (``up``, ``down``, ``paused``) and the isolated ones."""
-        return self.fault("brokers")
-
-    def wire_fault(self, action: str, api: str, nth: int = 1) -> int:
-        """Arm a wire fault on the ``nth`` next request of ``api`` (``Produce``, ``EndTxn``, ...); return its id."""
-        return int(self.fault("wire-fault", action=action, api=api, nth=nth)["fault"])
-
-    def drop_response(self, api: str, nth: int = 1) -> int:
-        """Carry out the ``nth`` next ``api`` request and never answer it (a lost acknowledgement)."""
-        return self.wire_fault("drop-response", api, nth)
-
-    def close_after(self, api: str, nth: int = 1) -> int:
-        """Carry out the ``nth`` next ``api`` request, then close its connection instead of answering."""
-        return self.wire_fault("close-after", api, nth)
-
-    def close_before(self, api: str, nth: int = 1) -> int:
-        """Close the connection of the ``nth`` next ``api`` request before it is carried out."""
-        return self.wire_fault("close-before", api, nth)
-
     # -- the report -------------------------------------------------------------------------------
 
     def fingerprint(self) -> str:

@@ -58,9 +58,9 @@ class FinalReadError(RuntimeError):
 class WireTestCluster:
     """What every ``eos_server`` cluster offers a test: configs, faults, queries, the report section.
 
-    Subclasses set :attr:`kind` and implement :attr:`bootstrap`, :attr:`password`, the faults,
-    the queries, :meth:`replay_section` and :meth:`stop`. A fault a kind cannot carry out fails the
-    test with one line (:meth:`unavailable`).
+    Subclasses set :attr:`kind` and implement :attr:`bootstrap`, :attr:`password`, :meth:`fault`
+    (every named fault and query is one call of it), :meth:`replay_section` and :meth:`stop`. A
+    fault a kind cannot carry out fails the test with one line (:meth:`unavailable`).
     """
 
     #: ``"served"`` (``eos serve`` in the test's process) or ``"kafka"`` (Apache Kafka 4.4).
@@ -103,55 +103,67 @@ class WireTestCluster:
         """Return aiokafka's keyword arguments (the same names as kafka-python's)."""
         return self.kafka_python_config(**extra)
 
-    # -- faults and queries -----------------------------------------------------------------------
+    # -- faults and queries: eos fault's vocabulary, one request each --------------------------------
+
+    def fault(self, op: str, **args: Any) -> dict[str, Any]:
+        """Make one request of ``eos fault``'s vocabulary (``crash``, ``wire-fault``, ``leader`` ...); answer it.
+
+        Each kind carries it out its own way (the served cluster through its control channel,
+        Kafka 4.4 with signals and Kafka's own metadata); every named fault below is one call of it.
+        """
+        raise NotImplementedError
 
     def crash(self, broker: int) -> None:
         """Crash a broker (a process crash: its connections close)."""
-        raise NotImplementedError
+        self.fault("crash", broker=broker)
 
     def restart(self, broker: int) -> None:
         """Restart a crashed broker."""
-        raise NotImplementedError
+        self.fault("restart", broker=broker)
 
     def pause(self, broker: int) -> None:
         """Pause a broker (a zombie until :meth:`resume`)."""
-        raise NotImplementedError
+        self.fault("pause", broker=broker)
 
     def resume(self, broker: int) -> None:
         """Resume a paused broker."""
-        raise NotImplementedError
+        self.fault("resume", broker=broker)
 
     def isolate(self, broker: int) -> None:
         """Cut a broker off from every other node."""
-        raise NotImplementedError
+        self.fault("isolate", broker=broker)
 
     def heal(self) -> None:
         """End every fault: restart, resume (and reconnect) every broker."""
-        raise NotImplementedError
+        self.fault("heal")
 
     def leader(self, topic: str, partition: int = 0) -> int:
         """Return the partition's leader now (-1: none)."""
-        raise NotImplementedError
+        return int(self.fault("leader", topic=topic, partition=partition)["broker"])
 
     def coordinator(self, kind: str, key: str) -> int:
         """Return the coordinator of a group (``kind="group"``) or transactional id (``"transaction"``)."""
-        raise NotImplementedError
+        return int(self.fault("coordinator", kind=kind, key=key)["broker"])
 
     def brokers(self) -> dict[str, list[int]]:
         """Return the brokers by state (``up``, ``down``, ``paused``) and the isolated ones."""
-        raise NotImplementedError
+        return self.fault("brokers")
+
+    def wire_fault(self, action: str, api: str, nth: int = 1) -> int:
+        """Arm a wire fault on the ``nth`` next request of ``api`` (``Produce``, ``EndTxn``, ...); return its id."""
+        return int(self.fault("wire-fault", action=action, api=api, nth=nth)["fault"])
 
     def drop_response(self, api: str, nth: int = 1) -> int:
         """Carry out the ``nth`` next ``api`` request and never answer it (a lost acknowledgement)."""
-        raise NotImplementedError
+        return self.wire_fault("drop-response", api, nth)
 
     def close_after(self, api: str, nth: int = 1) -> int:
         """Carry out the ``nth`` next ``api`` request, then close its connection instead of answering."""
-        raise NotImplementedError
+        return self.wire_fault("close-after", api, nth)
 
     def close_before(self, api: str, nth: int = 1) -> int:
         """Close the connection of the ``nth`` next ``api`` request before it is carried out."""
-        raise NotImplementedError
+        return self.wire_fault("close-before", api, nth)
 
     def unavailable(self, what: str, why: str) -> None:
         """Fail the test with one line: ``what`` cannot be done to this kind of cluster, and why."""
