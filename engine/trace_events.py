@@ -151,6 +151,16 @@ name                              kind     node        detail                   
 ``group.member.left``             state    broker      group, member             a member left (LeaveGroup)
 ``group.member.expired``          state    broker      group, member,            a member's session timed out
                                                        session_timeout_ms
+``cgroup.created``                state    broker      group                     a KIP-848 group was created
+``cgroup.heartbeat.error``        state    broker      group, member, error      a ConsumerGroupHeartbeat was refused
+``cgroup.target``                 state    broker      group, epoch, assignor,   a new target assignment (KIP-848)
+                                                       target
+``cgroup.reconciled``             state    broker      group, member, epoch,     a member moved toward its target:
+                                                       state, assigned,          revoke before assign
+                                                       revoking
+``cgroup.static.left``            state    broker      group, member             a static member left with epoch -2
+``cgroup.member.removed``         state    broker      group, member, reason,    a KIP-848 member left, expired or
+                                                       group_epoch               was fenced
 ``offset_commit.done``            state    broker      group, offsets            an OffsetCommit was stored
 ``offset_commit.error``           state    broker      group, error              an OffsetCommit was refused
 ``txn_offset_commit.pending``     state    broker      group, pid, offsets       a TxnOffsetCommit awaits its marker
@@ -285,6 +295,13 @@ GROUP_STABLE = "group.stable"
 GROUP_HEARTBEAT_ERROR = "group.heartbeat.error"
 GROUP_MEMBER_LEFT = "group.member.left"
 GROUP_MEMBER_EXPIRED = "group.member.expired"
+#: KIP-848 consumer groups (engine/group/consumer_heartbeat.py).
+CGROUP_HEARTBEAT_ERROR = "cgroup.heartbeat.error"
+CGROUP_CREATED = "cgroup.created"
+CGROUP_TARGET = "cgroup.target"
+CGROUP_RECONCILED = "cgroup.reconciled"
+CGROUP_STATIC_LEFT = "cgroup.static.left"
+CGROUP_MEMBER_REMOVED = "cgroup.member.removed"
 OFFSET_COMMIT_DONE = "offset_commit.done"
 OFFSET_COMMIT_ERROR = "offset_commit.error"
 TXN_OFFSET_COMMIT_PENDING = "txn_offset_commit.pending"
@@ -380,6 +397,12 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
             GROUP_HEARTBEAT_ERROR,
             GROUP_MEMBER_LEFT,
             GROUP_MEMBER_EXPIRED,
+            CGROUP_HEARTBEAT_ERROR,
+            CGROUP_CREATED,
+            CGROUP_TARGET,
+            CGROUP_RECONCILED,
+            CGROUP_STATIC_LEFT,
+            CGROUP_MEMBER_REMOVED,
             OFFSET_COMMIT_DONE,
             OFFSET_COMMIT_ERROR,
             TXN_OFFSET_COMMIT_PENDING,

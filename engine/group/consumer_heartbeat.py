@@ -49,6 +49,7 @@ import base64
 import re
 from typing import TYPE_CHECKING, Any
 
+from engine import trace_events as events
 from engine.errors import ErrorCode
 from engine.group import consumer_records as rec
 from engine.group.consumer_group import (
@@ -128,7 +129,7 @@ class ConsumerGroups:
             g, resp = self._heartbeat(req, records)
         except _RefusalError as r:
             self.c.trace(
-                "consumer_group_heartbeat_error",
+                events.CGROUP_HEARTBEAT_ERROR,
                 ("group", req.group_id),
                 ("member", req.member_id),
                 ("error", r.code.name),
@@ -247,7 +248,7 @@ class ConsumerGroups:
         g = ConsumerGroup(group_id, self.c.partition_of(group_id))
         self.groups[group_id] = g
         self.c.group(group_id, create=True)  # the group's offsets live with the classic store
-        self.c.trace("consumer_group_created", ("group", group_id))
+        self.c.trace(events.CGROUP_CREATED, ("group", group_id))
         return g
 
     def _member(self, g: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, records: Records) -> ConsumerGroupMember:
@@ -385,7 +386,7 @@ class ConsumerGroups:
             )
         )
         self.c.trace(
-            "consumer_group_target_assignment",
+            events.CGROUP_TARGET,
             ("group", g.group_id),
             ("epoch", g.assignment_epoch),
             ("assignor", name),
@@ -411,7 +412,7 @@ class ConsumerGroups:
                 )
             )
             self.c.trace(
-                "consumer_group_member_reconciled",
+                events.CGROUP_RECONCILED,
                 ("group", g.group_id),
                 ("member", member.member_id),
                 ("epoch", nxt.member_epoch),
@@ -463,7 +464,7 @@ class ConsumerGroups:
                         rec.ConsumerGroupCurrentMemberAssignmentValue.of(left),
                     )
                 )
-                self.c.trace("consumer_group_static_member_left", ("group", g.group_id), ("member", member.member_id))
+                self.c.trace(events.CGROUP_STATIC_LEFT, ("group", g.group_id), ("member", member.member_id))
             else:
                 self._fence(g, member, "the static member left", records)
         resp = ConsumerGroupHeartbeatResponse(
@@ -481,7 +482,7 @@ class ConsumerGroups:
         g.subscription_metadata = self._partition_counts(g)
         records.append((rec.ConsumerGroupMetadataKey(g.group_id), rec.ConsumerGroupMetadataValue(g.group_epoch)))
         self.c.trace(
-            "consumer_group_member_removed",
+            events.CGROUP_MEMBER_REMOVED,
             ("group", g.group_id),
             ("member", member.member_id),
             ("reason", reason),

@@ -11,7 +11,6 @@ from engine.group.member_reconciliation import MemberAssignment, MemberState, Re
 from engine.group.server_assignors import MemberSpec, assign
 
 
-
 def _tps(*ps: int, topic: str = "t") -> frozenset[tuple[str, int]]:
     return frozenset((topic, p) for p in ps)
 
