@@ -548,8 +548,46 @@ class WriteTxnMarkersResponse:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Subscription:
+    """One JoinGroup protocol's metadata: Kafka's ``ConsumerProtocolSubscription``, read.
+
+    The coordinator treats it as opaque, as Kafka's broker treats the bytes: it stores it, hands it
+    to the leader and compares it to see whether a member's subscription changed. ``owned`` (v1+)
+    and ``generation`` (v2+) are what a cooperative assignor (KIP-429) reads; ``raw`` is the exact
+    payload a wire client sent (None for an engine client), which the leader gets back unchanged.
+    """
+
+    topics: tuple[str, ...]
+    #: The (topic, partition) pairs the member owned when it joined (ownedPartitions, v1+).
+    owned: tuple[tuple[str, int], ...] = ()
+    #: The generation of ``owned`` (v2+); -1 when unknown.
+    generation: int = -1
+    user_data: bytes | None = None
+    #: The client's ``client.rack`` (v3+).
+    rack: str | None = None
+    raw: bytes | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Assignment:
+    """One member's share of a SyncGroup: Kafka's ``ConsumerProtocolAssignment``, read.
+
+    ``partitions`` are sorted; ``raw`` is the exact payload the leader sent for the member (None
+    when an engine client leads), which the member gets back unchanged.
+    """
+
+    partitions: tuple[tuple[str, int], ...] = ()
+    user_data: bytes | None = None
+    raw: bytes | None = None
+
+
+#: The share of a member the leader assigned nothing.
+NO_ASSIGNMENT = Assignment()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class JoinGroupRequest:
-    """Join (or rejoin) a group. ``protocols`` are ``(assignor name, subscribed topics)`` pairs."""
+    """Join (or rejoin) a group. ``protocols`` are ``(assignor name, subscription)`` pairs, preferred first."""
 
     group_id: str
     session_timeout_ms: int
@@ -557,7 +595,7 @@ class JoinGroupRequest:
     member_id: str
     group_instance_id: str | None
     protocol_type: str
-    protocols: tuple[tuple[str, tuple[str, ...]], ...]
+    protocols: tuple[tuple[str, Subscription], ...]
     client_id: str = ""
     reason: str | None = None
 
@@ -568,11 +606,11 @@ class JoinGroupRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JoinGroupMember:
-    """One member as the group leader sees it in a JoinGroup response."""
+    """One member as the group leader sees it in a JoinGroup response (its metadata for the selected protocol)."""
 
     member_id: str
     group_instance_id: str | None
-    subscription: tuple[str, ...]
+    subscription: Subscription
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -600,7 +638,7 @@ class SyncGroupRequest:
     generation_id: int
     member_id: str
     group_instance_id: str | None
-    assignments: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
+    assignments: tuple[tuple[str, Assignment], ...] = ()
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
@@ -609,15 +647,15 @@ class SyncGroupRequest:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class SyncGroupResponse:
-    """The member's partitions for this generation."""
+    """The member's share for this generation."""
 
     error: ErrorCode
-    assignment: tuple[tuple[str, int], ...] = ()
+    assignment: Assignment = NO_ASSIGNMENT
     error_message: str | None = None
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("error", self.error.name), ("tps", [f"{t}-{p}" for t, p in self.assignment]))
+        return (("error", self.error.name), ("tps", [f"{t}-{p}" for t, p in self.assignment.partitions]))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ from engine.errors import ErrorCode
 from engine.group import txn_offsets
 from engine.group.metadata import CONSUMER_PROTOCOL_TYPE
 from engine.protocol import (
+    Assignment,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -52,6 +53,7 @@ from engine.protocol import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    Subscription,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -217,7 +219,7 @@ class GroupMember:
             self.member_id,
             self.group_instance_id,
             CONSUMER_PROTOCOL_TYPE,
-            ((RANGE, self.subscription),),
+            ((RANGE, Subscription(self.subscription)),),
             client_id=self.consumer.name,
         )
         self._send(req, lambda r: self._on_join(epoch, r), cfg.max_poll_interval_ms + 5_000)
@@ -266,7 +268,7 @@ class GroupMember:
         self._later(self.join)
 
     def _assign_as_leader(self, epoch: int, resp: JoinGroupResponse) -> None:
-        topics = sorted({t for m in resp.members for t in m.subscription})
+        topics = sorted({t for m in resp.members for t in m.subscription.topics})
         counts = self.consumer.partition_counts
         if any(t not in counts for t in topics):
             self.consumer.refresh_metadata(lambda: self._compute_assignment(epoch, resp))
@@ -276,16 +278,16 @@ class GroupMember:
     def _compute_assignment(self, epoch: int, resp: JoinGroupResponse) -> None:
         if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
-        subs = {m.member_id: m.subscription for m in resp.members}
+        subs = {m.member_id: m.subscription.topics for m in resp.members}
         result = range_assign(subs, self.consumer.partition_counts)
         self._trace(
             events.GROUP_ASSIGNMENT_COMPUTED,
             ("generation", resp.generation_id),
             ("assignment", {mid: [f"{t}-{p}" for t, p in tps] for mid, tps in result.items()}),
         )
-        self._send_sync(epoch, tuple((mid, tuple(tps)) for mid, tps in result.items()))
+        self._send_sync(epoch, tuple((mid, Assignment(tuple(tps))) for mid, tps in result.items()))
 
-    def _send_sync(self, epoch: int, assignments: tuple[tuple[str, tuple[tuple[str, int], ...]], ...]) -> None:
+    def _send_sync(self, epoch: int, assignments: tuple[tuple[str, Assignment], ...]) -> None:
         req = SyncGroupRequest(self.group_id, self.generation_id, self.member_id, self.group_instance_id, assignments)
         self._send(req, lambda r: self._on_sync(epoch, r), self.config.max_poll_interval_ms + 5_000)
 
@@ -301,9 +303,9 @@ class GroupMember:
         self._trace(
             events.GROUP_SYNCED,
             ("generation", self.generation_id),
-            ("assignment", [f"{t}-{p}" for t, p in resp.assignment]),
+            ("assignment", [f"{t}-{p}" for t, p in resp.assignment.partitions]),
         )
-        self.consumer.on_group_assignment(list(resp.assignment))
+        self.consumer.on_group_assignment(list(resp.assignment.partitions))
 
     # -- rebalance triggers -----------------------------------------------------------------
 

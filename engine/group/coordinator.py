@@ -187,7 +187,7 @@ class GroupCoordinator(BrokerExtension):
                 rec.client_host,
                 rec.rebalance_timeout_ms,
                 rec.session_timeout_ms,
-                ((md.protocol or "", rec.subscription),),
+                ((md.protocol or "", rec.subscription),),  # raw bytes and all, as the leader sent them
             )
             m.assignment = rec.assignment
             g.members[m.member_id] = m

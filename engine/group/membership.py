@@ -33,6 +33,7 @@ static member's new id when storing it fails (the JoinGroup gets the error; the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,8 @@ from engine.group.metadata import GroupMetadata, MemberMetadata
 from engine.group.records import group_batch
 from engine.group.state import GroupState
 from engine.protocol import (
+    NO_ASSIGNMENT,
+    Assignment,
     HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupMember,
@@ -62,7 +65,6 @@ if TYPE_CHECKING:
 GROUP_MIN_SESSION_TIMEOUT_MS = 6_000
 GROUP_MAX_SESSION_TIMEOUT_MS = 1_800_000
 
-Assignment = tuple[tuple[str, int], ...]
 #: A group record a step appended: ``(end offset, append error)``; its request is answered once replicated.
 Written = tuple[int, ErrorCode]
 
@@ -239,7 +241,7 @@ class Membership:
         members: tuple[JoinGroupMember, ...] = ()
         if member.member_id == g.leader:
             members = tuple(
-                JoinGroupMember(x.member_id, x.group_instance_id, x.subscription) for x in g.members.values()
+                JoinGroupMember(x.member_id, x.group_instance_id, x.metadata(g.protocol)) for x in g.members.values()
             )
         return JoinGroupResponse(ErrorCode.NONE, g.generation, g.protocol, g.leader or "", member.member_id, members)
 
@@ -338,7 +340,7 @@ class Membership:
             parked, member.awaiting_sync = member.awaiting_sync, None
             if parked is not None:
                 self.broker.respond(
-                    parked, SyncGroupResponse(code, member.assignment if code is ErrorCode.NONE else ())
+                    parked, SyncGroupResponse(code, member.assignment if code is ErrorCode.NONE else NO_ASSIGNMENT)
                 )
 
     # -- SyncGroup --------------------------------------------------------------------------
@@ -361,7 +363,11 @@ class Membership:
         member.awaiting_sync = m
         if member.member_id != g.leader:
             return
-        assignments = {mid: tuple(sorted(tps)) for mid, tps in req.assignments if mid in g.members}
+        assignments = {
+            mid: dataclasses.replace(a, partitions=tuple(sorted(a.partitions)))
+            for mid, a in req.assignments
+            if mid in g.members
+        }
         gen = g.generation
         batch = group_batch(g.group_id, g.to_record(self.c.now_ms, assignments), self.c.now_ms)
         base, code = self.c.append(g, batch)
@@ -378,13 +384,13 @@ class Membership:
             self._prepare_rebalance(g, f"storing the assignment failed: {code.name}")
             return
         for member in g.members.values():
-            member.assignment = assignments.get(member.member_id, ())
+            member.assignment = assignments.get(member.member_id, NO_ASSIGNMENT)
         g.transition_to(GroupState.STABLE, self.c.now_ms)
         self.c.trace(
             events.GROUP_STABLE,
             ("group", g.group_id),
             ("generation", gen),
-            ("assignment", {mid: [f"{t}-{p}" for t, p in a] for mid, a in sorted(assignments.items())}),
+            ("assignment", {mid: [f"{t}-{p}" for t, p in a.partitions] for mid, a in sorted(assignments.items())}),
         )
         self._answer_syncs(g, ErrorCode.NONE)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import ErrorCode
 from engine.group.records import GroupMetadataValue, MemberRecord, StoredOffset
 from engine.group.state import GroupState, check_transition
+from engine.protocol import NO_ASSIGNMENT, Assignment, Subscription
 
 if TYPE_CHECKING:
     from engine.sim.network import Message
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 #: The protocol type of consumer groups (Kafka Connect's would be ``connect``).
 CONSUMER_PROTOCOL_TYPE = "consumer"
+_NO_SUBSCRIPTION = Subscription(())
 
 
 class MemberMetadata:
@@ -48,7 +50,7 @@ class MemberMetadata:
         client_host: str,
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
-        protocols: tuple[tuple[str, tuple[str, ...]], ...],
+        protocols: tuple[tuple[str, Subscription], ...],
     ) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
@@ -57,18 +59,22 @@ class MemberMetadata:
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.session_timeout_ms = session_timeout_ms
         self.protocols = protocols
-        self.assignment: tuple[tuple[str, int], ...] = ()
+        self.assignment: Assignment = NO_ASSIGNMENT
         self.awaiting_join: Message | None = None
         self.awaiting_sync: Message | None = None
         self.expiry_timer: Timer | None = None
 
     @property
-    def subscription(self) -> tuple[str, ...]:
-        """Return the topics of the member's first protocol (the consumer protocol's subscription)."""
-        return self.protocols[0][1] if self.protocols else ()
+    def subscription(self) -> Subscription:
+        """Return the metadata of the member's first protocol (the consumer protocol's subscription)."""
+        return self.protocols[0][1] if self.protocols else _NO_SUBSCRIPTION
 
-    def to_record(self) -> MemberRecord:
-        """Return the member as stored in the group's metadata record."""
+    def metadata(self, protocol: str | None) -> Subscription:
+        """Return the member's metadata for ``protocol`` (Kafka's ``ClassicGroupMember.metadata``), else its first."""
+        return next((sub for name, sub in self.protocols if name == protocol), self.subscription)
+
+    def to_record(self, protocol: str | None = None) -> MemberRecord:
+        """Return the member as stored in the group's metadata record, with its metadata for ``protocol``."""
         return MemberRecord(
             self.member_id,
             self.group_instance_id,
@@ -76,7 +82,7 @@ class MemberMetadata:
             self.client_host,
             self.rebalance_timeout_ms,
             self.session_timeout_ms,
-            self.subscription,
+            self.metadata(protocol),
             self.assignment,
         )
 
@@ -202,15 +208,13 @@ class GroupMetadata:
                 return name
         return members[0].protocols[0][0]
 
-    def to_record(
-        self, now_ms: int, assignments: dict[str, tuple[tuple[str, int], ...]] | None = None
-    ) -> GroupMetadataValue:
+    def to_record(self, now_ms: int, assignments: dict[str, Assignment] | None = None) -> GroupMetadataValue:
         """Return the group's membership as stored in ``__consumer_offsets`` (with ``assignments`` if given)."""
         members = []
         for m in self.members.values():
-            rec = m.to_record()
+            rec = m.to_record(self.protocol)
             if assignments is not None:
-                rec = dataclasses.replace(rec, assignment=assignments.get(m.member_id, ()))
+                rec = dataclasses.replace(rec, assignment=assignments.get(m.member_id, NO_ASSIGNMENT))
             members.append(rec)
         return GroupMetadataValue(
             self.protocol_type or CONSUMER_PROTOCOL_TYPE,

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engine.log.records import COMMIT, RecordBatch
+from engine.protocol import Assignment, Subscription
 
 #: Rough encoded sizes (Kafka's key/value schemas), for the batch size estimate.
 _RECORD_OVERHEAD_BYTES = 24
@@ -70,7 +71,12 @@ class GroupMetadataKey:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class MemberRecord:
-    """One member as stored with its group."""
+    """One member as stored with its group: its metadata for the group's protocol and its assignment.
+
+    Kafka's ``GroupMetadataValue.MemberMetadata`` keeps both as the bytes the clients sent
+    (``subscription``, ``assignment``); the record keeps them read, with those bytes in ``raw``,
+    so a coordinator that loads the group after a failover hands back exactly what it was sent.
+    """
 
     member_id: str
     group_instance_id: str | None
@@ -78,8 +84,8 @@ class MemberRecord:
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
-    subscription: tuple[str, ...]
-    assignment: tuple[tuple[str, int], ...]
+    subscription: Subscription
+    assignment: Assignment
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,7 +101,7 @@ class GroupMetadataValue:
 
     def __str__(self) -> str:
         assignment = ", ".join(
-            f"{m.member_id}=[{', '.join(f'{t}-{p}' for t, p in m.assignment)}]" for m in self.members
+            f"{m.member_id}=[{', '.join(f'{t}-{p}' for t, p in m.assignment.partitions)}]" for m in self.members
         )
         return (
             f'{{"protocolType":"{self.protocol_type}","protocol":"{self.protocol or ""}",'

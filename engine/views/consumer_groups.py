@@ -133,7 +133,8 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     if g is None:
         return None
     members = tuple(
-        MemberView(m.member_id, m.client_id, m.client_host, m.subscription, m.assignment) for m in g.members.values()
+        MemberView(m.member_id, m.client_id, m.client_host, m.subscription.topics, m.assignment.partitions)
+        for m in g.members.values()
     )
     committed = tuple((t, p, g.committed[(t, p)].offset) for t, p in sorted(g.committed))
     pending = tuple(

@@ -2,16 +2,22 @@
 
 A consumer's JoinGroup carries its subscription as opaque protocol metadata (Kafka's
 ``ConsumerProtocolSubscription``), and the leader's SyncGroup hands each member an opaque assignment
-(``ConsumerProtocolAssignment``); the broker never reads either, but the gateway must, because the
-engine's group coordinator works with topic names and (topic, partition) pairs. Each payload is an
+(``ConsumerProtocolAssignment``). Kafka's broker never reads either: it stores the bytes and hands
+them on. The gateway reads them into the engine's :class:`~engine.protocol.Subscription` and
+:class:`~engine.protocol.Assignment`, every field (topics, user data, owned partitions v1+, the
+generation id v2+, the rack id v3+), and keeps the exact bytes in ``raw``, so the leader gets each
+member's metadata, and each member its assignment, exactly as they were sent. Each payload is an
 ``int16`` version, then the version's fields; kio, generated from Kafka's message definitions,
 reads and writes the fields, and this module adds only the version prefix.
 
-What is simplified: only the topics of a subscription and the partitions of an assignment are
-returned; user data, owned partitions (v1+), the generation id (v2+) and the rack id (v3+) are read
-past. A version newer than kio knows (3) is read with version 3's layout and its trailing fields are
-ignored, as Kafka's own consumer does. What this module writes is always version 0, with null user
-data, which every client reads.
+Role: the only place the engine reads or writes these payloads; only what an engine client made
+(``raw`` None) is ever written here.
+
+What is simplified: a version newer than kio knows (3) is read with version 3's layout and its
+trailing fields are ignored, as Kafka's own consumer does (its ``raw`` bytes still go to the leader
+whole). An engine-made subscription is written in the oldest version that holds its fields (0
+without owned partitions, 1 with them, 2 with a generation, 3 with a rack), which every client
+reads; an engine-made assignment is written as version 0 (versions 0 to 3 are laid out alike).
 """
 
 from __future__ import annotations
@@ -19,7 +25,6 @@ from __future__ import annotations
 import io
 import itertools
 import struct
-from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.consumer_protocol_assignment.v0 import ConsumerProtocolAssignment
@@ -27,11 +32,17 @@ from kio.schema.consumer_protocol_assignment.v0.data import TopicPartition as As
 from kio.schema.consumer_protocol_assignment.v3 import ConsumerProtocolAssignment as AssignmentV3
 from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
 from kio.schema.consumer_protocol_subscription.v1 import ConsumerProtocolSubscription as SubscriptionV1
+from kio.schema.consumer_protocol_subscription.v1.data import TopicPartition as OwnedV1
 from kio.schema.consumer_protocol_subscription.v2 import ConsumerProtocolSubscription as SubscriptionV2
+from kio.schema.consumer_protocol_subscription.v2.data import TopicPartition as OwnedV2
 from kio.schema.consumer_protocol_subscription.v3 import ConsumerProtocolSubscription as SubscriptionV3
+from kio.schema.consumer_protocol_subscription.v3.data import TopicPartition as OwnedV3
 from kio.schema.types import TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import DecodeError
+from kio.static.primitive import i32
+
+from engine.protocol import Assignment, Subscription
 
 __all__ = [
     "ConsumerProtocolError",
@@ -52,12 +63,14 @@ _SUBSCRIPTION_READERS = [
 ]
 #: Assignments are laid out alike in versions 0 to 3.
 _ASSIGNMENT_READER = entity_reader(AssignmentV3)
-_write_subscription = entity_writer(ConsumerProtocolSubscription)
+_SUBSCRIPTION_WRITERS = [
+    entity_writer(cls) for cls in (ConsumerProtocolSubscription, SubscriptionV1, SubscriptionV2, SubscriptionV3)
+]
 _write_assignment = entity_writer(ConsumerProtocolAssignment)
 
 
-def decode_subscription(data: bytes) -> tuple[str, ...]:
-    """Return the topics of a JoinGroup member's subscription (``()`` for empty metadata).
+def decode_subscription(data: bytes) -> Subscription:
+    """Read a JoinGroup protocol's metadata (empty metadata: no topics); ``raw`` is ``data`` itself.
 
     Raises
     ------
@@ -65,45 +78,88 @@ def decode_subscription(data: bytes) -> tuple[str, ...]:
         The payload is shorter than its fields, has a negative version, a null array, or a topic
         that is null or not UTF-8.
     """
-    if not data:
-        return ()
-    _, entity = _read(data, "subscription", _SUBSCRIPTION_READERS)
-    return tuple(_not_null(entity.topics, "subscription", "topics"))
+    raw = bytes(data)
+    if not raw:
+        return Subscription((), raw=raw)
+    version, entity = _read(raw, "subscription", _SUBSCRIPTION_READERS)
+    owned: tuple[tuple[str, int], ...] = ()
+    if version >= 1:
+        owned = _pairs(entity.owned_partitions, "subscription", "owned partitions")
+    return Subscription(
+        tuple(_not_null(entity.topics, "subscription", "topics")),
+        owned=owned,
+        generation=int(entity.generation_id) if version >= 2 else -1,
+        user_data=None if entity.user_data is None else bytes(entity.user_data),
+        rack=entity.rack_id if version >= 3 else None,
+        raw=raw,
+    )
 
 
-def encode_subscription(topics: Iterable[str]) -> bytes:
-    """Return a version-0 subscription of ``topics``, in the order given, with null user data."""
-    entity = ConsumerProtocolSubscription(topics=tuple(topics), user_data=None)
-    return _write(0, _write_subscription, entity)
+def encode_subscription(subscription: Subscription) -> bytes:
+    """Return the subscription's ``raw`` bytes, or write it in the oldest version that holds its fields."""
+    if subscription.raw is not None:
+        return subscription.raw
+    s = subscription
+    version = 3 if s.rack is not None else 2 if s.generation >= 0 else 1 if s.owned else 0
+    topics = tuple(TopicName(t) for t in s.topics)
+    if version == 0:
+        return _write(0, _SUBSCRIPTION_WRITERS[0], ConsumerProtocolSubscription(topics=topics, user_data=s.user_data))
+    cls, owned_cls = ((SubscriptionV1, OwnedV1), (SubscriptionV2, OwnedV2), (SubscriptionV3, OwnedV3))[version - 1]
+    fields: dict[str, Any] = {
+        "topics": topics,
+        "user_data": s.user_data,
+        "owned_partitions": tuple(
+            owned_cls(topic=TopicName(topic), partitions=tuple(i32(p) for _, p in group))
+            for topic, group in itertools.groupby(sorted(s.owned), key=lambda pair: pair[0])
+        ),
+    }
+    if version >= 2:
+        fields["generation_id"] = i32(s.generation)
+    if version >= 3:
+        fields["rack_id"] = s.rack
+    return _write(version, _SUBSCRIPTION_WRITERS[version], cls(**fields))
 
 
-def decode_assignment(data: bytes) -> tuple[tuple[str, int], ...]:
-    """Return the (topic, partition) pairs of a SyncGroup assignment, sorted (``()`` for empty bytes).
+def decode_assignment(data: bytes) -> Assignment:
+    """Read a SyncGroup assignment, partitions sorted (empty bytes: no partitions); ``raw`` is ``data``.
 
     Raises
     ------
     ConsumerProtocolError
         On a malformed payload, as :func:`decode_subscription` does.
     """
-    if not data:
-        return ()
-    _, entity = _read(data, "assignment", [_ASSIGNMENT_READER])
+    raw = bytes(data)
+    if not raw:
+        return Assignment((), raw=raw)
+    _, entity = _read(raw, "assignment", [_ASSIGNMENT_READER])
+    return Assignment(
+        _pairs(entity.assigned_partitions, "assignment", "assigned partitions"),
+        user_data=None if entity.user_data is None else bytes(entity.user_data),
+        raw=raw,
+    )
+
+
+def encode_assignment(assignment: Assignment) -> bytes:
+    """Return the assignment's ``raw`` bytes, or write it as version 0, topics and partitions sorted."""
+    if assignment.raw is not None:
+        return assignment.raw
+    topics = tuple(
+        AssignedTopic(topic=TopicName(topic), partitions=tuple(i32(p) for _, p in group))
+        for topic, group in itertools.groupby(sorted(assignment.partitions), key=lambda pair: pair[0])
+    )
+    entity = ConsumerProtocolAssignment(assigned_partitions=topics, user_data=assignment.user_data)
+    return _write(0, _write_assignment, entity)
+
+
+def _pairs(topics: Any, what: str, field: str) -> tuple[tuple[str, int], ...]:
+    """Return the sorted (topic, partition) pairs of a payload's topic-partitions array."""
     return tuple(
         sorted(
             (str(t.topic), int(p))
-            for t in _not_null(entity.assigned_partitions, "assignment", "assigned partitions")
-            for p in _not_null(t.partitions, "assignment", f"partitions of {t.topic!r}")
+            for t in _not_null(topics, what, field)
+            for p in _not_null(t.partitions, what, f"partitions of {t.topic!r}")
         )
     )
-
-
-def encode_assignment(pairs: Iterable[tuple[str, int]]) -> bytes:
-    """Return a version-0 assignment of (topic, partition) pairs, topics and partitions sorted, null user data."""
-    topics = tuple(
-        AssignedTopic(topic=TopicName(topic), partitions=tuple(p for _, p in group))
-        for topic, group in itertools.groupby(sorted(pairs), key=lambda pair: pair[0])
-    )
-    return _write(0, _write_assignment, ConsumerProtocolAssignment(assigned_partitions=topics, user_data=None))
 
 
 def _read(data: bytes, what: str, readers: list[Any]) -> tuple[int, Any]:

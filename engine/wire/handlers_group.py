@@ -3,14 +3,15 @@ OffsetCommit, OffsetFetch.
 
 The group coordinator is the engine's (``engine.group``); this module only reshapes. Real clients
 carry their subscription and assignment as opaque bytes (``ConsumerProtocolSubscription`` and
-``ConsumerProtocolAssignment``); the engine's coordinator keeps a subscription as its topics, so
-JoinGroup reads the topics out of each protocol's bytes and hands the leader each member's
-subscription written back as version 0, and SyncGroup reads the leader's assignment bytes into
-partitions and writes the member's share back. What is simplified: user data and owned partitions
-(cooperative rebalancing's fields) do not survive that round trip, so the eager assignors (range,
-roundrobin) work as on Kafka, and cooperative-sticky sees no owned partitions. JoinGroup is served
-from v4, the first version with KIP-394's MEMBER_ID_REQUIRED round trip, which the engine's
-coordinator always makes.
+``ConsumerProtocolAssignment``); JoinGroup reads each protocol's bytes into a
+:class:`~engine.protocol.Subscription` (topics, owned partitions, generation, user data, rack) that
+keeps the bytes, and the leader gets every member's metadata for the selected protocol exactly as
+that member sent it; SyncGroup reads the leader's assignment bytes the same way and each member
+gets its share exactly as the leader wrote it (Kafka's ``GroupMetadataManager`` hands both on
+unread). So cooperative-sticky (KIP-429) sees the partitions each member owns, as on Kafka. Only a
+member that is an engine client has its metadata written here (:mod:`engine.wire.consumer_protocol`).
+JoinGroup is served from v4, the first version with KIP-394's MEMBER_ID_REQUIRED round trip, which
+the engine's coordinator always makes.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def join_group(conn: WireConnection, request: Request, reply: Reply) -> None:
     """Join (or rejoin) a group; the leader gets every member's subscription."""
     b = request.body
     try:
-        protocols = tuple((p.name, consumer_protocol.decode_subscription(bytes(p.metadata))) for p in b.protocols)
+        protocols = tuple((p.name, consumer_protocol.decode_subscription(p.metadata)) for p in b.protocols)
     except consumer_protocol.ConsumerProtocolError:
         reply({"throttle_time": 0, "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "member_id": b.member_id})
         return
@@ -87,9 +88,7 @@ def sync_group(conn: WireConnection, request: Request, reply: Reply) -> None:
     """The leader hands out the assignment; every member gets its share."""
     b = request.body
     try:
-        assignments = tuple(
-            (a.member_id, consumer_protocol.decode_assignment(bytes(a.assignment))) for a in b.assignments
-        )
+        assignments = tuple((a.member_id, consumer_protocol.decode_assignment(a.assignment)) for a in b.assignments)
     except consumer_protocol.ConsumerProtocolError:
         reply({"throttle_time": 0, "error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "assignment": b""})
         return

@@ -18,6 +18,7 @@ from engine.group.records import (
     replay,
 )
 from engine.log.records import RecordBatch
+from engine.protocol import Assignment, Subscription
 
 
 def _log(*batches: RecordBatch) -> list[RecordBatch]:
@@ -100,7 +101,9 @@ def test_complete_txn_settles_only_offsets_written_before_the_marker() -> None:
 
 
 def test_group_metadata_record_is_kept_and_printed_like_the_offsets_decoder() -> None:
-    member = MemberRecord("m-1", None, "c", "/c", 300_000, 45_000, ("t",), (("t", 0), ("t", 1)))
+    member = MemberRecord(
+        "m-1", None, "c", "/c", 300_000, 45_000, Subscription(("t",)), Assignment((("t", 0), ("t", 1)))
+    )
     value = GroupMetadataValue("consumer", 3, "range", "m-1", 0, (member,))
     loaded = replay(_log(group_batch("g", value, 0)))
     assert loaded["g"].metadata == value
