@@ -118,6 +118,8 @@ class Consumer(ClientNode):
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
         self._on_lost: RebalanceCallback | None = None
+        #: Inside a cooperative rebalance callback: the partitions the group just added or revoked.
+        self._rebalancing: frozenset[tuple[str, int]] = frozenset()
         self.commits = OffsetCommits(self)
         self.group: GroupMember | None = GroupMember(self, self.config.group_id) if self.config.group_id else None
         self.refresh_metadata()
@@ -153,6 +155,8 @@ class Consumer(ClientNode):
         """Add partitions to the assignment; those already assigned keep their position and records."""
         self._check_open()
         tps = partition_list(partitions, "incremental_assign()")
+        if tps and {t.key() for t in tps} <= self._rebalancing:
+            return  # the group's own addition, already made (see on_group_add_partitions)
         self._refuse_if_subscribed("incremental_assign()")
         for t in tps:
             if t.key() in self.assigned:
@@ -165,6 +169,8 @@ class Consumer(ClientNode):
         """Remove partitions from the assignment; the others keep their position and records."""
         self._check_open()
         keys = [t.key() for t in partition_list(partitions, "incremental_unassign()")]
+        if keys and set(keys) <= self._rebalancing:
+            return  # the group's own revocation, already made (see on_group_revoke_partitions)
         self._refuse_if_subscribed("incremental_unassign()")
         self._require_assigned(keys, "incremental_unassign()")
         self._set_assignment([k for k in self.assigned if k not in keys], fresh=False)
@@ -511,6 +517,43 @@ class Consumer(ClientNode):
         self.fetcher.kick()
         if self.observer is not None:
             self.observer.on_rebalance(self)
+
+    def on_group_revoke_partitions(self, tps: list[tuple[str, int]]) -> None:
+        """Cooperative rebalance: give back just ``tps`` (committing first with auto-commit); on_revoke gets them."""
+        if self.config.enable_auto_commit:
+            self.commits.auto_commit()
+        if self._on_revoke is not None:
+            self._callbacks.append((self._rebalance_call(self._on_revoke, tps), [TopicPartition(t, p) for t, p in tps]))
+        self._set_assignment([k for k in self.assigned if k not in set(tps)], fresh=False)
+        if self.observer is not None:
+            self.observer.on_rebalance(self)
+
+    def on_group_add_partitions(self, tps: list[tuple[str, int]]) -> None:
+        """Cooperative rebalance: add ``tps`` (read from the committed offsets); on_assign gets just them."""
+        self._set_assignment(self.assigned + list(tps), fresh=False)
+        self.fetcher.no_committed -= set(tps)
+        if self._on_assign is not None:
+            self._callbacks.append((self._rebalance_call(self._on_assign, tps), [TopicPartition(t, p) for t, p in tps]))
+        self.fetcher.kick()
+        if self.observer is not None:
+            self.observer.on_rebalance(self)
+
+    def _rebalance_call(self, cb: RebalanceCallback, tps: list[tuple[str, int]]) -> RebalanceCallback:
+        """Wrap an incremental rebalance callback: inside it, incremental_assign/unassign of ``tps`` is already done."""
+
+        def call(consumer: Consumer, parts: list[TopicPartition]) -> None:
+            self._rebalancing = frozenset(tps)
+            try:
+                cb(consumer, parts)
+            finally:
+                self._rebalancing = frozenset()
+
+        return call
+
+    def rebalance_protocol(self) -> str:
+        """Return ``"COOPERATIVE"`` or ``"EAGER"``: the protocol of the configured assignors (librdkafka's
+        ``rd_kafka_rebalance_protocol``), ``"NONE"`` without ``group.id``."""
+        return "NONE" if self.group is None else self.group.protocol
 
     def on_group_revoke(self, *, lost: bool) -> None:
         """Give back every partition (eager rebalance); commit first unless they were lost."""
