@@ -140,7 +140,7 @@ def test_mixing_eager_and_cooperative_assignors_is_refused_as_librdkafka_refuses
 
 
 def test_unknown_assignor_is_refused_and_an_empty_value_is_librdkafkas_default(cluster: Any) -> None:
-    with pytest.raises(KafkaException, match="Unsupported partition.assignment.strategy: sticky"):
+    with pytest.raises(KafkaException, match=r"Unsupported partition\.assignment\.strategy: sticky"):
         Consumer({"group.id": "g", "partition.assignment.strategy": "sticky"})
     c = Consumer({"group.id": "g", "partition.assignment.strategy": ""})
     assert c.engine.config.partition_assignment_strategy == "range,roundrobin"
