@@ -29,11 +29,16 @@ With it true (the default), ``commit()`` without arguments and auto-commit send 
 partition's position after the records the application was given; with it false, only what
 :meth:`Consumer.store_offsets` stored (:mod:`engine.client.offset_commits`).
 
-Consumer groups (classic protocol, eager range assignment)
-----------------------------------------------------------
+Consumer groups (classic protocol)
+----------------------------------
 ``subscribe(topics)`` joins the group through :class:`~engine.client.group_member.GroupMember`
-(FindCoordinator, JoinGroup, SyncGroup, heartbeats every ``heartbeat.interval.ms``). Each
-rebalance revokes every partition first (eager protocol) and the new assignment starts from the
+(FindCoordinator, JoinGroup, SyncGroup, heartbeats every ``heartbeat.interval.ms``) with the
+assignors of ``partition.assignment.strategy`` (:mod:`engine.client.assignors`). With eager ones
+(range, the default, and roundrobin) each rebalance revokes every partition first; with
+cooperative-sticky (KIP-429) only the partitions that move are revoked, ``on_revoke`` and
+``on_assign`` get just those, and each change is made when the callback asks for it
+(``incremental_unassign``/``incremental_assign``) or after it returns, as confluent-kafka does.
+``close()`` revokes the assignment through ``on_revoke``. A new assignment starts from the
 group's committed offsets (OffsetFetch, with ``require_stable`` under read_committed: KIP-447),
 then ``auto.offset.reset``. ``assign()`` also starts from committed offsets when ``group.id`` is
 set and no offset is given. ``enable.auto.commit`` (off by default here) commits the positions
@@ -215,7 +220,8 @@ class Consumer(ClientNode):
         if self.group is not None and self.group.subscription:
             msg = (
                 f"{action} is for partitions the application assigns; {self.name} subscribe()d, and its group "
-                "assigns them (eager protocol): use assign() in on_assign, or unsubscribe() first"
+                "assigns them: call it in on_assign/on_revoke with the partitions given (cooperative-sticky), "
+                "or unsubscribe() first"
             )
             raise IllegalStateError(msg)
 
@@ -395,7 +401,7 @@ class Consumer(ClientNode):
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
     ) -> None:
-        """Join ``group.id`` and read the partitions the group assigns (range assignor).
+        """Join ``group.id`` and read the partitions the group assigns (``partition.assignment.strategy``).
 
         ``topics`` is a list of topic names (an empty list unsubscribes); the callbacks are
         ``callback(consumer, partitions)`` or None. A topic that does not exist gets no partitions
