@@ -125,6 +125,8 @@ class Consumer(ClientNode):
         self._on_lost: RebalanceCallback | None = None
         #: Inside a cooperative rebalance callback: the partitions the group just added or revoked.
         self._rebalancing: tuple[frozenset[tuple[str, int]], Callable[[], None]] | None = None
+        #: Bumped by a full revocation or a crash: queued incremental changes are outdated then.
+        self._rebalance_version = 0
         self.commits = OffsetCommits(self)
         self.group: GroupMember | None = GroupMember(self, self.config.group_id) if self.config.group_id else None
         self.refresh_metadata()
@@ -577,14 +579,21 @@ class Consumer(ClientNode):
     def _rebalance_handler(
         self, cb: RebalanceCallback, tps: list[tuple[str, int]], apply: Callable[[], None]
     ) -> RebalanceCallback:
-        """Return ``cb`` wrapped to make the change (``apply``) when it asks for it or after it returns."""
+        """Return ``cb`` wrapped to make the change (``apply``) when it asks for it or after it returns.
+
+        A handler outdated by a full revocation (partitions lost, unsubscribed) or a crash since it
+        was queued does nothing, as librdkafka drops outdated rebalance events.
+        """
         pending = [apply]
+        version = self._rebalance_version
 
         def run() -> None:
             if pending:
                 pending.pop()()
 
         def call(consumer: Consumer, parts: list[TopicPartition]) -> None:
+            if version != self._rebalance_version:
+                return
             self._rebalancing = (frozenset(tps), run)
             try:
                 cb(consumer, parts)
@@ -600,7 +609,8 @@ class Consumer(ClientNode):
         return "NONE" if self.group is None else self.group.protocol
 
     def on_group_revoke(self, *, lost: bool) -> None:
-        """Give back every partition (eager rebalance); commit first unless they were lost."""
+        """Give back every partition (eager rebalance, lost partitions); commit first unless they were lost."""
+        self._rebalance_version += 1
         if not lost and self.config.enable_auto_commit:
             self.commits.auto_commit()
         cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
@@ -633,6 +643,7 @@ class Consumer(ClientNode):
         super().on_crash()
         self.fetcher.on_crash()
         self._callbacks = deque()
+        self._rebalance_version += 1
         self.paused_tps = set()
         self.commits.stored = {}
         if self.group is not None:

@@ -133,3 +133,30 @@ def test_coordinator_failover_during_a_cooperative_rebalance() -> None:
     o.run_until_settled(120_000)
     o.c.restart(coordinator)
     o.run_until_settled(60_000)
+
+
+def test_a_paused_cooperative_member_loses_its_partitions_and_on_lost_gets_them() -> None:
+    o = Owners(seed=4)
+    events: list[tuple[str, list[int]]] = []
+    a = o.c.consumer({**CONFIG, "client.id": "a"})
+    a.subscribe(
+        ["t"],
+        on_assign=lambda _c, tps: events.append(("assign", [t.partition for t in tps])),
+        on_revoke=lambda _c, tps: events.append(("revoke", [t.partition for t in tps])),
+        on_lost=lambda _c, tps: events.append(("lost", [t.partition for t in tps])),
+    )
+    o.members["a"] = a
+    o.revoked["a"], o.last["a"] = [], set()
+    o.add("b")
+    for _ in range(100):
+        a.poll(0.1)
+    o.run_until_settled()
+    held = sorted(p for _t, p in a.assigned)
+    o.c.pause("a")
+    o.c.run_for(10_000)  # past session.timeout.ms: b owns all six
+    assert len(o.members["b"].assigned) == PARTITIONS
+    o.c.resume("a")
+    for _ in range(50):
+        a.poll(0.1)
+    assert ("lost", held) in events, events
+    assert not [e for e in events[events.index(("lost", held)) :] if e[0] == "revoke"]
