@@ -226,6 +226,27 @@ class ProducerConfig:
             )
 
 
+#: The client-side assignors a consumer may name, and the rebalance protocol each runs (KIP-429).
+ASSIGNOR_PROTOCOLS = {"range": "EAGER", "roundrobin": "EAGER", "cooperative-sticky": "COOPERATIVE"}
+
+
+def _strategy(value: str) -> str:
+    """Check ``partition.assignment.strategy`` and return it without blanks (``"range,roundrobin"``)."""
+    key = "partition.assignment.strategy"
+    names = [n.strip() for n in str(value).split(",") if n.strip()]
+    if not names:
+        raise ConfigError(key, value, "names no assignor", fix="use range, roundrobin or cooperative-sticky")
+    for name in names:
+        if name not in ASSIGNOR_PROTOCOLS:
+            raise ConfigError(
+                key, value, f"unknown assignor {name!r}", fix="use range, roundrobin or cooperative-sticky"
+            )
+    if len({ASSIGNOR_PROTOCOLS[n] for n in names}) > 1:
+        reason = "mixes eager and cooperative assignors (librdkafka refuses online migration between them)"
+        raise ConfigError(key, value, reason, fix="name only cooperative-sticky, or only range and roundrobin")
+    return ",".join(dict.fromkeys(names))
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ConsumerConfig:
     """Consumer settings with Kafka's names; auto-commit is off by default here (EOS practice)."""
@@ -254,8 +275,13 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000
+    #: The assignors offered in JoinGroup, in order of preference (``range``, ``roundrobin``,
+    #: ``cooperative-sticky``; comma-separated). All eager or all cooperative, as librdkafka requires:
+    #: the protocol (:data:`ASSIGNOR_PROTOCOLS`) is what ``Consumer.rebalance_protocol()`` returns.
+    partition_assignment_strategy: str = "range"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "partition_assignment_strategy", _strategy(self.partition_assignment_strategy))
         if self.isolation_level not in tuple(IsolationLevel):
             raise ConfigError("isolation.level", self.isolation_level, f"must be {' or '.join(IsolationLevel)}")
         object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level))

@@ -11,12 +11,22 @@ state       received X ⇒ next state
 ==========  =================================================================================
 UNJOINED    subscribe / rejoin needed ⇒ JOINING (after FindCoordinator, key type 0)
 JOINING     JoinGroup MEMBER_ID_REQUIRED ⇒ JOINING again with the id; JoinGroup NONE ⇒
-            SYNCING (the leader runs the range assignor first); coordinator errors ⇒ rediscover
-SYNCING     SyncGroup NONE ⇒ STABLE (partitions assigned); REBALANCE_IN_PROGRESS,
-            ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID ⇒ UNJOINED and rejoin
-STABLE      heartbeat REBALANCE_IN_PROGRESS ⇒ revoke everything (eager) and rejoin; heartbeat
-            ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID ⇒ partitions *lost*, rejoin; leave ⇒ UNJOINED
+            SYNCING (the leader runs the selected assignor first); coordinator errors ⇒ rediscover
+SYNCING     SyncGroup NONE ⇒ STABLE: eager, the partitions are assigned; cooperative, the
+            partitions no longer assigned are revoked (on_revoke with just those), the new ones
+            added (on_assign with just those), and if it revoked any ⇒ UNJOINED and rejoin at
+            once; REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID ⇒ UNJOINED, rejoin
+STABLE      heartbeat REBALANCE_IN_PROGRESS ⇒ eager: revoke everything and rejoin; cooperative:
+            rejoin keeping (and reading) every partition; heartbeat ILLEGAL_GENERATION /
+            UNKNOWN_MEMBER_ID ⇒ partitions *lost* (on_lost), rejoin; leave ⇒ UNJOINED
 ==========  =================================================================================
+
+The protocol (KIP-429) follows ``partition.assignment.strategy``
+(:mod:`engine.client.assignors`): with ``cooperative-sticky`` the member's JoinGroup subscription
+carries the partitions it owns and the generation it owns them in, it keeps fetching them while
+the group rebalances, and a partition moves in two rebalances: its owner revokes it in the first
+(the leader's assignment leaves it out), and the follow-up rebalance its rejoin starts assigns it
+(Kafka's ``ConsumerCoordinator.onJoinComplete``).
 
 Heartbeats go every ``heartbeat.interval.ms`` from the first JoinGroup answer on. A paused
 consumer sends none, so the coordinator evicts it after ``session.timeout.ms``; when it resumes it
@@ -34,7 +44,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from engine import trace_events as events
-from engine.client.assignor import RANGE, range_assign
+from engine.client import assignors
 from engine.client.base import METADATA_TIMEOUT_MS
 from engine.coordinator_lookup import KEY_TYPE_GROUP
 from engine.errors import ErrorCode
@@ -99,6 +109,11 @@ class GroupMember:
         self.group_instance_id: str | None = consumer.config.group_instance_id
         self.state: MemberState = MemberState.UNJOINED
         self.subscription: tuple[str, ...] = ()
+        #: The assignors offered, preferred first, and their protocol (EAGER or COOPERATIVE).
+        self.strategies = assignors.strategies(consumer.config.partition_assignment_strategy)
+        self.protocol = assignors.protocol_of(self.strategies)
+        #: The assignor the coordinator selected for the current generation.
+        self.selected = self.strategies[0]
         self.is_leader = False
         self.fatal: ErrorCode | None = None
         self._finding = False
@@ -219,10 +234,21 @@ class GroupMember:
             self.member_id,
             self.group_instance_id,
             CONSUMER_PROTOCOL_TYPE,
-            ((RANGE, Subscription(self.subscription)),),
+            tuple((name, self._subscription()) for name in self.strategies),
             client_id=self.consumer.name,
         )
         self._send(req, lambda r: self._on_join(epoch, r), cfg.max_poll_interval_ms + 5_000)
+
+    @property
+    def cooperative(self) -> bool:
+        """True when the member runs the incremental protocol (KIP-429)."""
+        return self.protocol == assignors.COOPERATIVE
+
+    def _subscription(self) -> Subscription:
+        """The JoinGroup metadata: topics; cooperative, also the owned partitions and their generation."""
+        if not self.cooperative:
+            return Subscription(self.subscription)
+        return Subscription(self.subscription, tuple(self.consumer.assigned), self.generation_id)
 
     def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
         if epoch != self._epoch or self.state is not MemberState.JOINING:
@@ -238,6 +264,7 @@ class GroupMember:
         self.member_id = resp.member_id
         self.generation_id = resp.generation_id
         self.is_leader = resp.leader == resp.member_id
+        self.selected = resp.protocol_name or self.strategies[0]
         self.state = MemberState.SYNCING
         self._trace(
             events.GROUP_JOINED,
@@ -278,8 +305,9 @@ class GroupMember:
     def _compute_assignment(self, epoch: int, resp: JoinGroupResponse) -> None:
         if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
-        subs = {m.member_id: m.subscription.topics for m in resp.members}
-        result = range_assign(subs, self.consumer.partition_counts)
+        subs = {m.member_id: m.subscription for m in resp.members}
+        instances = {m.member_id: m.group_instance_id for m in resp.members}
+        result = assignors.assign(self.selected, subs, self.consumer.partition_counts, instances)
         self._trace(
             events.GROUP_ASSIGNMENT_COMPUTED,
             ("generation", resp.generation_id),
@@ -305,16 +333,38 @@ class GroupMember:
             ("generation", self.generation_id),
             ("assignment", [f"{t}-{p}" for t, p in resp.assignment.partitions]),
         )
-        self.consumer.on_group_assignment(list(resp.assignment.partitions))
+        if not self.cooperative:
+            self.consumer.on_group_assignment(list(resp.assignment.partitions))
+            return
+        assigned = set(resp.assignment.partitions)
+        owned = set(self.consumer.assigned)
+        revoked = sorted(owned - assigned)
+        if revoked:
+            gen = self.generation_id
+            self.consumer.on_group_revoke_partitions(revoked, lambda: self._rejoin_after_revoke(gen))
+        self.consumer.on_group_add_partitions(sorted(assigned - owned))
+
+    def _rejoin_after_revoke(self, generation: int) -> None:
+        """Rejoin at once once the partitions that move are revoked, so the follow-up rebalance assigns them."""
+        if generation == self.generation_id and self.state is MemberState.STABLE:
+            self._rejoin("revoked partitions that move to another member")
 
     # -- rebalance triggers -----------------------------------------------------------------
 
     def request_rejoin(self, reason: str) -> None:
-        """Revoke every partition (eager protocol) and join again."""
+        """Join again: eager, revoking every partition first; cooperative, keeping them (KIP-429)."""
         if self.state in (MemberState.JOINING, MemberState.SYNCING):
             return
+        if not self.cooperative:
+            self._trace(events.GROUP_REJOIN, ("reason", reason))
+            self.consumer.on_group_revoke(lost=False)
+            self.state = MemberState.UNJOINED
+            self.join()
+            return
+        self._rejoin(reason)
+
+    def _rejoin(self, reason: str) -> None:
         self._trace(events.GROUP_REJOIN, ("reason", reason))
-        self.consumer.on_group_revoke(lost=False)
         self.state = MemberState.UNJOINED
         self.join()
 

@@ -73,12 +73,19 @@ CONSUMER_KEYS: dict[str, str] = {
     "session.timeout.ms": "session.timeout.ms",
     "heartbeat.interval.ms": "heartbeat.interval.ms",
     "max.poll.interval.ms": "max.poll.interval.ms",
+    "group.instance.id": "group.instance.id",
+    "partition.assignment.strategy": "partition.assignment.strategy",
 }
 
 #: librdkafka's defaults that differ from the engine's, per client kind (engine keys).
 LIBRDKAFKA_DEFAULTS: dict[str, dict[str, Any]] = {
     "producer": {"enable.idempotence": False, "delivery.timeout.ms": 300_000},
-    "consumer": {"enable.auto.commit": True, "auto.offset.reset": "latest", "isolation.level": "read_committed"},
+    "consumer": {
+        "enable.auto.commit": True,
+        "auto.offset.reset": "latest",
+        "isolation.level": "read_committed",
+        "partition.assignment.strategy": "range,roundrobin",
+    },
 }
 
 #: librdkafka's spellings of ``auto.offset.reset``.
@@ -126,9 +133,7 @@ UNMODELLED: dict[str, str] = {
     "enable.gapless.guarantee": "the engine's idempotent producer has no gapless mode",
     "queuing.strategy": "the engine's producer queues first in, first out",
     "allow.auto.create.topics": "the engine never creates a topic on demand; create it first",
-    "group.instance.id": "static group membership is not simulated",
     "group.protocol": "only the classic group protocol is simulated",
-    "partition.assignment.strategy": "the engine's groups assign with the range assignor only",
     "offset.store.method": "offsets are stored in the group coordinator (broker) only",
     "offset.store.path": "offsets are stored in the group coordinator (broker) only",
     "topic.blacklist": "hiding topics from metadata is not simulated",
@@ -146,7 +151,6 @@ ACCEPTED_VALUES: dict[str, frozenset[str]] = {
     "queuing.strategy": frozenset({"fifo"}),
     "allow.auto.create.topics": frozenset({"false"}),
     "group.protocol": frozenset({"classic"}),
-    "partition.assignment.strategy": frozenset({"range", "range,roundrobin"}),
     "offset.store.method": frozenset({"broker"}),
 }
 
@@ -210,6 +214,8 @@ def settings(config: Any, kwargs: Mapping[str, Any], kind: str) -> Settings:
     for key, value in merged.items():
         if key in ("bootstrap.servers", "metadata.broker.list"):
             out.bootstrap = None if value is None else str(value)
+        elif key == "partition.assignment.strategy" and kind == "consumer":
+            out.engine[key] = assignment_strategy(value)
         elif key in own:
             engine_key = own[key]
             out.engine[engine_key] = _OFFSET_RESET.get(value, value) if engine_key == "auto.offset.reset" else value
@@ -230,6 +236,28 @@ def settings(config: Any, kwargs: Mapping[str, Any], kind: str) -> Settings:
     for engine_key, value in LIBRDKAFKA_DEFAULTS.get(kind, {}).items():
         out.engine.setdefault(engine_key, value)
     return out
+
+
+#: librdkafka's client-side assignors and the rebalance protocol each runs (``rd_kafka_assignor``).
+ASSIGNORS = {"range": "EAGER", "roundrobin": "EAGER", "cooperative-sticky": "COOPERATIVE"}
+
+
+def assignment_strategy(value: Any) -> str:
+    """Check ``partition.assignment.strategy`` as librdkafka does; return the names, comma-separated.
+
+    An empty value is librdkafka's default ``range,roundrobin``; an unknown name and a mix of eager
+    and cooperative assignors fail with librdkafka's own ``_INVALID_ARG`` texts.
+    """
+    names = [n.strip() for n in str(value).split(",") if n.strip()] or ["range", "roundrobin"]
+    for name in names:
+        if name not in ASSIGNORS:
+            raise invalid(f"Failed to create consumer: Unsupported partition.assignment.strategy: {name}")
+    if len({ASSIGNORS[n] for n in names}) > 1:
+        raise invalid(
+            f"Failed to create consumer: All partition.assignment.strategy ({value}) assignors must have the "
+            "same protocol type, online migration between assignors with different protocol types is not supported"
+        )
+    return ",".join(dict.fromkeys(names))
 
 
 def _callback(out: Settings, key: str, value: Any, kind: str) -> None:

@@ -110,9 +110,9 @@ def test_consumer_without_group_id_is_refused_as_in_confluent(cluster: Any) -> N
         lambda: kafka.admin.AdminClient({}).create_partitions([]),
         lambda: kafka.Message().delivery_count(),
         lambda: kafka.Producer({"partitioner": "consistent_random"}),
-        lambda: kafka.Consumer({"group.id": "g", "group.instance.id": "static-1"}),
+        lambda: kafka.Consumer({"group.id": "g", "offset.store.method": "file"}),
     ],
-    ids=["sasl", "delete_records", "consumer sasl", "create_partitions", "delivery_count", "partitioner", "static"],
+    ids=["sasl", "delete_records", "consumer sasl", "create_partitions", "delivery_count", "partitioner", "file-store"],
 )
 def test_a_call_with_no_meaning_raises_one_line_saying_so(call: Any, cluster: Any) -> None:
     exc = raised(call)
