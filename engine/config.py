@@ -248,8 +248,14 @@ class ConsumerConfig:
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 3_000
     max_poll_interval_ms: int = 300_000
+    #: ``classic`` (JoinGroup/SyncGroup) or ``consumer`` (KIP-848: engine/client/consumer_member.py).
+    group_protocol: str = "classic"
+    #: KIP-848: the coordinator's assignor to use (``uniform``, ``range``); None: the coordinator's default.
+    group_remote_assignor: str | None = None
 
     def __post_init__(self) -> None:
+        if self.group_protocol not in ("classic", "consumer"):
+            raise ConfigError("group.protocol", self.group_protocol, "must be classic or consumer")
         if self.isolation_level not in tuple(IsolationLevel):
             raise ConfigError("isolation.level", self.isolation_level, f"must be {' or '.join(IsolationLevel)}")
         object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level))
