@@ -534,12 +534,13 @@ class Consumer(ClientNode):
         *,
         lost: bool,
         done: Callable[[], None],
+        leaving: bool = False,
     ) -> None:
         """KIP-848 reconciliation (:mod:`engine.client.consumer_member`), in the next poll as librdkafka does it.
 
         ``revoked``: on_revoke (on_lost when ``lost``), auto-commit unless lost, then give them up;
-        then, when something was revoked or ``added`` is not empty: on_assign(added) and take them;
-        then ``done()``.
+        then, when ``added`` is not empty or something was revoked (not lost, not ``leaving``):
+        on_assign(added) and take them; then ``done()``.
         """
 
         def step(_c: Consumer, _tps: list[TopicPartition]) -> None:
@@ -551,7 +552,7 @@ class Consumer(ClientNode):
                     self.commits.auto_commit()
                 gone = set(revoked)
                 self._set_assignment([k for k in self.assigned if k not in gone], fresh=False)
-            if added or (revoked and not lost):
+            if added or (revoked and not lost and not leaving):
                 if self._on_assign is not None:
                     self._on_assign(self, [TopicPartition(t, p) for t, p in added])
                 self._set_assignment(self.assigned + [k for k in added if k not in self.assigned], fresh=False)

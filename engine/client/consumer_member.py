@@ -116,6 +116,8 @@ class ConsumerMember(GroupMember):
         self._hb_inflight = False
         self._hb_again = False
         self._reconciling = False
+        #: The error that fenced the member last (None: never fenced).
+        self.fenced_by: ErrorCode | None = None
 
     # generation_id is the member epoch (group_metadata(), OffsetCommit, TxnOffsetCommit).
     @property  # type: ignore[override]
@@ -297,6 +299,7 @@ class ConsumerMember(GroupMember):
     def _fence(self, code: ErrorCode) -> None:
         """FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the partitions are lost; rejoin with epoch 0 after on_lost."""
         self._trace(events.GROUP_FENCED, ("error", code.name), ("generation", self.member_epoch))
+        self.fenced_by = code
         self._epoch += 1
         self._reconciling = False
         self.member_epoch = 0
@@ -318,6 +321,11 @@ class ConsumerMember(GroupMember):
         """Send the leave heartbeat (epoch -1, a static member -2) without waiting, and forget the membership."""
         if self.state in _IN_GROUP:
             self._to(ConsumerMemberState.PREPARE_LEAVING)
+            owned = tuple(sorted(self.consumer.assigned))
+            if owned:
+                # librdkafka revokes what it owns (on_revoke) within close(), before the leave heartbeat.
+                self.consumer.on_group_increment(owned, (), lost=False, done=lambda: None, leaving=True)
+                self.consumer.before_poll()
             self._to(ConsumerMemberState.LEAVING)
             if self.coordinator >= 0:
                 static = self.group_instance_id is not None
