@@ -91,7 +91,8 @@ def test_the_same_program_gives_the_same_callbacks_on_kafka_44() -> None:
 
     with KafkaReference(brokers=3, settings=KIP848_BROKER_SETTINGS) as ref:
         conf = ref.client_config()
-        for f in AdminClient(conf).create_topics([NewTopic("four", 4, 3)]).values():
+        admin = AdminClient(conf)
+        for f in admin.create_topics([NewTopic("four", 4, 3)]).values():
             f.result()
         out = share_then_leave(confluent_kafka, conf, "four", "g848")
     assert out["steps"] == [True, True, True]
@@ -137,3 +138,63 @@ def test_a_member_paused_past_its_session_is_fenced_and_the_survivor_gets_its_pa
     assert _poll_until([a, b], lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2)
     a.close()
     b.close()
+
+
+def test_a_fenced_zombies_txn_offset_commit_is_refused_and_read_committed_sees_no_duplicate(cluster: Cluster) -> None:
+    cluster.create_topic("src", partitions=1)
+    cluster.create_topic("dst", partitions=1)
+    feed = kafka.Producer({"bootstrap.servers": "dropin"})
+    for i in range(10):
+        feed.produce("src", value=f"r{i}".encode())
+    feed.flush(10)
+    conf = {
+        "bootstrap.servers": "dropin",
+        "group.id": "copy",
+        "group.protocol": "consumer",
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+    }
+
+    def copier(tid: str) -> tuple[Any, Any]:
+        c = kafka.Consumer(conf)
+        c.subscribe(["src"])
+        p = kafka.Producer({"bootstrap.servers": "dropin", "transactional.id": tid})
+        p.init_transactions(10)
+        return c, p
+
+    def read(c: Any, n: int, polls: int = 300) -> list[Any]:
+        got: list[Any] = []
+        for _ in range(polls):
+            got += [m for m in c.consume(n - len(got), 0.1) if m.error() is None]
+            if len(got) >= n:
+                break
+        return got
+
+    zombie, zp = copier("copy-a")
+    records = read(zombie, 5)
+    assert len(records) == 5
+    stale = zombie.consumer_group_metadata()  # the epoch it will commit with
+    cluster.pause(zombie._c.name)
+    survivor, sp = copier("copy-b")
+    rest = read(survivor, 10, polls=800)  # the zombie's partition comes after its session (45 s)
+    assert [m.value() for m in rest] == [f"r{i}".encode() for i in range(10)]
+    sp.begin_transaction()
+    for m in rest:
+        sp.produce("dst", value=m.value())
+    sp.send_offsets_to_transaction(survivor.position(survivor.assignment()), survivor.consumer_group_metadata())
+    sp.commit_transaction(10)
+    cluster.resume(zombie._c.name)
+    zp.begin_transaction()
+    for m in records:
+        zp.produce("dst", value=m.value())
+    with pytest.raises(kafka.KafkaException) as err:
+        offsets = [kafka.TopicPartition("src", 0, records[-1].offset() + 1)]
+        zp.send_offsets_to_transaction(offsets, stale)
+    assert err.value.args[0].txn_requires_abort()
+    zp.abort_transaction(10)
+    check = kafka.Consumer({"bootstrap.servers": "dropin", "group.id": "check", "auto.offset.reset": "earliest"})
+    check.assign([kafka.TopicPartition("dst", 0)])
+    seen = [m.value() for m in read(check, 15)]
+    assert seen == [f"r{i}".encode() for i in range(10)]
+    for c in (zombie, survivor, check):
+        c.close()
