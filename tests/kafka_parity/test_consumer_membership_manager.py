@@ -7,6 +7,12 @@ responses), the consumer's member state, epoch and callbacks checked. Each test 
 the Kafka test method it follows (apache/kafka ``clients/src/test/java/org/apache/kafka/clients/
 consumer/internals/ConsumerMembershipManagerTest.java``); where the engine's setting differs (no
 metadata wait: topics are named, not ids) the docstring says so.
+
+Skipped: the metadata-wait tests (``...WaitingOnMetadata``, ``testDelayedMetadata...``: the engine's
+heartbeats name topics, so nothing waits for topic ids), the listener/metrics tests (no epoch
+listeners or rebalance metrics in the engine), the STALE-member tests (``max.poll.interval.ms``
+is not enforced on the client) and the callback-failure tests (a callback that raises propagates
+out of ``poll`` as in confluent-kafka; the member keeps waiting, as librdkafka's).
 """
 
 from __future__ import annotations
