@@ -280,8 +280,15 @@ class ConsumerConfig:
     #: the protocol (:data:`ASSIGNOR_PROTOCOLS`) is what ``Consumer.rebalance_protocol()`` returns.
     partition_assignment_strategy: str = "range"
 
+    #: ``classic`` (JoinGroup/SyncGroup) or ``consumer`` (KIP-848: engine/client/consumer_member.py).
+    group_protocol: str = "classic"
+    #: KIP-848: the coordinator's assignor to use (``uniform``, ``range``); None: the coordinator's default.
+    group_remote_assignor: str | None = None
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "partition_assignment_strategy", _strategy(self.partition_assignment_strategy))
+        if self.group_protocol not in ("classic", "consumer"):
+            raise ConfigError("group.protocol", self.group_protocol, "must be classic or consumer")
         if self.isolation_level not in tuple(IsolationLevel):
             raise ConfigError("isolation.level", self.isolation_level, f"must be {' or '.join(IsolationLevel)}")
         object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level))
