@@ -37,8 +37,8 @@ from engine.conform.cases.group import Member
 #: The client side of a KIP-848 member: no session.timeout.ms / heartbeat.interval.ms (refused
 #: by confluent-kafka with ``group.protocol=consumer``: the broker owns them).
 CONSUMER = {"group.protocol": "consumer", "enable.auto.commit": False, "auto.offset.reset": "earliest"}
-#: Joins and reconciliations take a few heartbeats (1 s each here) on both: within 3x and 3 s.
-JOIN_BOUNDS = Bounds(3.0, 3.0)
+#: Joins and reconciliations take a heartbeat or two (1 s each here) on both: within 2x and 1 s.
+JOIN_BOUNDS = Bounds(2.0, 1.0)
 #: A crashed member's partitions move one session timeout (6 s here) after its last heartbeat,
 #: plus a heartbeat or two of the survivor: within 1.5x and 2 s, so a coordinator that never
 #: expires sessions (or expires them at once) diverges.
