@@ -48,7 +48,7 @@ class Raw(RpcNode):
         for _ in range(100):
             box: list[Any] = []
             self.request(f"broker-{coordinator(self.c)}", body, box.append, timeout_ms=5_000)
-            self.c.run_until(lambda: bool(box))
+            self.c.run_until(lambda box=box: bool(box))
             if box[0] is not None and box[0].error not in RETRIABLE:
                 return box[0]
             self.c.run_for(100)
