@@ -703,13 +703,18 @@ class LeaveGroupResponse:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class OffsetCommitRequest:
-    """Commit offsets; ``generation_id`` -1 with an empty member id is a commit outside group management."""
+    """Commit offsets; ``generation_id`` -1 with an empty member id is a commit outside group management.
+
+    ``api_version`` is the wire request's OffsetCommit version (None: the engine's own clients,
+    which speak the newest): a KIP-848 member must commit with v9+ (``ConsumerGroup.validateOffsetCommit``).
+    """
 
     group_id: str
     generation_id: int
     member_id: str
     group_instance_id: str | None
     offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, offset)
+    api_version: int | None = None
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""

@@ -34,6 +34,13 @@ BROKER_SETTINGS: dict[str, str] = {
     # Clients may ask for session timeouts down to 6 s [6000]: Kafka's default, kept because the
     # engine fixes it (engine.group.membership.GROUP_MIN_SESSION_TIMEOUT_MS).
     "group.min.session.timeout.ms": "6000",
+    # KIP-848 consumer groups (group.protocol=consumer): the broker, not the client, owns the
+    # session timeout and heartbeat interval. A crashed member is fenced 6 s after its last
+    # heartbeat [45000, min 45000], members heartbeat every second [5000, min 5000].
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.heartbeat.interval.ms": "1000",
     # __consumer_offsets: replicated like user data [3], 5 partitions instead of 50 [50] so the
     # reference cluster starts fast; the coordinator of a group is still Kafka's hash mod 5 on both.
     "offsets.topic.replication.factor": "3",
@@ -65,6 +72,10 @@ BROKER_SETTINGS: dict[str, str] = {
 #: Keys of :data:`BROKER_SETTINGS` the engine does not take as broker config, and what it does.
 NOT_MODELLED: dict[str, str] = {
     "group.min.session.timeout.ms": "fixed at 6000 (GROUP_MIN_SESSION_TIMEOUT_MS), the value used here",
+    "group.consumer.min.session.timeout.ms": "the lower bound Kafka checks the session timeout against; "
+    "the engine takes group.consumer.session.timeout.ms as given",
+    "group.consumer.min.heartbeat.interval.ms": "the lower bound Kafka checks the heartbeat interval against; "
+    "the engine takes group.consumer.heartbeat.interval.ms as given",
     "transaction.remove.expired.transaction.cleanup.interval.ms": "transactional ids never expire",
 }
 

@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
+#: The first OffsetCommit version a consumer-protocol member may commit with (it carries the epoch).
+OFFSET_COMMIT_MIN_CONSUMER_VERSION = 9
 
 
 class ConsumerGroupState(enum.Enum):
@@ -227,19 +229,24 @@ class ConsumerGroup:
 
     # -- offsets ------------------------------------------------------------------------------
 
-    def validate_offset_commit(self, member_id: str, member_epoch: int, *, transactional: bool) -> ErrorCode:
+    def validate_offset_commit(
+        self, member_id: str, member_epoch: int, *, transactional: bool, api_version: int | None = None
+    ) -> ErrorCode:
         """Kafka's ``ConsumerGroup.validateOffsetCommit`` and ``OffsetMetadataManager``'s mapping.
 
         Epoch < 0 with no members: a commit outside group management, accepted. An unknown member:
-        UNKNOWN_MEMBER_ID. A different epoch: STALE_MEMBER_EPOCH for OffsetCommit; TxnOffsetCommit
-        turns it into ILLEGAL_GENERATION (``validateTransactionalOffsetCommit``). The OffsetCommit
-        version check (v9+ for consumer-protocol members) is the wire's, not modelled here.
+        UNKNOWN_MEMBER_ID. A plain OffsetCommit below v9 (``api_version``; None is the engine's own
+        client, the newest) from a member: UNSUPPORTED_VERSION, since v9 is the first to carry the
+        member epoch (KIP-848). A different epoch: STALE_MEMBER_EPOCH for OffsetCommit;
+        TxnOffsetCommit turns it into ILLEGAL_GENERATION (``validateTransactionalOffsetCommit``).
         """
         if member_epoch < 0 and not self.members:
             return ErrorCode.NONE
         member = self.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version is not None and api_version < OFFSET_COMMIT_MIN_CONSUMER_VERSION:
+            return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
             return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
         return ErrorCode.NONE

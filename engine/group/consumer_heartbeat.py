@@ -309,7 +309,12 @@ class ConsumerGroups:
     def _replace_static(
         self, g: ConsumerGroup, old: ConsumerGroupMember, new_id: str, records: Records
     ) -> ConsumerGroupMember:
-        """A static member back under a new member id takes over the old one's partitions and target."""
+        """A static member back under a new member id takes over the old one's partitions and target.
+
+        The new member is in the group when the heartbeat goes on, as the old one's copy (Kafka's
+        ``maybeReplaceStaticMember``): with the same subscription the group epoch is not bumped, so
+        no other member reconciles (``testStaticMemberGetsBackAssignmentUponRejoin``).
+        """
         target = g.target.get(old.member_id)
         g.remove(old.member_id)
         records.extend(_member_tombstones(g.group_id, old.member_id))
@@ -333,7 +338,6 @@ class ConsumerGroups:
                     rec.ConsumerGroupTargetAssignmentMemberValue(tuple(sorted(target))),
                 )
             )
-        del g.members[new_id]  # re-added by the heartbeat as a (changed) member
         return new
 
     def _new_member_id(self) -> str:

@@ -297,7 +297,14 @@ class GroupCoordinator(BrokerExtension):
     # -- OffsetCommit -----------------------------------------------------------------------
 
     def validate_commit(
-        self, g: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool
+        self,
+        g: GroupMetadata,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        *,
+        transactional: bool,
+        api_version: int | None = None,
     ) -> ErrorCode:
         """Who may commit for this group now (:func:`engine.group.txn_offsets.validate_commit`).
 
@@ -307,7 +314,9 @@ class GroupCoordinator(BrokerExtension):
         if cg is not None:
             if transactional and not self.weak.fence_stale_generation and generation_id >= 0:
                 return ErrorCode.NONE if member_id in cg.members else ErrorCode.UNKNOWN_MEMBER_ID
-            return cg.validate_offset_commit(member_id, generation_id, transactional=transactional)
+            return cg.validate_offset_commit(
+                member_id, generation_id, transactional=transactional, api_version=api_version
+            )
         return txn_offsets.validate_commit(
             g,
             generation_id,
@@ -324,7 +333,14 @@ class GroupCoordinator(BrokerExtension):
         if code is ErrorCode.NONE and g is None:
             code = ErrorCode.ILLEGAL_GENERATION  # no such group: a commit from an older generation
         if g is not None:
-            code = self.validate_commit(g, req.generation_id, req.member_id, req.group_instance_id, transactional=False)
+            code = self.validate_commit(
+                g,
+                req.generation_id,
+                req.member_id,
+                req.group_instance_id,
+                transactional=False,
+                api_version=req.api_version,
+            )
             if code is ErrorCode.NONE and g.is_(GroupState.COMPLETING_REBALANCE):
                 code = ErrorCode.REBALANCE_IN_PROGRESS
         if g is None or code is not ErrorCode.NONE:

@@ -148,7 +148,9 @@ def offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
     b = request.body
     generation = getattr(b, "generation_id_or_member_epoch", getattr(b, "generation_id", -1))
     offsets = tuple((t.name, p.partition_index, p.committed_offset) for t in b.topics for p in t.partitions)
-    body = OffsetCommitRequest(b.group_id, generation, b.member_id, getattr(b, "group_instance_id", None), offsets)
+    body = OffsetCommitRequest(
+        b.group_id, generation, b.member_id, getattr(b, "group_instance_id", None), offsets, request.api_version
+    )
 
     def answered(a: Any) -> None:
         reply({"throttle_time": 0, "topics": every_partition(b.topics, answer_error(a))})
