@@ -97,6 +97,12 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_version: int = 2
     group_initial_rebalance_delay_ms: int = 0  # sim default: Kafka's is 3 s
+    #: KIP-848 consumer groups: a member not heard from in this long is fenced (Kafka's default).
+    group_consumer_session_timeout_ms: int = 45_000
+    #: KIP-848: the heartbeat interval the coordinator tells members (Kafka's default).
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    #: KIP-848 server-side assignors offered, the first the default (Kafka's default).
+    group_consumer_assignors: str = "uniform,range"
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
 
@@ -272,8 +278,15 @@ class ConsumerConfig:
     #: the protocol (:data:`ASSIGNOR_PROTOCOLS`) is what ``Consumer.rebalance_protocol()`` returns.
     partition_assignment_strategy: str = "range"
 
+    #: ``classic`` (JoinGroup/SyncGroup) or ``consumer`` (KIP-848: engine/client/consumer_member.py).
+    group_protocol: str = "classic"
+    #: KIP-848: the coordinator's assignor to use (``uniform``, ``range``); None: the coordinator's default.
+    group_remote_assignor: str | None = None
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "partition_assignment_strategy", _strategy(self.partition_assignment_strategy))
+        if self.group_protocol not in ("classic", "consumer"):
+            raise ConfigError("group.protocol", self.group_protocol, "must be classic or consumer")
         if self.isolation_level not in tuple(IsolationLevel):
             raise ConfigError("isolation.level", self.isolation_level, f"must be {' or '.join(IsolationLevel)}")
         object.__setattr__(self, "isolation_level", IsolationLevel(self.isolation_level))

@@ -307,6 +307,10 @@ GROUP_SYNCED = "group.synced"
 GROUP_REJOIN = "group.rejoin"
 GROUP_FENCED = "group.fenced"
 GROUP_LEAVE = "group.leave"
+#: KIP-848 member (engine/client/consumer_member.py): a state change, a failed heartbeat, a reconciliation.
+GROUP_MEMBER_STATE = "group.member.state"
+GROUP_HEARTBEAT_FAILED = "group.heartbeat.failed"
+GROUP_RECONCILE = "group.reconcile"
 
 # -- service databases --------------------------------------------------------------------
 
@@ -400,6 +404,9 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
             GROUP_REJOIN,
             GROUP_FENCED,
             GROUP_LEAVE,
+            GROUP_MEMBER_STATE,
+            GROUP_HEARTBEAT_FAILED,
+            GROUP_RECONCILE,
             # service databases
             DB_COMMIT,
             DB_ROLLBACK,

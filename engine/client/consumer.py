@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from engine import trace_events as events
 from engine.args import call_wait_ms, wait_ms
 from engine.client.base import ClientNode
+from engine.client.consumer_member import ConsumerMember
 from engine.client.fetcher import Fetcher
 from engine.client.group_member import GroupMember
 from engine.client.message import (
@@ -121,7 +122,10 @@ class Consumer(ClientNode):
         #: Inside a cooperative rebalance callback: the partitions the group just added or revoked.
         self._rebalancing: frozenset[tuple[str, int]] = frozenset()
         self.commits = OffsetCommits(self)
-        self.group: GroupMember | None = GroupMember(self, self.config.group_id) if self.config.group_id else None
+        self.group: GroupMember | None = None
+        if self.config.group_id:
+            member = ConsumerMember if self.config.group_protocol == "consumer" else GroupMember
+            self.group = member(self, self.config.group_id)
         self.refresh_metadata()
         self.commits.start_auto_commit()
 
@@ -565,6 +569,42 @@ class Consumer(ClientNode):
         self._set_assignment([])
         if self.observer is not None:
             self.observer.on_rebalance(self)
+
+    def on_group_increment(
+        self,
+        revoked: tuple[tuple[str, int], ...],
+        added: tuple[tuple[str, int], ...],
+        *,
+        lost: bool,
+        done: Callable[[], None],
+        leaving: bool = False,
+    ) -> None:
+        """KIP-848 reconciliation (:mod:`engine.client.consumer_member`), in the next poll as librdkafka does it.
+
+        ``revoked``: on_revoke (on_lost when ``lost``), auto-commit unless lost, then give them up;
+        then, when ``added`` is not empty or something was revoked (not lost, not ``leaving``):
+        on_assign(added) and take them; then ``done()``.
+        """
+
+        def step(_c: Consumer, _tps: list[TopicPartition]) -> None:
+            if revoked:
+                cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
+                if cb is not None:
+                    cb(self, [TopicPartition(t, p) for t, p in revoked])
+                if not lost and self.config.enable_auto_commit:
+                    self.commits.auto_commit()
+                gone = set(revoked)
+                self._set_assignment([k for k in self.assigned if k not in gone], fresh=False)
+            if added or (revoked and not lost and not leaving):
+                if self._on_assign is not None:
+                    self._on_assign(self, [TopicPartition(t, p) for t, p in added])
+                self._set_assignment(self.assigned + [k for k in added if k not in self.assigned], fresh=False)
+                self.fetcher.kick()
+            if self.observer is not None:
+                self.observer.on_rebalance(self)
+            done()
+
+        self._callbacks.append((step, []))
 
     # -- hooks --------------------------------------------------------------------------------
 

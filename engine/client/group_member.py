@@ -451,6 +451,10 @@ class GroupMember:
 
     # -- offsets ----------------------------------------------------------------------------
 
+    def may_auto_commit(self) -> bool:
+        """Return True when an automatic commit may go: not while a rebalance is under way."""
+        return self.state is MemberState.STABLE
+
     def commit(self, offsets: Offsets, done: Callable[[ErrorCode], None], *, retry_until_ms: int) -> None:
         """Send an OffsetCommit; ``done(code)`` gets the final answer (coordinator errors are retried)."""
         if self.subscription:

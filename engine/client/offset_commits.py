@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from engine import trace_events as events
 from engine.client.base import wait_for
-from engine.client.group_member import MemberState
 from engine.client.message import OFFSET_INVALID, Message, TopicPartition
 from engine.errors import CommitFailedException, ErrorCode, KafkaError, TimeoutException, exception_for
 
@@ -139,7 +138,7 @@ class OffsetCommits:
         """Commit the positions (or stored offsets) now, unless a rebalance is under way."""
         c = self.consumer
         group = c.group
-        if group is None or not c.assigned or (group.subscription and group.state is not MemberState.STABLE):
+        if group is None or not c.assigned or (group.subscription and not group.may_auto_commit()):
             return
         offsets = self.to_commit(None, None)
         if offsets:

@@ -75,6 +75,8 @@ CONSUMER_KEYS: dict[str, str] = {
     "max.poll.interval.ms": "max.poll.interval.ms",
     "group.instance.id": "group.instance.id",
     "partition.assignment.strategy": "partition.assignment.strategy",
+    "group.protocol": "group.protocol",
+    "group.remote.assignor": "group.remote.assignor",
 }
 
 #: librdkafka's defaults that differ from the engine's, per client kind (engine keys).
@@ -116,7 +118,7 @@ IGNORED: dict[str, str] = {
     "queue.buffering.backpressure.threshold": _BUF,
     **dict.fromkeys(("produce.offset.report", "check.crcs", "fetch.min.bytes", "fetch.error.backoff.ms"), _BUF),
     **dict.fromkeys(("fetch.queue.backoff.ms", "queued.", "consume.callback.max.messages"), _BUF),
-    **dict.fromkeys(("group.protocol.type", "group.remote.assignor"), "used by the KIP-848 protocol only"),
+    "group.protocol.type": "the classic protocol's protocol type (consumer): nothing else is served",
     "offset.store.sync.interval.ms": "used by the deprecated file offset store only",
 }
 
@@ -133,7 +135,6 @@ UNMODELLED: dict[str, str] = {
     "enable.gapless.guarantee": "the engine's idempotent producer has no gapless mode",
     "queuing.strategy": "the engine's producer queues first in, first out",
     "allow.auto.create.topics": "the engine never creates a topic on demand; create it first",
-    "group.protocol": "only the classic group protocol is simulated",
     "offset.store.method": "offsets are stored in the group coordinator (broker) only",
     "offset.store.path": "offsets are stored in the group coordinator (broker) only",
     "topic.blacklist": "hiding topics from metadata is not simulated",
@@ -150,7 +151,6 @@ ACCEPTED_VALUES: dict[str, frozenset[str]] = {
     "enable.gapless.guarantee": frozenset({"false"}),
     "queuing.strategy": frozenset({"fifo"}),
     "allow.auto.create.topics": frozenset({"false"}),
-    "group.protocol": frozenset({"classic"}),
     "offset.store.method": frozenset({"broker"}),
 }
 
@@ -211,6 +211,8 @@ def settings(config: Any, kwargs: Mapping[str, Any], kind: str) -> Settings:
         merged = {**nested, **merged}
     own = PRODUCER_KEYS if kind == "producer" else CONSUMER_KEYS if kind == "consumer" else {}
     out = Settings(engine={})
+    if kind == "consumer" and str(merged.get("group.protocol", "classic")).lower() == "consumer":
+        _refuse_broker_side(merged)
     for key, value in merged.items():
         if key in ("bootstrap.servers", "metadata.broker.list"):
             out.bootstrap = None if value is None else str(value)
@@ -218,7 +220,11 @@ def settings(config: Any, kwargs: Mapping[str, Any], kind: str) -> Settings:
             out.engine[key] = assignment_strategy(value)
         elif key in own:
             engine_key = own[key]
-            out.engine[engine_key] = _OFFSET_RESET.get(value, value) if engine_key == "auto.offset.reset" else value
+            if engine_key == "auto.offset.reset":
+                value = _OFFSET_RESET.get(value, value)
+            elif engine_key == "group.protocol" and isinstance(value, str):
+                value = value.lower()
+            out.engine[engine_key] = value
         elif key in CALLBACKS:
             _callback(out, key, value, kind)
         elif key in CLIENT_FLAGS:
@@ -258,6 +264,23 @@ def assignment_strategy(value: Any) -> str:
             "same protocol type, online migration between assignors with different protocol types is not supported"
         )
     return ",".join(dict.fromkeys(names))
+
+
+#: Classic-protocol keys librdkafka refuses with ``group.protocol=consumer`` (KIP-848 sets them on
+#: the broker: ``group.consumer.session.timeout.ms`` ...), and the reason it gives (librdkafka 2.16).
+_NOT_FOR_CONSUMER_PROTOCOL = {
+    "partition.assignment.strategy": "is not supported for `group.protocol=consumer`. Use `group.remote.assignor` "
+    "instead",
+    "session.timeout.ms": "is not supported for `group.protocol=consumer` or share consumer. It is defined broker side",
+    "heartbeat.interval.ms": "is not supported for `group.protocol=consumer` or share consumer. It is defined "
+    "broker side",
+}
+
+
+def _refuse_broker_side(merged: Mapping[str, Any]) -> None:
+    for key, why in _NOT_FOR_CONSUMER_PROTOCOL.items():
+        if key in merged:
+            raise invalid(f"Failed to create consumer: `{key}` {why}")
 
 
 def _callback(out: Settings, key: str, value: Any, kind: str) -> None:
