@@ -93,7 +93,11 @@ def main() -> None:
             for name, flags in FLAGS.items():
                 cmd = ["java", "-cp", classpath, TOOL, "--bootstrap-server", bs, "--describe"]
                 r = subprocess.run(
-                    [*cmd, "--group", f"{group}-group", *flags], capture_output=True, text=True, timeout=120, check=False
+                    [*cmd, "--group", f"{group}-group", *flags],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    check=False,
                 )
                 notices = "".join(line for line in r.stderr.splitlines(keepends=True) if not line.startswith("SLF4J"))
                 (OUT / f"kafka_4_4_consumer_groups_{group}_{name}.txt").write_text(notices + r.stdout)
