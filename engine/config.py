@@ -97,6 +97,12 @@ class BrokerConfig:
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000
     transaction_version: int = 2
     group_initial_rebalance_delay_ms: int = 0  # sim default: Kafka's is 3 s
+    #: KIP-848 consumer groups: a member not heard from in this long is fenced (Kafka's default).
+    group_consumer_session_timeout_ms: int = 45_000
+    #: KIP-848: the heartbeat interval the coordinator tells members (Kafka's default).
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    #: KIP-848 server-side assignors offered, the first the default (Kafka's default).
+    group_consumer_assignors: str = "uniform,range"
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
 

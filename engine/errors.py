@@ -137,6 +137,7 @@ __all__ = [
     "InvalidPidMappingException",
     "InvalidProducerEpochException",
     "InvalidRecordException",
+    "InvalidRegularExpression",
     "InvalidReplicaAssignmentException",
     "InvalidReplicationFactorException",
     "InvalidRequestException",
@@ -186,6 +187,7 @@ __all__ = [
     "UnknownTopicOrPartitionException",
     "UnreleasedInstanceIdException",
     "UnstableOffsetCommitException",
+    "UnsupportedAssignorException",
     "UnsupportedCompressionTypeException",
     "UnsupportedForMessageFormatException",
     "UnsupportedSaslMechanismException",
@@ -497,6 +499,11 @@ class ErrorCode(enum.IntEnum):
         "UnreleasedInstanceIdException",
         "Another group member still holds this instance id and must leave first.",
     )
+    UNSUPPORTED_ASSIGNOR = (
+        112,
+        "UnsupportedAssignorException",
+        "The consumer group does not support the assignor or its version range.",
+    )
     STALE_MEMBER_EPOCH = (
         113,
         "StaleMemberEpochException",
@@ -507,6 +514,7 @@ class ErrorCode(enum.IntEnum):
         "TransactionAbortableException",
         "The broker hit a transaction error; abort the transaction to keep using this transactional id.",
     )
+    INVALID_REGULAR_EXPRESSION = (128, "InvalidRegularExpression", "The regular expression is not valid.")
 
     @property
     def exception_name(self) -> str | None:
@@ -785,8 +793,10 @@ ProducerFencedException = _code_class(ErrorCode.PRODUCER_FENCED)
 TransactionalIdNotFoundException = _code_class(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
 FencedMemberEpochException = _code_class(ErrorCode.FENCED_MEMBER_EPOCH)
 UnreleasedInstanceIdException = _code_class(ErrorCode.UNRELEASED_INSTANCE_ID)
+UnsupportedAssignorException = _code_class(ErrorCode.UNSUPPORTED_ASSIGNOR)
 StaleMemberEpochException = _code_class(ErrorCode.STALE_MEMBER_EPOCH)
 TransactionAbortableException = _code_class(ErrorCode.TRANSACTION_ABORTABLE)
+InvalidRegularExpression = _code_class(ErrorCode.INVALID_REGULAR_EXPRESSION)
 
 
 # Client-side exceptions: in Kafka's client, but never sent as a code.

@@ -542,7 +542,7 @@ class WriteTxnMarkersResponse:
     error_message: str | None = None
 
 
-# -- consumer groups (classic protocol, KIP-848 not modelled) ---------------------------------
+# -- consumer groups (classic protocol; KIP-848 below) ---------------------------------------
 # One error per request: Kafka answers group RPCs per partition or per member, but the simulated
 # coordinator always gives every partition of a request the same answer (OffsetFetch excepted).
 
@@ -736,3 +736,112 @@ class OffsetFetchResponse:
                 ],
             ),
         )
+
+
+# -- consumer groups (KIP-848 consumer protocol) -----------------------------------------------
+# Kafka's ConsumerGroupHeartbeat (API key 68) and ConsumerGroupDescribe (69), by topic name rather
+# than topic id (the wire maps ids). ``None`` in a heartbeat field means "unchanged since the last
+# heartbeat", as in Kafka's schema.
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """A KIP-848 member's heartbeat: join (epoch 0), keep alive and reconcile, or leave (-1; static: -2).
+
+    ``subscribed_topic_names``, ``topic_partitions`` (the partitions the member owns),
+    ``server_assignor``, ``instance_id``, ``rack_id`` and ``subscribed_topic_regex`` are ``None``
+    when unchanged since the member's last heartbeat; ``rebalance_timeout_ms`` is -1 then.
+    """
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[tuple[str, int], ...] | None = None
+    subscribed_topic_regex: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        owned = None if self.topic_partitions is None else [f"{t}-{p}" for t, p in self.topic_partitions]
+        return (
+            ("group", self.group_id),
+            ("member", self.member_id or "-"),
+            ("epoch", self.member_epoch),
+            ("owned", owned),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """The member's id and epoch, and its assignment when it changed (``None``: unchanged)."""
+
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = -1
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[tuple[str, int], ...] | None = None
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        tps = None if self.assignment is None else [f"{t}-{p}" for t, p in self.assignment]
+        return (("error", self.error.name), ("epoch", self.member_epoch), ("assignment", tps))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeRequest:
+    """Describe KIP-848 groups, as ``kafka-consumer-groups.sh --describe`` does."""
+
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("groups", list(self.group_ids)),)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeMember:
+    """One member of a described group: its epoch, subscription, assignment and target assignment."""
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[tuple[str, int], ...]
+    target_assignment: tuple[tuple[str, int], ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeGroup:
+    """One described group; ``error`` GROUP_ID_NOT_FOUND when there is no consumer group of that id."""
+
+    error: ErrorCode
+    group_id: str
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[ConsumerGroupDescribeMember, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    """One entry per requested group, in request order."""
+
+    groups: tuple[ConsumerGroupDescribeGroup, ...]
+
+    def trace_detail(self) -> tuple[tuple[str, Any], ...]:
+        """Return short-log columns."""
+        return (("groups", [f"{g.group_id}:{g.group_state or g.error.name}" for g in self.groups]),)

@@ -25,7 +25,10 @@ REQUEST_TIMED_OUT. Plain offsets enter the cache when replicated; transactional 
 pending offsets and OffsetFetch's ``require_stable`` follow the rules of
 :mod:`engine.group.txn_offsets` (KIP-447).
 
-Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is in :mod:`engine.group.membership`.
+Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is in :mod:`engine.group.membership`;
+KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe) in
+:mod:`engine.group.consumer_heartbeat` (``self.consumer``), whose commits are validated by member
+epoch (:meth:`~engine.group.consumer_group.ConsumerGroup.validate_offset_commit`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from engine.broker.extension import BrokerExtension
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 from engine.errors import ErrorCode, IllegalStateError
 from engine.group import txn_offsets
+from engine.group.consumer_heartbeat import ConsumerGroups
 from engine.group.membership import Membership
 from engine.group.metadata import GroupMetadata, MemberMetadata
 from engine.group.records import StoredOffset, offsets_batch, replay
@@ -102,6 +106,7 @@ class GroupCoordinator(BrokerExtension):
         self.groups: dict[str, GroupMetadata] = {}
         self._waiters: dict[int, list[_HwWaiter]] = {}
         self.membership = Membership(self)
+        self.consumer = ConsumerGroups(self)
 
     def install(self, broker: Broker) -> None:
         """Register the group RPC handlers."""
@@ -110,6 +115,7 @@ class GroupCoordinator(BrokerExtension):
         broker.handlers[OffsetFetchRequest] = self._on_offset_fetch
         broker.handlers[TxnOffsetCommitRequest] = self._on_txn_offset_commit
         self.membership.install(broker)
+        self.consumer.install(broker)
 
     @property
     def now_ms(self) -> int:
@@ -171,7 +177,7 @@ class GroupCoordinator(BrokerExtension):
                 self._restore_members(g, lg.metadata)
             self.groups[gid] = g
         self.loading.discard(p)
-        mine = sorted(g for g in loaded if self.partition_of(g) == p)
+        mine = sorted({g for g in loaded if self.partition_of(g) == p} | set(self.consumer.load(p, r.log.batches)))
         if mine:  # 50 partitions load at startup; only loads that found something are traced
             self.trace(events.GROUP_LOAD_DONE, ("partition", p), ("epoch", epoch), ("groups", mine))
 
@@ -211,6 +217,7 @@ class GroupCoordinator(BrokerExtension):
             w.timer.cancel()
             if answer:
                 w.done(ErrorCode.NOT_COORDINATOR)
+        self.consumer.unload(p)
         gone = sorted(g for g, grp in self.groups.items() if grp.partition == p)
         for gid in gone:
             self.membership.unload(self.groups.pop(gid), answer=answer)
@@ -292,7 +299,15 @@ class GroupCoordinator(BrokerExtension):
     def validate_commit(
         self, g: GroupMetadata, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool
     ) -> ErrorCode:
-        """Who may commit for this group now (:func:`engine.group.txn_offsets.validate_commit`)."""
+        """Who may commit for this group now (:func:`engine.group.txn_offsets.validate_commit`).
+
+        A KIP-848 group checks the member epoch instead (``ConsumerGroup.validate_offset_commit``).
+        """
+        cg = self.consumer.groups.get(g.group_id)
+        if cg is not None:
+            if transactional and not self.weak.fence_stale_generation and generation_id >= 0:
+                return ErrorCode.NONE if member_id in cg.members else ErrorCode.UNKNOWN_MEMBER_ID
+            return cg.validate_offset_commit(member_id, generation_id, transactional=transactional)
         return txn_offsets.validate_commit(
             g,
             generation_id,

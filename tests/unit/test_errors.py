@@ -62,7 +62,7 @@ HAND_CHECKED = [
 ]
 
 # Kafka's names that do not end in "Exception".
-ODD_JAVA_NAMES = {"OffsetMetadataTooLarge"}
+ODD_JAVA_NAMES = {"OffsetMetadataTooLarge", "InvalidRegularExpression"}
 
 
 @pytest.mark.parametrize(("name", "number", "java"), HAND_CHECKED)
