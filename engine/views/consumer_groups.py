@@ -52,8 +52,10 @@ Groups of both protocols
 ------------------------
 :class:`GroupView` and :class:`MemberView` hold what either protocol shows: ``group_protocol``
 (``"classic"`` or ``"consumer"``, KIP-848), the group epoch and target assignment epoch, each
-member's epoch and target assignment (None for a classic group). :func:`group_view` reads the
-engine's classic groups (:mod:`engine.group.state`); the rendering takes either.
+member's epoch and target assignment (None for a classic group). :func:`group_view` reads a
+classic group from the coordinator's :class:`~engine.group.metadata.GroupMetadata` and a KIP-848
+group from :meth:`engine.group.consumer_group.ConsumerGroup.view` (its committed offsets are kept
+in the coordinator's offsets store like a classic group's); the rendering takes either.
 """
 
 from __future__ import annotations
@@ -176,18 +178,54 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     """
     args.check_str(group_id, "group id")
     coordinator, ext = _coordinator(cluster, group_id)
-    g = ext.groups.get(group_id) if ext is not None else None
+    if ext is None:
+        return None
+    g = ext.groups.get(group_id)
+    committed = () if g is None else tuple((t, p, g.committed[(t, p)].offset) for t, p in sorted(g.committed))
+    pending = (
+        ()
+        if g is None
+        else tuple(
+            (pid, t, p, g.pending_txn[pid][(t, p)].offset)
+            for pid in sorted(g.pending_txn)
+            for t, p in sorted(g.pending_txn[pid])
+        )
+    )
+    cg = ext.consumer.groups.get(group_id)
+    if cg is not None:  # a KIP-848 group; its offsets are kept like a classic group's
+        v = cg.view()
+        members = tuple(
+            MemberView(
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                m.subscribed_topics,
+                m.assignment,
+                m.instance_id,
+                m.member_epoch,
+                m.target_assignment,
+            )
+            for m in v.members
+        )
+        return GroupView(
+            group_id,
+            coordinator,
+            v.state,
+            v.group_epoch,
+            v.assignor,
+            None,
+            members,
+            committed,
+            pending,
+            "consumer",
+            v.group_epoch,
+            v.assignment_epoch,
+        )
     if g is None:
         return None
     members = tuple(
         MemberView(m.member_id, m.client_id, m.client_host, m.subscription, m.assignment, m.group_instance_id)
         for m in g.members.values()
-    )
-    committed = tuple((t, p, g.committed[(t, p)].offset) for t, p in sorted(g.committed))
-    pending = tuple(
-        (pid, t, p, g.pending_txn[pid][(t, p)].offset)
-        for pid in sorted(g.pending_txn)
-        for t, p in sorted(g.pending_txn[pid])
     )
     return GroupView(
         group_id, coordinator, g.state.value, g.generation, g.protocol, g.leader, members, committed, pending

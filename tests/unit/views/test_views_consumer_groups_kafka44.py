@@ -104,3 +104,44 @@ def test_members_verbose_without_epochs_prints_dashes():
     """A classic member has no epoch and no target: ``-`` in both columns, as Kafka 4.4 prints."""
     line = describe_members(_group("classic"), verbose=True).split("\n")[2]
     assert line.split() == ["classic-group", ALPHA, HOST, "alpha", "2", "-", "orders:0,1", "-", "-"]
+
+
+# -- a KIP-848 group of the engine, described ------------------------------------------------------
+
+
+def _hb(c, client, dst, **kw):
+    from engine.protocol import ConsumerGroupHeartbeatRequest
+
+    box = client.call(f"broker-{dst}", ConsumerGroupHeartbeatRequest("cg", **kw))
+    c.run_until(lambda: bool(box))
+    return box[0]
+
+
+def test_an_engine_kip848_group_is_described_with_its_epochs_and_target_assignment():
+    from engine import Cluster
+    from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
+    from tests.scenarios.conftest import RawClient
+
+    c = Cluster(seed=5, brokers=3, config={"min.insync.replicas": 2})
+    c.create_topic("t", partitions=4, replication_factor=3)
+    c.consumer({"group.id": "cg"}).committed([("t", 0)], timeout=10)  # __consumer_offsets exists
+    dst = c.leader(CONSUMER_OFFSETS_TOPIC, partition_for("cg", 50))
+    client = RawClient(c.world)
+    join = {"rebalance_timeout_ms": 30_000, "subscribed_topic_names": ("t",), "topic_partitions": ()}
+    a = _hb(c, client, dst, member_id="m-a", member_epoch=0, client_id="a", client_host="/a", **join)
+    assert a.error.name == "NONE", a
+    view = c.group_view("cg")
+    assert (view.group_protocol, view.group_epoch, view.assignment_epoch) == ("consumer", 1, 1)
+    (m,) = view.members
+    assert (m.member_id, m.member_epoch, m.target_assignment) == ("m-a", 1, tuple(("t", p) for p in range(4)))
+    b = _hb(c, client, dst, member_id="m-b", member_epoch=0, client_id="b", client_host="/b", **join)
+    assert b.error.name == "NONE", b
+    # b joined: the group epoch moved to 2; a still owns all four until it revokes two (Reconciling)
+    text = c.describe_group("cg", members=True, verbose=True)
+    assert text.startswith("\nWarning: Consumer group 'cg' is rebalancing.\n")
+    rows = {line.split()[1]: line.split() for line in text.split("\n")[3:] if line.startswith("cg ")}
+    assert rows["m-a"][5:8] == ["1", "t:0,1,2,3", "2"] and rows["m-a"][8] in ("t:0,1", "t:2,3")
+    assert rows["m-b"][5] == "2" and rows["m-b"][7] == "2"
+    state = c.describe_group("cg", state=True, verbose=True).split("\n")
+    assert state[-3].split()[:1] == ["GROUP"] and "GROUP-EPOCH" in state[-3]
+    assert state[-2].split()[4:] == ["uniform", "Reconciling", "2", "2", "2"]
