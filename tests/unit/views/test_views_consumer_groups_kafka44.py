@@ -144,4 +144,4 @@ def test_an_engine_kip848_group_is_described_with_its_epochs_and_target_assignme
     assert rows["m-b"][5] == "2" and rows["m-b"][7] == "2"
     state = c.describe_group("cg", state=True, verbose=True).split("\n")
     assert state[-3].split()[:1] == ["GROUP"] and "GROUP-EPOCH" in state[-3]
-    assert state[-2].split()[4:] == ["uniform", "Reconciling", "2", "2", "2"]
+    assert state[-2].split()[3:] == ["uniform", "Reconciling", "2", "2", "2"]
