@@ -187,6 +187,10 @@ name                              kind     node        detail                   
 ``group.rejoin``                  state    consumer    group, reason             the member revokes and joins again
 ``group.fenced``                  state    consumer    group, error              the member's generation is gone
 ``group.leave``                   state    consumer    group, member, reason     the member leaves the group
+``group.member.state``            state    consumer    group, from, to           a KIP-848 member changed state
+``group.heartbeat.failed``        state    consumer    group, error              a ConsumerGroupHeartbeat failed
+``group.reconcile``               state    consumer    group, generation,        a KIP-848 member reconciles toward
+                                                       revoke, assign            its target assignment
 ================================  =======  ==========  ========================  ===================================
 
 Service databases
