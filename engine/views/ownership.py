@@ -112,6 +112,11 @@ class Ownership:
         """Per partition of ``group``, its time without an owner (0 for one never without)."""
         return {(p.topic, p.partition): p.gap_ms for p in self.group(group)}
 
+    def revoked_from(self, group: str, topic: str, partition: int) -> tuple[str, ...]:
+        """The members of ``group`` the partition was revoked from in the window, in time order."""
+        tp = (topic, partition)
+        return tuple(r.member for r in self.revocations if r.group == group and tp in r.partitions)
+
     def revoked(self, group: str) -> dict[str, tuple[tuple[str, int], ...]]:
         """Per member of ``group``, every partition revoked from it in the window, sorted."""
         out: dict[str, set[tuple[str, int]]] = {}

@@ -88,6 +88,8 @@ def test_eager_survivors_revoke_everything_so_every_partition_has_a_gap() -> Non
     assert sorted(gaps) == [("t", p) for p in range(6)] and all(gaps.values()), gaps
     survivors = {n: tuple(sorted(held[n])) for n in ("eager-1", "eager-2")}
     assert own.revoked("eager") == survivors  # everything they owned, whether it moves or not
+    assert all(own.revoked_from("eager", *tp) == (n,) for n, tps in survivors.items() for tp in tps)
+    assert not any(own.revoked_from("eager", *tp) for tp in held["eager-3"])  # crashed, not revoked
     for tp in held["eager-3"]:  # the crashed member's partitions wait out its session
         assert gaps[tp] > 40_000
     for tps in survivors.values():  # the survivors' own partitions only wait for the rebalance
