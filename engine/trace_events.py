@@ -183,6 +183,8 @@ name                              kind     node        detail                   
 ``consumer.committed``            state    consumer    group, offsets            committed offsets were fetched
 ``consumer.commit``               state    consumer    error, offsets            an offset commit was answered
 ``consumer.close.commit_failed``  state    consumer    error                     the commit on close failed
+``consumer.assignment``           state    consumer    group, assignment         the group changed what the consumer
+                                                                                 reads (every partition it now owns)
 ``group.coordinator``             state    consumer    group, broker             the group coordinator was found
 ``group.coordinator.lost``        state    consumer    group, broker             ... was forgotten
 ``group.joined``                  state    consumer    group, member,            JoinGroup succeeded
@@ -319,6 +321,8 @@ CONSUMER_UNKNOWN_PARTITION = "consumer.unknown_partition"
 CONSUMER_COMMITTED = "consumer.committed"
 CONSUMER_COMMIT = "consumer.commit"
 CONSUMER_CLOSE_COMMIT_FAILED = "consumer.close.commit_failed"
+#: A subscribed consumer's assignment changed (a rebalance, a reconciliation, a leave): what it owns now.
+CONSUMER_ASSIGNMENT = "consumer.assignment"
 GROUP_COORDINATOR = "group.coordinator"
 GROUP_COORDINATOR_LOST = "group.coordinator.lost"
 GROUP_JOINED = "group.joined"
@@ -422,6 +426,7 @@ KAFKA_KIND: dict[str, frozenset[str]] = {
             CONSUMER_COMMITTED,
             CONSUMER_COMMIT,
             CONSUMER_CLOSE_COMMIT_FAILED,
+            CONSUMER_ASSIGNMENT,
             GROUP_COORDINATOR,
             GROUP_COORDINATOR_LOST,
             GROUP_JOINED,

@@ -80,6 +80,10 @@ def fault(cluster: Any, action: str, node: Any = None, *, power: bool = False) -
         "resume": "resumed",
         "isolate": "isolated from every other node (silent: peers time out)",
     }
+    member = getattr(cluster.world.nodes.get(node), "group", None) if isinstance(node, str) else None
+    if member is not None and not power:  # a consumer of a group, not a broker
+        lines["crash"] = "crashed: its connections close; a group member sends no LeaveGroup, so its session runs out"
+        lines["restart"] = "restarted: a new process (a subscribed consumer joins its group again)"
     return f"{_at(cluster)}: {what} {lines[action]}{led}"
 
 

@@ -27,6 +27,7 @@ const PANELS = [
   ["partitions", "Partitions"],
   ["producers", "Producers"],
   ["txns", "__transaction_state"],
+  ["groups", "Consumer groups"],
   ["logs", "Partition logs"],
   ["reads", "read_committed vs read_uncommitted"],
   ["timeline", "Recent events"],

@@ -72,7 +72,7 @@ from widgets.pacer import MAX_HZ, pacer_for
 from widgets.sequence_svg import sequence_svg
 
 #: Panel traits, in page order.
-PANELS = ("brokers", "partitions", "producers", "txns", "logs", "reads", "timeline", "msc")
+PANELS = ("brokers", "partitions", "producers", "txns", "groups", "logs", "reads", "timeline", "msc")
 #: Simulated ms per wall-clock second when playing, by default.
 DEFAULT_RATE = 200
 #: While playing through a stretch in which no row of the board changes, up to this many simulated
@@ -115,6 +115,7 @@ class Dashboard(anywidget.AnyWidget):
     partitions = traitlets.Unicode("").tag(sync=True)
     producers = traitlets.Unicode("").tag(sync=True)
     txns = traitlets.Unicode("").tag(sync=True)
+    groups = traitlets.Unicode("").tag(sync=True)
     logs = traitlets.Unicode("").tag(sync=True)
     reads = traitlets.Unicode("").tag(sync=True)
     timeline = traitlets.Unicode("").tag(sync=True)
@@ -222,6 +223,7 @@ class Dashboard(anywidget.AnyWidget):
                 board,
             ),
             "txns": memo("txns", (board.txns, fresh), panels.txns_panel, board),
+            "groups": memo("groups", (board.groups, fresh), panels.groups_panel, board),
             "logs": self._logs(board, hues, zombies, look),
             "reads": memo(
                 "reads",
@@ -595,6 +597,7 @@ _TITLES = {
     "partitions": "Partitions",
     "producers": "Producers",
     "txns": "__transaction_state",
+    "groups": "Consumer groups",
     "logs": "Partition logs",
     "reads": "read_committed vs read_uncommitted",
     "timeline": "Recent events",

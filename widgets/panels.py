@@ -345,6 +345,48 @@ def txns_panel(board: BoardState) -> str:
     )
 
 
+def _assignment(tps: Sequence[tuple[str, int]]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return "; ".join(f"{escape(t)}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
+
+
+def groups_panel(board: BoardState) -> str:
+    """Consumer groups: one row per group, protocol, state, generation or epoch, members, lag.
+
+    A classic group shows its generation; a consumer-protocol (KIP-848) group its group epoch and,
+    when its target assignment lags behind, that epoch too (``epoch 3 → target 2``), and each
+    member's epoch next to its assignment.
+    """
+    rows = []
+    for g in board.groups:
+        if g.protocol == "consumer":
+            gen = f"epoch {g.generation}"
+            if g.assignment_epoch is not None and g.assignment_epoch != g.generation:
+                gen += f' <span class="eos-note">target {g.assignment_epoch}</span>'
+        else:
+            gen = f"generation {g.generation}"
+        members = "<br>".join(
+            f"{escape(m.client_id or m.member_id)}"
+            + (f' <span class="eos-epoch">e{m.epoch}</span>' if m.epoch is not None else "")
+            + f": {_assignment(m.assignment)}"
+            for m in g.members
+        )
+        rows.append(
+            f'<tr class="eos-group{_fresh(board, ("group", g.group_id))}" data-group="{escape(g.group_id)}">'
+            f"<td>{escape(g.group_id)}</td><td>{g.coordinator}</td><td>{escape(g.protocol)}</td>"
+            f'<td class="eos-state">{escape(g.state)}</td><td>{gen}</td>'
+            f"<td>{members or '-'}</td><td>{'-' if g.lag is None else g.lag}</td></tr>"
+        )
+    return _table(
+        "eos-groups",
+        ("group", "coordinator", "protocol", "state", "generation / epoch", "members: assignment", "lag"),
+        rows,
+        "no consumer groups yet (a consumer with a group.id joins or commits the first)",
+    )
+
+
 def log_legend(board: BoardState, hues: dict[int, int], zombies: set[tuple[int, int]]) -> list[tuple[str, str]]:
     """Return the producer colours (and grey, when a zombie's batch is shown) for the strips' legend."""
     legend = [(f"hsl({h},62%,50%)", f"producer {pid}") for pid, h in hues.items()]

@@ -209,8 +209,21 @@ class Consumer(ClientNode):
             self.observer.on_assignment(self, "assign", started)
 
     def _set_assignment(self, keys: list[tuple[str, int]], *, fresh: bool = True) -> None:
-        """Replace the assignment. ``fresh``: a new assignment (errors are reported anew), not an increment."""
+        """Replace the assignment. ``fresh``: a new assignment (errors are reported anew), not an increment.
+
+        A subscribed consumer traces each change (``consumer.assignment``): the partitions it owns
+        from now on, which :mod:`engine.views.ownership` turns into ownership intervals.
+        """
+        before = self.assigned
         self.assigned = sorted(keys)
+        if self.assigned != before and self.group is not None and self.group.subscription:
+            self.world.trace.emit(
+                self.name,
+                "state",
+                events.CONSUMER_ASSIGNMENT,
+                ("group", self.group.group_id),
+                ("assignment", [f"{t}-{p}" for t, p in self.assigned]),
+            )
         kept = set(self.assigned)
         self.paused_tps &= kept
         self.commits.retain(kept)

@@ -29,6 +29,10 @@ row                 what it holds
 ``ConsumerRow``     client name, status, ``isolation.level``, group, position per partition
 ``TxnRow``          one ``__transaction_state`` entry as its coordinator holds it: producer id,
                     epoch, state, pending state, partitions, timeout, last update
+``GroupRow``        one consumer group as its coordinator holds it: protocol (classic or consumer),
+                    state, generation (classic) or group epoch and target assignment epoch
+                    (consumer), per member its client, member epoch (consumer) and assignment,
+                    and the group's lag (HW - committed offset, summed over its partitions)
 ``LogTail``         the last :data:`LOG_TAIL` batches of a partition leader's log (engine batches,
                     immutable once appended), summarised with their transaction outcome on demand
 ==================  ============================================================================
@@ -168,6 +172,34 @@ class TxnRow:
     last_update_ms: int
 
 
+class GroupMember(NamedTuple):
+    """One member of a group on the board (``epoch``: a consumer-protocol member's, else None)."""
+
+    member_id: str
+    client_id: str
+    epoch: int | None
+    assignment: tuple[Key, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupRow:
+    """One consumer group, as its coordinator holds it (:func:`engine.views.consumer_groups.group_view`)."""
+
+    group_id: str
+    coordinator: int
+    #: ``"classic"`` or ``"consumer"`` (KIP-848).
+    protocol: str
+    state: str
+    #: The classic generation, or a consumer group's group epoch.
+    generation: int
+    #: A consumer group's target assignment epoch (None for a classic group).
+    assignment_epoch: int | None
+    members: tuple[GroupMember, ...]
+    #: HW - committed offset summed over the partitions with a committed offset (None: none yet,
+    #: or a partition without a live leader).
+    lag: int | None
+
+
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class LogTail:
     """The newest batches of one partition leader's log (offset order).
@@ -217,6 +249,7 @@ class BoardState:
     txns: tuple[TxnRow, ...]
     logs: tuple[LogTail, ...]
     changed: dict[tuple[str, Any], int] = dataclasses.field(default_factory=dict, compare=False, hash=False)
+    groups: tuple[GroupRow, ...] = ()
 
     def partition(self, topic: str, partition: int = 0) -> PartitionRow:
         """Return one partition's row (``KeyError`` naming the ones there are)."""
@@ -233,6 +266,10 @@ class BoardState:
         return _find(
             self.txns, transactional_id, lambda r: r.transactional_id, f"transactional id {transactional_id!r}"
         )
+
+    def group(self, group_id: str) -> GroupRow:
+        """Return one consumer group's row by group id."""
+        return _find(self.groups, group_id, attrgetter("group_id"), f"group {group_id!r}")
 
     def log(self, topic: str, partition: int = 0) -> LogTail:
         """Return one partition's log tail."""
@@ -419,6 +456,44 @@ def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
     return tuple(rows[t] for t in sorted(rows))
 
 
+def all_group_rows(cluster: Cluster) -> tuple[GroupRow, ...]:
+    """Read every consumer group the up coordinators hold, one row per group id (sorted by id).
+
+    A group id is read as :func:`~engine.views.consumer_groups.group_view` answers for it (from
+    the coordinator that leads its ``__consumer_offsets`` partition); a dead group, and an empty
+    one with no offsets, have no row.
+    """
+    from engine.group.coordinator import GroupCoordinator
+    from engine.views.consumer_groups import group_view
+
+    ids: set[str] = set()
+    for b in sorted(cluster.brokers):
+        broker = cluster.brokers[b]
+        if broker.status.value != "up":
+            continue
+        for ext in broker.extensions:
+            if isinstance(ext, GroupCoordinator):
+                ids.update(ext.groups)
+                ids.update(ext.consumer.groups)
+    rows = []
+    for gid in sorted(ids):
+        v = group_view(cluster, gid)
+        if v is None or v.state == "Dead" or not (v.members or v.committed or v.pending_transactional):
+            continue  # an empty group an OffsetFetch made: nothing to show (Kafka keeps no such group)
+        lag: int | None = None
+        for t, p, offset in v.committed:
+            r = leader_replica(cluster, (t, p))
+            if r is None:
+                lag = None
+                break
+            lag = (lag or 0) + r.high_watermark - offset
+        members = tuple(GroupMember(m.member_id, m.client_id, m.member_epoch, m.assignment) for m in v.members)
+        rows.append(
+            GroupRow(gid, v.coordinator, v.group_protocol, v.state, v.generation, v.assignment_epoch, members, lag)
+        )
+    return tuple(rows)
+
+
 def _leads(cluster: Cluster, row: TxnRow) -> bool:
     state = cluster.controller.partitions.get((TRANSACTION_STATE_TOPIC, row.txn_partition))
     return state is not None and state.leader == row.coordinator
@@ -446,4 +521,5 @@ def board_state(cluster: Cluster, event_index: int | None = None) -> BoardState:
         tuple(consumer_row(c) for c in cluster.consumers),
         all_txn_rows(cluster),
         tuple(log_tail(cluster, k) for k in keys),
+        groups=all_group_rows(cluster),
     )

@@ -26,9 +26,11 @@ How it knows what changed
 * ``after_step(world, callback)``: the node whose handler ran (``callback.__self__``) is dirty.
 * ``on_event``: a client's event makes the client dirty; a fault makes everything dirty;
   leadership, ISR, topic and broker-registration events make every partition and broker row
-  dirty; ``__transaction_state`` writes, loads and completions make the transaction rows dirty.
+  dirty; ``__transaction_state`` writes, loads and completions make the transaction rows dirty;
+  the coordinators' group and offset-commit events, and leadership moves, the group rows.
 * ``on_offsets(replica)``: that partition is dirty (an append, truncation, HW, LSO or
-  leader-epoch move); for a ``__transaction_state`` replica, the transaction rows.
+  leader-epoch move); for a ``__transaction_state`` replica, the transaction rows; the group
+  rows for any replica (a HW move changes a group's lag).
 * Application calls (``produce``, ``commit_transaction``, ``crash`` ...) change clients between
   events, also in the middle of a call that waits. Given as a listener to the cluster's
   :class:`~engine.journal.Journal`, the recorder follows the called client while the call runs
@@ -99,6 +101,10 @@ _TXN_EVENTS = frozenset(
         events.REPLICA_FOLLOWER,
     }
 )
+
+#: Event name prefixes after which the consumer group rows are read again (the coordinators' group,
+#: offset-commit and KIP-848 events).
+_GROUP_PREFIXES = ("group.", "offset_commit", "txn_offset_commit", "consumer_group")
 
 _MISSING = object()
 
@@ -198,6 +204,7 @@ class Recorder:
         self._all_partitions = False
         self._brokers = False
         self._txns = False
+        self._groups = False
         self._controller = False
         #: The trace index at which the running application call started (-1: none running),
         #: the client it runs on, and that client's :func:`~engine.views.board.app_signature`.
@@ -250,6 +257,8 @@ class Recorder:
             self._all_partitions = self._brokers = True
         if name in _TXN_EVENTS:
             self._txns = True
+        if name in _PARTITION_EVENTS or name.startswith(_GROUP_PREFIXES):
+            self._groups = True
 
     def after_step(self, world: World, callback: Any) -> None:
         """A handler ran: mark its node, then read what is dirty (if it emitted an event)."""
@@ -269,6 +278,7 @@ class Recorder:
     def on_offsets(self, replica: Replica) -> None:
         """A replica's offsets moved: its partition is dirty (for ``__transaction_state``, the txn rows)."""
         topic = replica.topic
+        self._groups = True  # a HW move changes a group's lag; __consumer_offsets, its offsets
         if topic not in _INTERNAL:
             self._dirty_partitions.add((topic, replica.partition))
         elif topic == TRANSACTION_STATE_TOPIC:
@@ -312,7 +322,7 @@ class Recorder:
         if self.cluster is None:
             return
         self._clients_dirty()
-        self._brokers = self._txns = True
+        self._brokers = self._txns = self._groups = True
         self._flush()
 
     def _clients_dirty(self) -> None:
@@ -366,16 +376,18 @@ class Recorder:
             rows("txn", sorted(k for (kind, k) in series if kind == "txn")),
             tuple(LogTail(t, p, self._logs[(t, p)].tail(board_index)) for t, p in live_keys if (t, p) in self._logs),
             changed,
+            groups=rows("group", sorted(k for (kind, k) in series if kind == "group")),
         )
 
     def rows(self, kind: str, key: Any) -> list[tuple[int, Any]]:
         """Return every change of one row as ``(index, row)``: e.g. ``rows("txn", "orders-app")``.
 
         ``kind`` is broker (key: id), partition (key: ``(topic, partition)``), producer or
-        consumer (key: client name), txn (key: transactional id) or controller (key: None). A
+        consumer (key: client name), txn (key: transactional id), group (key: group id) or
+        controller (key: None). A
         row that disappeared has None as its value from then on.
         """
-        kinds = ("broker", "partition", "producer", "consumer", "txn", "controller")
+        kinds = ("broker", "partition", "producer", "consumer", "txn", "group", "controller")
         if kind not in kinds:
             msg = f"rows() takes one of {', '.join(kinds)} as kind, got {kind!r}"
             raise ValueError(msg)
@@ -403,7 +415,7 @@ class Recorder:
         return self.cluster
 
     def _everything_dirty(self) -> None:
-        self._brokers = self._txns = self._controller = self._all_partitions = True
+        self._brokers = self._txns = self._groups = self._controller = self._all_partitions = True
         self._clients_dirty()
 
     def _new_clients(self, cluster: Cluster) -> None:
@@ -475,3 +487,12 @@ class Recorder:
             for kind, key in list(self._series):
                 if kind == "txn" and key not in present:
                     self._set("txn", key, index, None)
+        if self._groups:
+            self._groups = False
+            groups = board.all_group_rows(cluster)
+            present = {r.group_id for r in groups}
+            for r in groups:
+                self._set("group", r.group_id, index, r)
+            for kind, key in list(self._series):
+                if kind == "group" and key not in present:
+                    self._set("group", key, index, None)

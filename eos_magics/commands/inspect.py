@@ -141,19 +141,27 @@ class InspectMagics(FamilyMagics):
     @magic_arguments()
     @argument("action", choices=["describe", "list"])
     @argument("--group", "-g", default=None, help="describe: the group id")
+    @argument("--offsets", action="store_true", help="describe: offsets and lag per partition (the default)")
     @argument("--members", action="store_true", help="describe: one row per member")
     @argument("--state", action="store_true", help="describe: the group's state")
-    @argument("--verbose", action="store_true", help="describe --members/--state: more columns")
+    @argument("--verbose", action="store_true", help="describe --members/--state: epochs and assignments")
     def eos_consumer_groups(self, line: str) -> Any:
         """``kafka-consumer-groups.sh``: describe a group's offsets and lag (to the LSO too), or list groups.
 
-        %eos_consumer_groups describe --group copier
+        %eos_consumer_groups describe --group copier --members --verbose
         """
         args = parse_argstring(self.eos_consumer_groups, line)
         views = kafka_views()
         c = self.session.cluster
+        flags = [f"--{f}" for f in ("group", "offsets", "members", "state", "verbose") if getattr(args, f)]
         if args.action == "list":
+            if flags:
+                raise EosUsageError(f"list takes no {flags[0]} (describe does)")
             return views.consumer_groups(c, None)
         if args.group is None:
             raise EosUsageError("describe needs --group GROUP")
+        if args.offsets + args.members + args.state > 1:
+            raise EosUsageError("describe takes one of --offsets, --members, --state")
+        if args.verbose and not (args.members or args.state):
+            raise EosUsageError("--verbose goes with --members or --state")
         return views.consumer_groups(c, args.group, members=args.members, state=args.state, verbose=args.verbose)

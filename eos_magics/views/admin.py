@@ -211,8 +211,22 @@ OFFSETS_COLUMNS = consumer_groups_text.OFFSETS_HEADER
 MEMBERS_COLUMNS = consumer_groups_text.MEMBERS_HEADER
 STATE_COLUMNS = consumer_groups_text.STATE_HEADER
 _INT_COLUMNS = frozenset(
-    {"PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "LSO", "LAG-TO-LSO", "#PARTITIONS", "#MEMBERS"}
+    {
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "LSO",
+        "LAG-TO-LSO",
+        "#PARTITIONS",
+        "#MEMBERS",
+        "CURRENT-EPOCH",
+        "TARGET-EPOCH",
+        "GROUP-EPOCH",
+        "TARGET-ASSIGNMENT-EPOCH",
+    }
 )
+_EPOCHS = frozenset({"CURRENT-EPOCH", "TARGET-EPOCH", "TARGET-ASSIGNMENT"})
 _INT = re.compile(r"-?\d+")
 
 
@@ -258,14 +272,24 @@ def consumer_groups(
     if group_id is None:
         return _list_groups(cluster)
     text = cluster.describe_group(group_id, members=members, state=state, verbose=verbose)
+    more = " --verbose" if verbose else ""
     if state:
-        columns, flags = STATE_COLUMNS, " --state"
+        columns, flags = STATE_COLUMNS, " --state" + more
+        if verbose:
+            columns = (*STATE_COLUMNS[:4], *consumer_groups_text.STATE_VERBOSE, STATE_COLUMNS[4])
     elif members:
-        columns = (*MEMBERS_COLUMNS, "ASSIGNMENT") if verbose else MEMBERS_COLUMNS
-        flags = " --members" + (" --verbose" if verbose else "")
+        columns = (*MEMBERS_COLUMNS, *consumer_groups_text.MEMBERS_VERBOSE) if verbose else MEMBERS_COLUMNS
+        if "GROUP-INSTANCE-ID" in text:
+            columns = (*columns[:2], "GROUP-INSTANCE-ID", *columns[2:])
+        flags = " --members" + more
     else:
         columns, flags = OFFSETS_COLUMNS, ""
     rows = _cut(text, columns)
+    if members and verbose and rows:
+        # a classic group has no epochs and no target: the table leaves out what is '-' in every row
+        keep = [i for i, c in enumerate(columns) if c not in _EPOCHS or any(r[i] is not None for r in rows)]
+        columns = tuple(columns[i] for i in keep)
+        rows = [tuple(r[i] for i in keep) for r in rows]
     picture = summary = ""
     if rows and columns is OFFSETS_COLUMNS:
         bars = [(f"{r[1]}-{r[2]}", r[3], r[9], r[4]) for r in rows]

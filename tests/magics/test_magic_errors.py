@@ -356,6 +356,11 @@ BAD = [
     ("%eos_consumer_groups bogus", "argument action: invalid choice: 'bogus'"),
     ("%eos_consumer_groups describe", "describe needs --group GROUP"),
     ("%eos_consumer_groups describe --group", "argument --group/-g: expected one argument"),
+    ("%eos_consumer_groups describe -g G --members --state", "describe takes one of --offsets, --members, --state"),
+    ("%eos_consumer_groups describe -g G --offsets --members", "describe takes one of --offsets, --members, --state"),
+    ("%eos_consumer_groups describe -g G --verbose", "--verbose goes with --members or --state"),
+    ("%eos_consumer_groups list --group G", "list takes no --group (describe does)"),
+    ("%eos_consumer_groups list --state", "list takes no --state (describe does)"),
     # %eos_check
     ("%eos_check --mode bogus", "argument --mode: invalid choice: 'bogus'"),
     ("%eos_check --cluster nope", "no cluster 'nope'"),

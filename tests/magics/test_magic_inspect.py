@@ -125,7 +125,7 @@ def test_consumer_groups_views(ip: Shell) -> None:
     check_view(listed, "G")
     assert listed.column("group") == ["G"]
     missing = run(ip, "%eos_consumer_groups describe --group nobody")
-    assert missing.text.startswith("Error: Consumer group 'nobody' does not exist.")
+    assert "GroupIdNotFoundException: Group nobody not found." in missing.text
 
 
 def test_cluster_and_topic_views_have_html(ip: Shell) -> None:

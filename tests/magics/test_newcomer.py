@@ -88,6 +88,18 @@ def test_txn_line_magics_and_faults_each_print_one_line(ip, capsys) -> None:
     assert re.search(r"rule \d+: drop the next ProduceResponse", lines[3])
 
 
+def test_a_group_consumer_crash_and_restart_say_what_its_group_sees(ip, capsys) -> None:
+    run(ip, "%eos_cluster create --brokers 1 --seed 1")
+    run(ip, "%eos_topic create t --partitions 2")
+    run(ip, "%eos_consumer c --group g --subscribe t")
+    capsys.readouterr()
+    run(ip, "%eos_fault crash c")
+    run(ip, "%eos_fault restart c")
+    lines = [ln for ln in printed(capsys) if ln.startswith("t=")]
+    assert "c crashed: its connections close; a group member sends no LeaveGroup" in lines[0], lines
+    assert "c restarted: a new process (a subscribed consumer joins its group again)" in lines[1], lines
+
+
 def test_after_a_commit_the_views_say_the_markers_are_still_being_written(ip) -> None:
     txn_setup(ip)
     run(ip, "%eos_producer p0")
