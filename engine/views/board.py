@@ -29,10 +29,7 @@ row                 what it holds
 ``ConsumerRow``     client name, status, ``isolation.level``, group, position per partition
 ``TxnRow``          one ``__transaction_state`` entry as its coordinator holds it: producer id,
                     epoch, state, pending state, partitions, timeout, last update
-``GroupRow``        one consumer group as its coordinator holds it: protocol (classic or consumer),
-                    state, generation (classic) or group epoch and target assignment epoch
-                    (consumer), per member its client, member epoch (consumer) and assignment,
-                    and the group's lag (HW - committed offset, summed over its partitions)
+``GroupRow``        one consumer group as its coordinator holds it (:mod:`engine.views.board_groups`)
 ``LogTail``         the last :data:`LOG_TAIL` batches of a partition leader's log (engine batches,
                     immutable once appended), summarised with their transaction outcome on demand
 ==================  ============================================================================
@@ -60,6 +57,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.config import IsolationLevel
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
+from engine.views.board_groups import GroupRow, all_group_rows
 from engine.views.log_batches import BatchSummary, summarize
 from engine.views.snapshots import ProducerEntryView, producer_entries
 from engine.views.transactions import loaded_transactions
@@ -170,34 +168,6 @@ class TxnRow:
     partitions: tuple[Key, ...]
     timeout_ms: int
     last_update_ms: int
-
-
-class GroupMember(NamedTuple):
-    """One member of a group on the board (``epoch``: a consumer-protocol member's, else None)."""
-
-    member_id: str
-    client_id: str
-    epoch: int | None
-    assignment: tuple[Key, ...]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class GroupRow:
-    """One consumer group, as its coordinator holds it (:func:`engine.views.consumer_groups.group_view`)."""
-
-    group_id: str
-    coordinator: int
-    #: ``"classic"`` or ``"consumer"`` (KIP-848).
-    protocol: str
-    state: str
-    #: The classic generation, or a consumer group's group epoch.
-    generation: int
-    #: A consumer group's target assignment epoch (None for a classic group).
-    assignment_epoch: int | None
-    members: tuple[GroupMember, ...]
-    #: HW - committed offset summed over the partitions with a committed offset (None: none yet,
-    #: or a partition without a live leader).
-    lag: int | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -454,44 +424,6 @@ def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
         if tid not in rows or _leads(cluster, row):
             rows[tid] = row
     return tuple(rows[t] for t in sorted(rows))
-
-
-def all_group_rows(cluster: Cluster) -> tuple[GroupRow, ...]:
-    """Read every consumer group the up coordinators hold, one row per group id (sorted by id).
-
-    A group id is read as :func:`~engine.views.consumer_groups.group_view` answers for it (from
-    the coordinator that leads its ``__consumer_offsets`` partition); a dead group, and an empty
-    one with no offsets, have no row.
-    """
-    from engine.group.coordinator import GroupCoordinator
-    from engine.views.consumer_groups import group_view
-
-    ids: set[str] = set()
-    for b in sorted(cluster.brokers):
-        broker = cluster.brokers[b]
-        if broker.status.value != "up":
-            continue
-        for ext in broker.extensions:
-            if isinstance(ext, GroupCoordinator):
-                ids.update(ext.groups)
-                ids.update(ext.consumer.groups)
-    rows = []
-    for gid in sorted(ids):
-        v = group_view(cluster, gid)
-        if v is None or v.state == "Dead" or not (v.members or v.committed or v.pending_transactional):
-            continue  # an empty group an OffsetFetch made: nothing to show (Kafka keeps no such group)
-        lag: int | None = None
-        for t, p, offset in v.committed:
-            r = leader_replica(cluster, (t, p))
-            if r is None:
-                lag = None
-                break
-            lag = (lag or 0) + r.high_watermark - offset
-        members = tuple(GroupMember(m.member_id, m.client_id, m.member_epoch, m.assignment) for m in v.members)
-        rows.append(
-            GroupRow(gid, v.coordinator, v.group_protocol, v.state, v.generation, v.assignment_epoch, members, lag)
-        )
-    return tuple(rows)
 
 
 def _leads(cluster: Cluster, row: TxnRow) -> bool:

@@ -239,7 +239,7 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     )
 
 
-def _offsets(cluster: Cluster | None, topic: str, partition: int) -> tuple[int | None, int | None]:
+def leader_offsets(cluster: Cluster | None, topic: str, partition: int) -> tuple[int | None, int | None]:
     """Return the leader's (HW, LSO) of a partition, or Nones when it has no live leader."""
     if cluster is None:
         return None, None
@@ -317,7 +317,7 @@ def describe_offsets(
     rows = []
     for tp, m in order:
         current = committed.get(tp)
-        hw, lso = ends.get(tp, (None, None)) if ends is not None else _offsets(cluster, *tp)
+        hw, lso = ends.get(tp, (None, None)) if ends is not None else leader_offsets(cluster, *tp)
         lag = hw - current if hw is not None and current is not None else None
         lag_lso = lso - current if lso is not None and current is not None else None
         rows.append(

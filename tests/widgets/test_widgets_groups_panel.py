@@ -64,7 +64,8 @@ def test_the_groups_panel_follows_a_rebalance_and_scrubs_back() -> None:
 
 
 def test_the_groups_panel_shows_member_epochs_of_a_kip848_group() -> None:
-    from engine.views.board import BoardState, GroupMember, GroupRow
+    from engine.views.board import BoardState
+    from engine.views.board_groups import GroupMember, GroupRow
 
     row = GroupRow("cg", 2, "consumer", "Reconciling", 3, 2, (GroupMember("m1", "a", 2, (("t", 0), ("t", 1))),), 7)
     board = BoardState(0, 0, "up", (), (), (), (), (), (), groups=(row,))
