@@ -5,18 +5,20 @@ Role
 Reshapes the wire requests into the engine's :class:`~engine.protocol.ConsumerGroupHeartbeatRequest`
 and :class:`~engine.protocol.ConsumerGroupDescribeRequest` (the coordinator is
 :mod:`engine.group.consumer_heartbeat`) and back. The wire names topics by id in assignments and
-owned partitions; the engine by name. :func:`topic_id` gives every topic name a fixed id (a UUID
-derived from the name), and Metadata v10+ answers it (:mod:`engine.wire.handlers_data`), so a
-client maps the ids of its assignment to the names it knows. An owned partition of an id no
-topic has is dropped, as Kafka's coordinator ignores unknown topic ids.
+owned partitions; the engine by name. :func:`topic_id` gives every topic a fixed id (a UUID
+derived from its name and how many times the controller deleted that name), and Metadata v10+
+answers it (:mod:`engine.wire.handlers_data`), so a client maps the ids of its assignment to the
+names it knows. An owned partition of an id no topic has is dropped, as Kafka's coordinator
+ignores unknown topic ids.
 
 Served versions: ConsumerGroupHeartbeat v0-v1 (v1 adds ``SubscribedTopicRegex``) and
 ConsumerGroupDescribe v0-v1, what librdkafka 2.16 and the Java client 4.4 ask for.
 
 Invariants
 ----------
-* A topic's id depends only on its name: the same on every broker, every run (a topic deleted and
-  re-created keeps its id, where Kafka would give it a new one).
+* A topic's id depends only on its name and incarnation: the same on every broker and every run,
+  and a topic deleted and created again gets a new one, as on Kafka (where the controller draws a
+  random UUID at creation: ``ReplicationControlManager.createTopic``).
 """
 
 from __future__ import annotations
@@ -37,23 +39,24 @@ Reply = Any
 _NAMESPACE = uuid.UUID("6f2d0a2e-8c1b-4e8e-9b7a-3c5d1e0f4a21")
 
 
-def topic_id(name: str) -> uuid.UUID:
-    """Return the fixed topic id of a topic name (never the zero UUID)."""
-    return uuid.uuid5(_NAMESPACE, name)
+def topic_id(conn: WireConnection, name: str) -> uuid.UUID:
+    """Return the id of the topic ``name`` as it now exists (never the zero UUID)."""
+    incarnation = conn.service.cluster.controller.deleted.get(name, 0)
+    return uuid.uuid5(_NAMESPACE, name if incarnation == 0 else f"{name}#{incarnation}")
 
 
 def topic_names_by_id(conn: WireConnection) -> dict[uuid.UUID, str]:
     """Map the ids of the topics the connection's broker knows to their names."""
     broker = conn.service.cluster.brokers.get(conn.broker_id)
     topics = {t for t, _ in broker.metadata} if broker is not None else set()
-    return {topic_id(t): t for t in sorted(topics)}
+    return {topic_id(conn, t): t for t in sorted(topics)}
 
 
-def _by_id(tps: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
+def _by_id(conn: WireConnection, tps: tuple[tuple[str, int], ...]) -> list[dict[str, Any]]:
     topics: dict[str, list[int]] = {}
     for t, p in sorted(tps):
         topics.setdefault(t, []).append(p)
-    return [{"topic_id": topic_id(t), "partitions": ps} for t, ps in topics.items()]
+    return [{"topic_id": topic_id(conn, t), "partitions": ps} for t, ps in topics.items()]
 
 
 def consumer_group_heartbeat(conn: WireConnection, request: Request, reply: Reply) -> None:
@@ -100,7 +103,7 @@ def consumer_group_heartbeat(conn: WireConnection, request: Request, reply: Repl
                 "member_id": a.member_id,
                 "member_epoch": a.member_epoch,
                 "heartbeat_interval": a.heartbeat_interval_ms,
-                "assignment": None if a.assignment is None else {"topic_partitions": _by_id(a.assignment)},
+                "assignment": None if a.assignment is None else {"topic_partitions": _by_id(conn, a.assignment)},
             }
         )
 
@@ -113,8 +116,8 @@ def consumer_group_describe(conn: WireConnection, request: Request, reply: Reply
     ids = tuple(b.group_ids)
 
     def assignment(tps: tuple[tuple[str, int], ...]) -> dict[str, Any]:
-        parts = _by_id(tps)
-        names = {topic_id(t): t for t, _ in tps}
+        parts = _by_id(conn, tps)
+        names = {topic_id(conn, t): t for t, _ in tps}
         return {"topic_partitions": [{**p, "topic_name": names[p["topic_id"]]} for p in parts]}
 
     def answered(a: Any) -> None:

@@ -119,7 +119,7 @@ def describe_metadata(
         {
             "error_code": ErrorCode.NONE,
             "name": name,
-            "topic_id": topic_id(name),
+            "topic_id": topic_id(conn, name),
             "is_internal": name.startswith("__"),
             "partitions": parts,
         }

@@ -131,3 +131,22 @@ def test_a_subscribing_consumer_creates_a_topic_only_when_its_metadata_request_a
             c.close()
     with server.locked() as cluster:
         assert sorted(cluster.topics) == ["made", "t"]
+
+
+def test_a_topic_id_is_the_same_on_every_broker_and_new_when_the_name_is_created_again(served, raw_call) -> None:
+    """KIP-848 clients map their assignment's topic ids through Metadata: an id names one topic's life."""
+    server = served([("t", 1, 3)])
+    [on_1] = _metadata(raw_call, server, ["t"], allow=False, broker=1).topics
+    [on_2] = _metadata(raw_call, server, ["t"], allow=False, broker=2).topics
+    assert on_1.topic_id == on_2.topic_id != ZERO_UUID
+    with server.locked() as cluster:
+        cluster.delete_topic("t")
+        cluster.create_topic("t", partitions=1, replication_factor=3)
+    deadline = time.monotonic() + 5
+    while True:
+        [again] = _metadata(raw_call, server, ["t"], allow=False).topics
+        if (again.error_code == ErrorCode.NONE and again.partitions) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert again.error_code == ErrorCode.NONE
+    assert again.topic_id not in (on_1.topic_id, ZERO_UUID)
