@@ -302,7 +302,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "copier: cooperative rebalance",
         "cooperative-sticky copiers (KIP-429): one crashes now and then, one is paused through a rebalance "
-        "that revokes only what moves, while transaction coordinators fail over",
+        "that revokes only what moves, while brokers (and the coordinators on them) bounce",
         dataclasses.replace(
             GROUP_COPIER,
             crash_p=0.02,
@@ -310,7 +310,7 @@ SPECS: tuple[Spec, ...] = (
             pause_ms=9_000,
             group_config=(("partition.assignment.strategy", "cooperative-sticky"),),
         ),
-        coordinator_failover,
+        rolling_crashes,
         topics=GROUP_TOPICS,
         broker_config=FAST_FAILOVER,
         safety_ms=14_000,
@@ -342,7 +342,7 @@ SPECS: tuple[Spec, ...] = (
         "static copiers (KIP-345, group.instance.id copier-<i>): a crashed copier's successor rejoins under "
         "its instance id within the session and takes its partitions back, no rebalance for the others",
         dataclasses.replace(GROUP_COPIER, crash_p=0.03, static_members=True),
-        coordinator_failover,
+        group_coordinator_bounce,
         topics=GROUP_TOPICS,
         broker_config=FAST_FAILOVER,
         safety_ms=14_000,

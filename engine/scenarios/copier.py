@@ -231,6 +231,11 @@ class Copier(Workload):
             except _Crash:
                 run.world.crash(producer.name)
                 run.world.crash(consumer.name)
+                if self.group_mode:
+                    # The process died with its consumer: the heal restarts the node, never this
+                    # process, so the dead consumer must not rejoin the group and hold partitions
+                    # nobody reads (a closed consumer does not rejoin when restarted).
+                    consumer.close()
                 run.history.complete(op, "info" if outcome == "ok" else "fail", None, run.now_ms, error="crash")
                 return "restart"
             except (KafkaError, IllegalStateError) as exc:
