@@ -248,6 +248,10 @@ class ConsumerMember(GroupMember):
 
     def _heartbeat_failed(self, code: ErrorCode) -> None:
         self._trace(events.GROUP_HEARTBEAT_FAILED, ("error", code.name))
+        # The coordinator may not have seen what that heartbeat carried (an acknowledged revocation,
+        # a new subscription): the next one sends every field, as Kafka's
+        # AbstractHeartbeatRequestManager.onFailure/onErrorResponse call resetHeartbeatState().
+        self._sent = {}
         if code in COORDINATOR_ERRORS or code in RETRY_ERRORS:
             if code in COORDINATOR_ERRORS:
                 self.coordinator_dead()

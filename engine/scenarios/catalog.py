@@ -157,7 +157,6 @@ SPECS: tuple[Spec, ...] = (
         "transactional batches delayed past their txn (S13)",
         Transactions(processes=2, abort_p=0.3),
         delayed_produce,
-    group_coordinator_bounce,
         broker_config=FAST_FAILOVER,
         catches=(("M8", "hanging-transaction"),),
     ),
