@@ -334,7 +334,7 @@ SPECS: tuple[Spec, ...] = (
         safety_ms=14_000,
         liveness_ms=20_000,
         allowed="subscribe",
-        catches=(("M15", "copier-duplicate"),),
+        catches=(("M15", "copier-duplicate"), ("M19", "L15-two-owners")),
     ),
     Spec(
         "copier: static members restart",

@@ -30,7 +30,6 @@ from engine.scenarios.workloads import (
 )
 from engine.sim.node import NodeStatus
 
-
 #: The copiers' consumer group.
 COPIER_GROUP = "copiers"
 
