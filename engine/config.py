@@ -238,7 +238,9 @@ def _strategy(value: str) -> str:
         raise ConfigError(key, value, "names no assignor", fix="use range, roundrobin or cooperative-sticky")
     for name in names:
         if name not in ASSIGNOR_PROTOCOLS:
-            raise ConfigError(key, value, f"unknown assignor {name!r}", fix="use range, roundrobin or cooperative-sticky")
+            raise ConfigError(
+                key, value, f"unknown assignor {name!r}", fix="use range, roundrobin or cooperative-sticky"
+            )
     if len({ASSIGNOR_PROTOCOLS[n] for n in names}) > 1:
         reason = "mixes eager and cooperative assignors (librdkafka refuses online migration between them)"
         raise ConfigError(key, value, reason, fix="name only cooperative-sticky, or only range and roundrobin")

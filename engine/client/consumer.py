@@ -29,11 +29,16 @@ With it true (the default), ``commit()`` without arguments and auto-commit send 
 partition's position after the records the application was given; with it false, only what
 :meth:`Consumer.store_offsets` stored (:mod:`engine.client.offset_commits`).
 
-Consumer groups (classic protocol, eager range assignment)
-----------------------------------------------------------
+Consumer groups (classic protocol)
+----------------------------------
 ``subscribe(topics)`` joins the group through :class:`~engine.client.group_member.GroupMember`
-(FindCoordinator, JoinGroup, SyncGroup, heartbeats every ``heartbeat.interval.ms``). Each
-rebalance revokes every partition first (eager protocol) and the new assignment starts from the
+(FindCoordinator, JoinGroup, SyncGroup, heartbeats every ``heartbeat.interval.ms``) with the
+assignors of ``partition.assignment.strategy`` (:mod:`engine.client.assignors`). With eager ones
+(range, the default, and roundrobin) each rebalance revokes every partition first; with
+cooperative-sticky (KIP-429) only the partitions that move are revoked, ``on_revoke`` and
+``on_assign`` get just those, and each change is made when the callback asks for it
+(``incremental_unassign``/``incremental_assign``) or after it returns, as confluent-kafka does.
+``close()`` revokes the assignment through ``on_revoke``. A new assignment starts from the
 group's committed offsets (OffsetFetch, with ``require_stable`` under read_committed: KIP-447),
 then ``auto.offset.reset``. ``assign()`` also starts from committed offsets when ``group.id`` is
 set and no offset is given. ``enable.auto.commit`` (off by default here) commits the positions
@@ -120,7 +125,9 @@ class Consumer(ClientNode):
         self._on_revoke: RebalanceCallback | None = None
         self._on_lost: RebalanceCallback | None = None
         #: Inside a cooperative rebalance callback: the partitions the group just added or revoked.
-        self._rebalancing: frozenset[tuple[str, int]] = frozenset()
+        self._rebalancing: tuple[frozenset[tuple[str, int]], Callable[[], None]] | None = None
+        #: Bumped by a full revocation or a crash: queued incremental changes are outdated then.
+        self._rebalance_version = 0
         self.commits = OffsetCommits(self)
         self.group: GroupMember | None = None
         if self.config.group_id:
@@ -159,8 +166,9 @@ class Consumer(ClientNode):
         """Add partitions to the assignment; those already assigned keep their position and records."""
         self._check_open()
         tps = partition_list(partitions, "incremental_assign()")
-        if tps and {t.key() for t in tps} <= self._rebalancing:
-            return  # the group's own addition, already made (see on_group_add_partitions)
+        if self._rebalancing is not None and {t.key() for t in tps} == self._rebalancing[0]:
+            self._rebalancing[1]()  # the group's addition, made now (see _incremental)
+            return
         self._refuse_if_subscribed("incremental_assign()")
         for t in tps:
             if t.key() in self.assigned:
@@ -173,8 +181,9 @@ class Consumer(ClientNode):
         """Remove partitions from the assignment; the others keep their position and records."""
         self._check_open()
         keys = [t.key() for t in partition_list(partitions, "incremental_unassign()")]
-        if keys and set(keys) <= self._rebalancing:
-            return  # the group's own revocation, already made (see on_group_revoke_partitions)
+        if self._rebalancing is not None and set(keys) == self._rebalancing[0]:
+            self._rebalancing[1]()  # the group's revocation, made now (see _incremental)
+            return
         self._refuse_if_subscribed("incremental_unassign()")
         self._require_assigned(keys, "incremental_unassign()")
         self._set_assignment([k for k in self.assigned if k not in keys], fresh=False)
@@ -217,7 +226,8 @@ class Consumer(ClientNode):
         if self.group is not None and self.group.subscription:
             msg = (
                 f"{action} is for partitions the application assigns; {self.name} subscribe()d, and its group "
-                "assigns them (eager protocol): use assign() in on_assign, or unsubscribe() first"
+                "assigns them: call it in on_assign/on_revoke with the partitions given (cooperative-sticky), "
+                "or unsubscribe() first"
             )
             raise IllegalStateError(msg)
 
@@ -368,7 +378,7 @@ class Consumer(ClientNode):
         return self.config.request_timeout_ms
 
     def close(self) -> None:
-        """Stop the consumer: commit (if auto-commit is on) and leave the group (LeaveGroup)."""
+        """Stop the consumer: commit (if auto-commit is on), revoke (``on_revoke``) and leave the group (LeaveGroup)."""
         if self.closed:
             return
         if self.group is not None and self.is_up:
@@ -377,6 +387,11 @@ class Consumer(ClientNode):
                     self.commit(asynchronous=False)
                 except KafkaError as exc:
                     self.world.trace.emit(self.name, "state", events.CONSUMER_CLOSE_COMMIT_FAILED, ("error", str(exc)))
+            if self.group.subscription and self.assigned and self._on_revoke is not None:
+                # confluent-kafka revokes the assignment in close(), through the rebalance callback.
+                tps = list(self.assigned)
+                handler = self._rebalance_handler(self._on_revoke, tps, lambda: self._set_assignment([]))
+                handler(self, [TopicPartition(t, p) for t, p in tps])
             self.group.leave("the consumer is closing")
         self.closed = True
         self._set_assignment([])
@@ -392,7 +407,7 @@ class Consumer(ClientNode):
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
     ) -> None:
-        """Join ``group.id`` and read the partitions the group assigns (range assignor).
+        """Join ``group.id`` and read the partitions the group assigns (``partition.assignment.strategy``).
 
         ``topics`` is a list of topic names (an empty list unsubscribes); the callbacks are
         ``callback(consumer, partitions)`` or None. A topic that does not exist gets no partitions
@@ -522,35 +537,73 @@ class Consumer(ClientNode):
         if self.observer is not None:
             self.observer.on_rebalance(self)
 
-    def on_group_revoke_partitions(self, tps: list[tuple[str, int]]) -> None:
-        """Cooperative rebalance: give back just ``tps`` (committing first with auto-commit); on_revoke gets them."""
+    def on_group_revoke_partitions(self, tps: list[tuple[str, int]], then: Callable[[], None]) -> None:
+        """Cooperative rebalance: give back just ``tps``, then run ``then`` (the rejoin).
+
+        As confluent-kafka: with an ``on_revoke`` callback the partitions are given back when it
+        runs (in the next poll), and the consumer keeps reading them until then; without one, at
+        once. Auto-commit commits first.
+        """
         if self.config.enable_auto_commit:
             self.commits.auto_commit()
-        if self._on_revoke is not None:
-            self._callbacks.append((self._rebalance_call(self._on_revoke, tps), [TopicPartition(t, p) for t, p in tps]))
-        self._set_assignment([k for k in self.assigned if k not in set(tps)], fresh=False)
-        if self.observer is not None:
-            self.observer.on_rebalance(self)
+
+        def apply() -> None:
+            gone = set(tps)
+            self._set_assignment([k for k in self.assigned if k not in gone], fresh=False)
+            if self.observer is not None:
+                self.observer.on_rebalance(self)
+            then()
+
+        self._incremental(self._on_revoke, tps, apply)
 
     def on_group_add_partitions(self, tps: list[tuple[str, int]]) -> None:
-        """Cooperative rebalance: add ``tps`` (read from the committed offsets); on_assign gets just them."""
-        self._set_assignment(self.assigned + list(tps), fresh=False)
-        self.fetcher.no_committed -= set(tps)
-        if self._on_assign is not None:
-            self._callbacks.append((self._rebalance_call(self._on_assign, tps), [TopicPartition(t, p) for t, p in tps]))
-        self.fetcher.kick()
-        if self.observer is not None:
-            self.observer.on_rebalance(self)
+        """Cooperative rebalance: add ``tps`` (read from the committed offsets), when ``on_assign`` runs or at once."""
 
-    def _rebalance_call(self, cb: RebalanceCallback, tps: list[tuple[str, int]]) -> RebalanceCallback:
-        """Wrap an incremental rebalance callback: inside it, incremental_assign/unassign of ``tps`` is already done."""
+        def apply() -> None:
+            self._set_assignment(self.assigned + [k for k in tps if k not in self.assigned], fresh=False)
+            self.fetcher.no_committed -= set(tps)
+            self.fetcher.kick()
+            if self.observer is not None:
+                self.observer.on_rebalance(self)
+
+        self._incremental(self._on_assign, tps, apply)
+
+    def _incremental(self, cb: RebalanceCallback | None, tps: list[tuple[str, int]], apply: Callable[[], None]) -> None:
+        """Apply an incremental change now (no callback), or queue the callback that applies it.
+
+        confluent-kafka's rebalance handler: the callback gets the partitions; when it calls
+        ``incremental_assign``/``incremental_unassign`` with them the change is made then, and when
+        it does not, the consumer makes it after the callback returns.
+        """
+        if cb is None:
+            apply()
+            return
+        self._callbacks.append((self._rebalance_handler(cb, tps, apply), [TopicPartition(t, p) for t, p in tps]))
+
+    def _rebalance_handler(
+        self, cb: RebalanceCallback, tps: list[tuple[str, int]], apply: Callable[[], None]
+    ) -> RebalanceCallback:
+        """Return ``cb`` wrapped to make the change (``apply``) when it asks for it or after it returns.
+
+        A handler outdated by a full revocation (partitions lost, unsubscribed) or a crash since it
+        was queued does nothing, as librdkafka drops outdated rebalance events.
+        """
+        pending = [apply]
+        version = self._rebalance_version
+
+        def run() -> None:
+            if pending:
+                pending.pop()()
 
         def call(consumer: Consumer, parts: list[TopicPartition]) -> None:
-            self._rebalancing = frozenset(tps)
+            if version != self._rebalance_version:
+                return
+            self._rebalancing = (frozenset(tps), run)
             try:
                 cb(consumer, parts)
             finally:
-                self._rebalancing = frozenset()
+                self._rebalancing = None
+                run()
 
         return call
 
@@ -560,7 +613,8 @@ class Consumer(ClientNode):
         return "NONE" if self.group is None else self.group.protocol
 
     def on_group_revoke(self, *, lost: bool) -> None:
-        """Give back every partition (eager rebalance); commit first unless they were lost."""
+        """Give back every partition (eager rebalance, lost partitions); commit first unless they were lost."""
+        self._rebalance_version += 1
         if not lost and self.config.enable_auto_commit:
             self.commits.auto_commit()
         cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
@@ -629,6 +683,7 @@ class Consumer(ClientNode):
         super().on_crash()
         self.fetcher.on_crash()
         self._callbacks = deque()
+        self._rebalance_version += 1
         self.paused_tps = set()
         self.commits.stored = {}
         if self.group is not None:

@@ -337,11 +337,16 @@ class GroupMember:
             self.consumer.on_group_assignment(list(resp.assignment.partitions))
             return
         assigned = set(resp.assignment.partitions)
-        revoked = sorted(set(self.consumer.assigned) - assigned)
+        owned = set(self.consumer.assigned)
+        revoked = sorted(owned - assigned)
         if revoked:
-            self.consumer.on_group_revoke_partitions(revoked)
-        self.consumer.on_group_add_partitions(sorted(assigned - set(self.consumer.assigned)))
-        if revoked:
+            gen = self.generation_id
+            self.consumer.on_group_revoke_partitions(revoked, lambda: self._rejoin_after_revoke(gen))
+        self.consumer.on_group_add_partitions(sorted(assigned - owned))
+
+    def _rejoin_after_revoke(self, generation: int) -> None:
+        """Rejoin at once once the partitions that move are revoked, so the follow-up rebalance assigns them."""
+        if generation == self.generation_id and self.state is MemberState.STABLE:
             self._rejoin("revoked partitions that move to another member")
 
     # -- rebalance triggers -----------------------------------------------------------------

@@ -15,9 +15,8 @@ Role: the only place the engine reads or writes these payloads; only what an eng
 
 What is simplified: a version newer than kio knows (3) is read with version 3's layout and its
 trailing fields are ignored, as Kafka's own consumer does (its ``raw`` bytes still go to the leader
-whole). An engine-made subscription is written in the oldest version that holds its fields (0
-without owned partitions, 1 with them, 2 with a generation, 3 with a rack), which every client
-reads; an engine-made assignment is written as version 0 (versions 0 to 3 are laid out alike).
+whole). What an engine client made is written as version 3, the version Kafka 4.4's consumer and
+librdkafka 2.16 write (an older subscription crashes librdkafka's cooperative-sticky leader).
 """
 
 from __future__ import annotations
@@ -27,14 +26,11 @@ import itertools
 import struct
 from typing import Any
 
-from kio.schema.consumer_protocol_assignment.v0 import ConsumerProtocolAssignment
-from kio.schema.consumer_protocol_assignment.v0.data import TopicPartition as AssignedTopic
 from kio.schema.consumer_protocol_assignment.v3 import ConsumerProtocolAssignment as AssignmentV3
+from kio.schema.consumer_protocol_assignment.v3.data import TopicPartition as AssignedTopic
 from kio.schema.consumer_protocol_subscription.v0 import ConsumerProtocolSubscription
 from kio.schema.consumer_protocol_subscription.v1 import ConsumerProtocolSubscription as SubscriptionV1
-from kio.schema.consumer_protocol_subscription.v1.data import TopicPartition as OwnedV1
 from kio.schema.consumer_protocol_subscription.v2 import ConsumerProtocolSubscription as SubscriptionV2
-from kio.schema.consumer_protocol_subscription.v2.data import TopicPartition as OwnedV2
 from kio.schema.consumer_protocol_subscription.v3 import ConsumerProtocolSubscription as SubscriptionV3
 from kio.schema.consumer_protocol_subscription.v3.data import TopicPartition as OwnedV3
 from kio.schema.types import TopicName
@@ -63,10 +59,12 @@ _SUBSCRIPTION_READERS = [
 ]
 #: Assignments are laid out alike in versions 0 to 3.
 _ASSIGNMENT_READER = entity_reader(AssignmentV3)
-_SUBSCRIPTION_WRITERS = [
-    entity_writer(cls) for cls in (ConsumerProtocolSubscription, SubscriptionV1, SubscriptionV2, SubscriptionV3)
-]
-_write_assignment = entity_writer(ConsumerProtocolAssignment)
+#: What this module writes: version 3, as Kafka 4.4's consumer (``ConsumerProtocol``) and librdkafka
+#: 2.16 do. Not older: librdkafka 2.16's cooperative-sticky leader crashes (SIGSEGV in
+#: ``rd_kafka_cgrp_assignor_run``) on a member subscription below version 2.
+_WRITTEN_VERSION = 3
+_write_subscription = entity_writer(SubscriptionV3)
+_write_assignment = entity_writer(AssignmentV3)
 
 
 def decode_subscription(data: bytes) -> Subscription:
@@ -96,28 +94,21 @@ def decode_subscription(data: bytes) -> Subscription:
 
 
 def encode_subscription(subscription: Subscription) -> bytes:
-    """Return the subscription's ``raw`` bytes, or write it in the oldest version that holds its fields."""
+    """Return the subscription's ``raw`` bytes, or write it as version 3 (null rack when it has none)."""
     if subscription.raw is not None:
         return subscription.raw
     s = subscription
-    version = 3 if s.rack is not None else 2 if s.generation >= 0 else 1 if s.owned else 0
-    topics = tuple(TopicName(t) for t in s.topics)
-    if version == 0:
-        return _write(0, _SUBSCRIPTION_WRITERS[0], ConsumerProtocolSubscription(topics=topics, user_data=s.user_data))
-    cls, owned_cls = ((SubscriptionV1, OwnedV1), (SubscriptionV2, OwnedV2), (SubscriptionV3, OwnedV3))[version - 1]
-    fields: dict[str, Any] = {
-        "topics": topics,
-        "user_data": s.user_data,
-        "owned_partitions": tuple(
-            owned_cls(topic=TopicName(topic), partitions=tuple(i32(p) for _, p in group))
+    entity = SubscriptionV3(
+        topics=tuple(TopicName(t) for t in s.topics),
+        user_data=s.user_data,
+        owned_partitions=tuple(
+            OwnedV3(topic=TopicName(topic), partitions=tuple(i32(p) for _, p in group))
             for topic, group in itertools.groupby(sorted(s.owned), key=lambda pair: pair[0])
         ),
-    }
-    if version >= 2:
-        fields["generation_id"] = i32(s.generation)
-    if version >= 3:
-        fields["rack_id"] = s.rack
-    return _write(version, _SUBSCRIPTION_WRITERS[version], cls(**fields))
+        generation_id=i32(s.generation),
+        rack_id=s.rack,
+    )
+    return _write(_WRITTEN_VERSION, _write_subscription, entity)
 
 
 def decode_assignment(data: bytes) -> Assignment:
@@ -140,15 +131,15 @@ def decode_assignment(data: bytes) -> Assignment:
 
 
 def encode_assignment(assignment: Assignment) -> bytes:
-    """Return the assignment's ``raw`` bytes, or write it as version 0, topics and partitions sorted."""
+    """Return the assignment's ``raw`` bytes, or write it as version 3, topics and partitions sorted."""
     if assignment.raw is not None:
         return assignment.raw
     topics = tuple(
         AssignedTopic(topic=TopicName(topic), partitions=tuple(i32(p) for _, p in group))
         for topic, group in itertools.groupby(sorted(assignment.partitions), key=lambda pair: pair[0])
     )
-    entity = ConsumerProtocolAssignment(assigned_partitions=topics, user_data=assignment.user_data)
-    return _write(0, _write_assignment, entity)
+    entity = AssignmentV3(assigned_partitions=topics, user_data=assignment.user_data)
+    return _write(_WRITTEN_VERSION, _write_assignment, entity)
 
 
 def _pairs(topics: Any, what: str, field: str) -> tuple[tuple[str, int], ...]:

@@ -61,22 +61,25 @@ def test_a_subscription_decodes_every_field_its_version_has_and_keeps_its_bytes(
 
 
 @pytest.mark.parametrize(
-    ("subscription", "version"),
+    "subscription",
     [
-        (Subscription(("t",), user_data=b"u"), 0),
-        (Subscription(("t",), owned=(("t", 1),)), 1),
-        (Subscription(("t",), owned=(("t", 1), ("t", 0)), generation=4), 2),
-        (Subscription(("t",), generation=4, rack="r"), 3),
+        Subscription(("t",)),
+        Subscription(("t",), user_data=b"u", owned=(("t", 1), ("t", 0)), generation=4),
+        Subscription(("t",), generation=4, rack="r"),
     ],
 )
-def test_an_engine_subscription_is_written_in_the_oldest_version_holding_its_fields(
-    subscription: Subscription, version: int
-) -> None:
+def test_an_engine_subscription_is_written_as_version_3_with_every_field(subscription: Subscription) -> None:
+    # version 3, as Kafka 4.4's consumer and librdkafka 2.16 write: below version 2 librdkafka's
+    # cooperative-sticky leader crashes (SIGSEGV), which the gateway's old version-0 rewrite did
     data = encode_subscription(subscription)
-    assert data[:2] == version.to_bytes(2, "big")
+    assert data[:2] == b"\x00\x03"
     read = ConsumerProtocolSubscription.decode(data)
-    assert list(read.topics) == ["t"]
-    assert read.user_data == subscription.user_data
+    assert (list(read.topics), read.user_data, read.generation_id, read.rack_id) == (
+        ["t"],
+        subscription.user_data,
+        subscription.generation,
+        subscription.rack,
+    )
     assert decode_subscription(data) == dataclasses.replace(
         subscription, owned=tuple(sorted(subscription.owned)), raw=data
     )
@@ -99,12 +102,11 @@ def test_empty_metadata_decodes_to_no_topics_and_an_empty_assignment_to_no_parti
     assert decode_assignment(b"") == Assignment((), raw=b"")
 
 
-def test_an_encoded_subscription_is_version_0_with_the_topics_kafka_python_reads() -> None:
+def test_an_encoded_subscription_has_the_topics_kafka_python_reads_in_order() -> None:
     data = encode_subscription(Subscription(("b", "a")))
     read = ConsumerProtocolSubscription.decode(data)
-    assert data[:2] == b"\x00\x00"
     assert list(read.topics) == ["b", "a"]
-    assert read.user_data is None
+    assert (read.user_data, list(read.owned_partitions), read.generation_id) == (None, [], -1)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -118,7 +120,7 @@ def test_an_assignment_of_every_version_decodes_to_sorted_topic_partition_pairs(
 def test_an_encoded_assignment_groups_partitions_by_topic_for_kafka_python() -> None:
     data = encode_assignment(Assignment((("t", 2), ("s", 5), ("t", 0))))
     read = ConsumerProtocolAssignment.decode(data)
-    assert data[:2] == b"\x00\x00"
+    assert data[:2] == b"\x00\x03"
     assert [(tp.topic, list(tp.partitions)) for tp in read.assigned_partitions] == [("s", [5]), ("t", [0, 2])]
     assert read.user_data is None
 
