@@ -59,6 +59,8 @@ SERVED: dict[int, tuple[str, int, int]] = {
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
     66: ("ListTransactions", 0, 0),
+    68: ("ConsumerGroupHeartbeat", 0, 1),
+    69: ("ConsumerGroupDescribe", 0, 1),
 }
 
 _HEAD = struct.Struct(">hhi")

@@ -28,6 +28,7 @@ from engine.protocol import (
     ProduceRequest,
 )
 from engine.wire import records
+from engine.wire.handlers_consumer_group import topic_id, topic_names_by_id
 from engine.wire.shape import millis
 
 if TYPE_CHECKING:
@@ -61,7 +62,10 @@ def metadata(conn: WireConnection, request: Request, reply: Reply) -> None:
     if body.topics is None or (request.api_version == 0 and not body.topics):
         names = None
     else:
-        names = tuple(t.name for t in body.topics if t.name is not None)
+        by_id = topic_names_by_id(conn)  # KIP-848 clients (librdkafka 2.16) ask by topic id
+        names = tuple(
+            n for t in body.topics if (n := t.name if t.name is not None else by_id.get(getattr(t, "topic_id", None)))
+        )
     allow = bool(getattr(body, "allow_auto_topic_creation", True))
 
     def answered(resp: Any) -> None:
@@ -112,7 +116,13 @@ def describe_metadata(
             }
         )
     topics = [
-        {"error_code": ErrorCode.NONE, "name": name, "is_internal": name.startswith("__"), "partitions": parts}
+        {
+            "error_code": ErrorCode.NONE,
+            "name": name,
+            "topic_id": topic_id(name),
+            "is_internal": name.startswith("__"),
+            "partitions": parts,
+        }
         for name, parts in sorted(by_topic.items())
     ]
     topics.extend(

@@ -39,6 +39,7 @@ from engine.wire import (
     control,
     frames,
     handlers_admin,
+    handlers_consumer_group,
     handlers_data,
     handlers_group,
     handlers_session,
@@ -82,6 +83,8 @@ HANDLERS: dict[int, Handler] = {
     61: handlers_txn.describe_producers,
     65: handlers_txn.describe_transactions,
     66: handlers_txn.list_transactions,
+    68: handlers_consumer_group.consumer_group_heartbeat,
+    69: handlers_consumer_group.consumer_group_describe,
 }
 
 if set(HANDLERS) != set(frames.SERVED):  # the advertised table and the handlers must agree
