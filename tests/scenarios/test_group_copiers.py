@@ -83,7 +83,8 @@ def test_m19_is_caught_by_l15_two_owners_in_the_consumer_protocol_copier() -> No
 def test_m15_is_caught_by_copier_duplicate_in_the_consumer_protocol_copier() -> None:
     # The paused copier's session expires; without KIP-447 fencing its TxnOffsetCommit (from a
     # member the group no longer has) is taken and its stale transaction commits.
-    assert any("copier-duplicate" in run_spec(KIP848, seed, mutant=get_mutant("M15")).kinds for seed in (1, 2, 3))
+    # Seed 4 is the first that shows it (eos mutants --measure); seeds 1-3 pause the copier between transactions.
+    assert "copier-duplicate" in run_spec(KIP848, 4, mutant=get_mutant("M15")).kinds
 
 
 def test_a_static_copier_restarted_within_its_session_causes_no_rebalance() -> None:
