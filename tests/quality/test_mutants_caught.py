@@ -1,4 +1,4 @@
-"""Every weakened configuration (M1–M18) is caught by its named check within 5 seeds of its scenario.
+"""Every weakened configuration (M1–M19) is caught by its named check within 5 seeds of its scenario.
 
 Method: for each (mutant, scenario, check) that the scenario catalog declares, run the scenario
 with the mutant on seeds 1..5 and stop at the first seed whose report contains the named check.
