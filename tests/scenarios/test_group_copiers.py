@@ -92,10 +92,15 @@ def test_a_static_copier_restarted_within_its_session_causes_no_rebalance() -> N
     r = run_spec(STATIC, 700_003, observers=[rec])
     assert r.ok, r.verdict()
     replaced = [e for e in rec.events if e.name == "group.static.replaced"]
-    assert replaced, "no copier restarted under its instance id on this seed"
-    first = replaced[0].index
-    after = [e for e in rec.events if e.name == "group.rebalance" and e.index > first]
-    assert not [e for e in after if "static member" in str(e.get("reason"))], after
+    assert len(replaced) >= 3, "copiers restarted under their instance ids fewer times than this seed does"
+    heal = next(e.index for e in rec.events if e.name == "phase.heal")
+    # From the first restart to the heal (5 restarts, a coordinator bounce): one generation throughout.
+    moved = [
+        e
+        for e in rec.events
+        if e.name in ("group.rebalance", "group.generation") and replaced[0].index < e.index < heal
+    ]
+    assert not moved, moved
 
 
 # -- L15: its observer fails on two holders ------------------------------------------------------
