@@ -301,7 +301,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "copier: cooperative rebalance",
         "cooperative-sticky copiers (KIP-429): one crashes now and then, one is paused through a rebalance "
-        "that revokes only what moves, while brokers (and the coordinators on them) bounce",
+        "that revokes only what moves, while brokers (and the coordinators on them) bounce (X6)",
         dataclasses.replace(
             GROUP_COPIER,
             crash_p=0.02,
@@ -320,7 +320,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "copier: consumer-protocol group",
         "KIP-848 copiers (group.protocol=consumer, uniform assignor): crashed and paused members are fenced "
-        "by the session timeout, the group coordinator fails over",
+        "by the session timeout, the group coordinator fails over (X7)",
         dataclasses.replace(
             GROUP_COPIER,
             crash_p=0.02,
@@ -339,7 +339,7 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "copier: static members restart",
         "static copiers (KIP-345, group.instance.id copier-<i>): a crashed copier's successor rejoins under "
-        "its instance id within the session and takes its partitions back, no rebalance for the others",
+        "its instance id within the session and takes its partitions back, no rebalance for the others (X8)",
         dataclasses.replace(GROUP_COPIER, crash_p=0.03, static_members=True),
         group_coordinator_bounce,
         topics=GROUP_TOPICS,
