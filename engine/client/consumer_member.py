@@ -288,7 +288,13 @@ class ConsumerMember(GroupMember):
             ("revoke", [f"{t}-{p}" for t, p in revoked]),
             ("assign", [f"{t}-{p}" for t, p in added]),
         )
-        self.consumer.on_group_increment(revoked, added, lost=False, done=lambda: self._reconciled(epoch, target))
+        self.consumer.on_group_increment(
+            revoked,
+            added,
+            lost=False,
+            done=lambda: self._reconciled(epoch, target),
+            current=lambda: epoch == self._epoch,
+        )
 
     def _reconciled(self, epoch: int, target: frozenset[tuple[str, int]]) -> None:
         self._reconciling = False
