@@ -170,3 +170,23 @@ def test_the_heartbeat_after_a_failed_one_carries_the_owned_partitions() -> None
         a.assigned,
         b.assigned,
     )
+
+
+def test_a_reconciliation_queued_before_the_member_was_fenced_assigns_nothing() -> None:
+    """Swarm seeds 710047, 710060, 710100, 710134: a paused copier kept its stale assignment after the fence."""
+    c = _cluster(revoke_before_assign=True)
+    (a,) = _members(c, "a")
+    assert _poll_until([a], lambda: len(a.assigned) == 4)
+    (b,) = _members(c, "b")
+    for _ in range(200):  # b hears its assignment; its poll would take it, but b is paused first
+        a.poll(0.05)
+        if b.group.state is ConsumerMemberState.RECONCILING:
+            break
+    assert b.group.state is ConsumerMemberState.RECONCILING and not b.assigned
+    c.world.pause(b.name)
+    assert _poll_until([a], lambda: len(a.assigned) == 4 and c.now_ms > 8_000, polls=600)  # b's session expired
+    c.world.resume(b.name)
+    assert _poll_until(
+        [a, b], lambda: b.group.fenced_by is not None and b.group.state is not ConsumerMemberState.FENCED
+    )
+    assert not set(b.assigned) & set(a.assigned), (a.assigned, b.assigned)
