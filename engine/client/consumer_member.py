@@ -74,6 +74,8 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 FENCING_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 
 Partitions = tuple[tuple[str, int], ...]
+#: What :meth:`ConsumerMember._request` compares a field with when it was not sent since the last reset.
+_UNSENT = object()
 
 
 class ConsumerMemberState(enum.Enum):
@@ -191,7 +193,10 @@ class ConsumerMember(GroupMember):
             "server_assignor": self.server_assignor,
             "topic_partitions": tuple(sorted(self.owned)),
         }
-        changed = {k: v for k, v in fields.items() if everything or self._sent.get(k, ()) != v}
+        # A field never sent (or forgotten after a failed heartbeat) differs from every value, an
+        # empty owned set included: the next heartbeat is then a full one, and the coordinator
+        # answers a full heartbeat with the whole assignment (Kafka's SentFields start at null).
+        changed = {k: v for k, v in fields.items() if everything or self._sent.get(k, _UNSENT) != v}
         if self.server_assignor is None:
             changed.pop("server_assignor", None)
         self._sent.update(changed)

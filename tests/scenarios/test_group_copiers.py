@@ -190,3 +190,20 @@ def test_a_reconciliation_queued_before_the_member_was_fenced_assigns_nothing() 
         [a, b], lambda: b.group.fenced_by is not None and b.group.state is not ConsumerMemberState.FENCED
     )
     assert not set(b.assigned) & set(a.assigned), (a.assigned, b.assigned)
+
+
+def test_a_member_whose_assignment_answer_was_lost_gets_it_with_its_next_full_heartbeat() -> None:
+    """Swarm seed 710165: the answer giving a copier its partitions was lost; the next heartbeats
+    left out the (empty) owned set, so none was a full one, the coordinator never sent the
+    assignment again, and the partitions it thought the copier owned were never read."""
+    c = _cluster(revoke_before_assign=True)
+    (a,) = _members(c, "a")
+    assert _poll_until([a], lambda: len(a.assigned) == 4)
+    (b,) = _members(c, "b")
+    assert _poll_until([a, b], lambda: b.group.member_epoch > 0)  # b joined; its partitions are a's until a revokes
+    lose = FaultEntry.of(c.now_ms, "drop", dst=b.name, body_type="ConsumerGroupHeartbeatResponse", count=4)
+    c.schedule_faults(FaultPlan((lose,)))
+    assert _poll_until([a, b], lambda: len(a.assigned) == 2 and len(b.assigned) == 2, polls=800), (
+        a.assigned,
+        b.assigned,
+    )
