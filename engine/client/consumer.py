@@ -633,6 +633,7 @@ class Consumer(ClientNode):
         done: Callable[[], None],
         leaving: bool = False,
         current: Callable[[], bool] | None = None,
+        keep: Callable[[tuple[tuple[str, int], ...]], tuple[tuple[str, int], ...]] | None = None,
     ) -> None:
         """KIP-848 reconciliation (:mod:`engine.client.consumer_member`), in the next poll as librdkafka does it.
 
@@ -642,13 +643,16 @@ class Consumer(ClientNode):
         ``done()``. ``current``: when it returns False as the step runs (the member was fenced
         since), the step does nothing -- a stale reconciliation must not assign partitions the
         member no longer has (Kafka's ``ConsumerMembershipManager`` drops a reconciliation whose
-        member epoch changed).
+        member epoch changed). ``keep``: filters ``added`` as the step runs (the member's newest
+        target: a partition the coordinator took back meanwhile is not taken).
         """
 
         def step(_c: Consumer, _tps: list[TopicPartition]) -> None:
-            nonlocal revoked
+            nonlocal revoked, added
             if current is not None and not current():
                 return
+            if keep is not None:
+                added = keep(added)
             if lost:
                 revoked = tuple(sorted(set(revoked) | set(self.assigned)))
             if revoked:

@@ -293,12 +293,19 @@ class ConsumerMember(GroupMember):
             ("revoke", [f"{t}-{p}" for t, p in revoked]),
             ("assign", [f"{t}-{p}" for t, p in added]),
         )
+
+        def keep(tps: Partitions) -> Partitions:
+            # A newer target that arrived while this one waited for the poll may have taken some
+            # back (the coordinator released them on a heartbeat that reported them not owned yet).
+            return tuple(tp for tp in tps if self.target is not None and tp in self.target)
+
         self.consumer.on_group_increment(
             revoked,
             added,
             lost=False,
-            done=lambda: self._reconciled(epoch, target),
+            done=lambda: self._reconciled(epoch, (target - set(added)) | set(keep(added))),
             current=lambda: epoch == self._epoch,
+            keep=keep,
         )
 
     def _reconciled(self, epoch: int, target: frozenset[tuple[str, int]]) -> None:

@@ -207,3 +207,34 @@ def test_a_member_whose_assignment_answer_was_lost_gets_it_with_its_next_full_he
         a.assigned,
         b.assigned,
     )
+
+
+def test_a_stale_reconciliation_takes_no_partition_the_coordinator_gave_away_meanwhile() -> None:
+    """Swarm seed 710015: a member still reconciling its first assignment sent a full heartbeat
+    (after a failed one) saying it owned nothing; the coordinator gave half of it to a new member,
+    and the old reconciliation, run at the next poll, took all of it: two owners of in-8."""
+    c = _cluster(revoke_before_assign=True)
+    (a,) = _members(c, "a")
+    for _ in range(100):  # a hears its four partitions but does not poll: its reconciliation waits
+        c.run_for(50)
+        if a.group.state is ConsumerMemberState.RECONCILING:
+            break
+    assert a.group.state is ConsumerMemberState.RECONCILING and not a.assigned
+    (b,) = _members(c, "b")
+    for _ in range(100):  # b joins; the coordinator asks a to give two partitions up
+        b.poll(0.05)
+        if b.group.member_epoch > 0:
+            break
+    # The coordinator's broker crashes: a's heartbeat fails, and its next one, to the new
+    # coordinator, is a full one saying a owns nothing (its reconciliation has not run).
+    c.world.crash(f"broker-{a.group.coordinator}")
+    for _ in range(800):
+        b.poll(0.05)
+        if len(b.assigned) == 2:
+            break
+    assert len(b.assigned) == 2
+    for _ in range(200):
+        a.poll(0.05)
+        b.poll(0.05)
+        assert not set(a.assigned) & set(b.assigned), (a.assigned, b.assigned)
+    assert len(a.assigned) == 2
