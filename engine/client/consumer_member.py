@@ -313,6 +313,10 @@ class ConsumerMember(GroupMember):
         if epoch != self._epoch or self.state is not ConsumerMemberState.RECONCILING:
             return
         self.owned = target
+        # The acknowledgement always carries the owned partitions, changed or not: Kafka's
+        # LocalAssignment has a local epoch that every reconciliation bumps, so its heartbeat
+        # sends them (the coordinator reads an absent set as "still owning" what it revokes).
+        self._sent.pop("topic_partitions", None)
         self._to(ConsumerMemberState.ACKNOWLEDGING)
         self._heartbeat_now()
 

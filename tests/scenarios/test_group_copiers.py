@@ -238,3 +238,12 @@ def test_a_stale_reconciliation_takes_no_partition_the_coordinator_gave_away_mea
         b.poll(0.05)
         assert not set(a.assigned) & set(b.assigned), (a.assigned, b.assigned)
     assert len(a.assigned) == 2
+
+
+def test_an_acknowledgement_carries_the_owned_partitions_even_when_unchanged() -> None:
+    """Swarm seed 710008 (kept as a seed, not rebuilt by hand): a copier's stale reconciliation
+    took nothing (its newest target had taken the partition back), so its owned set equalled the
+    one it last sent and the acknowledgement left it out; the coordinator, revoking that partition,
+    read the absent set as "still owning" it, and in-8 was never copied."""
+    r = run_spec(KIP848, 710_008, swarm=True)
+    assert r.ok, r.verdict()
