@@ -21,8 +21,9 @@ field                              mutant  guarantee it removes when weakened
                                            transactions of the range
 ``bump_epoch_on_timeout``          M14     a coordinator abort of an expired transaction
                                            fences the producer by bumping the epoch
-``fence_stale_generation``         M15     TxnOffsetCommit from a stale group generation is
-                                           rejected (KIP-447)
+``fence_stale_generation``         M15     TxnOffsetCommit from a stale group generation (a
+                                           KIP-848 group: a stale member epoch, or a member
+                                           the group no longer has) is rejected (KIP-447)
 ``followers_track_producer_state`` M16     followers rebuild producer state while replicating,
                                            so a new leader deduplicates retries
 ``abort_on_failed_send``           M17     (client) a record that fails for good makes its
@@ -31,6 +32,8 @@ field                              mutant  guarantee it removes when weakened
 ``check_init_producer_epoch``      M18     InitProducerId that names a producer id and epoch
                                            (KIP-360) is refused as fenced unless they are the
                                            current ones (or a retry of the last call)
+``revoke_before_assign``           M19     (KIP-848) a partition is assigned to its new owner
+                                           only once its old owner has revoked it
 ``reject_unknown_producer_sequence``  -    a producer the broker does not know gets
                                            UNKNOWN_PRODUCER_ID for a non-zero sequence (the
                                            pre-KIP-360 broker rule); off: any sequence is taken
@@ -58,6 +61,7 @@ class Weakenings:
     abort_on_failed_send: bool = True
     check_init_producer_epoch: bool = True
     reject_unknown_producer_sequence: bool = True
+    revoke_before_assign: bool = True
 
     @property
     def weakened(self) -> list[str]:

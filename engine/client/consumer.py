@@ -645,15 +645,29 @@ class Consumer(ClientNode):
         lost: bool,
         done: Callable[[], None],
         leaving: bool = False,
+        current: Callable[[], bool] | None = None,
+        keep: Callable[[tuple[tuple[str, int], ...]], tuple[tuple[str, int], ...]] | None = None,
     ) -> None:
         """KIP-848 reconciliation (:mod:`engine.client.consumer_member`), in the next poll as librdkafka does it.
 
-        ``revoked``: on_revoke (on_lost when ``lost``), auto-commit unless lost, then give them up;
-        then, when ``added`` is not empty or something was revoked (not lost, not ``leaving``):
-        on_assign(added) and take them; then ``done()``.
+        ``revoked``: on_revoke (on_lost when ``lost``: then also whatever else is assigned when the
+        step runs), auto-commit unless lost, then give them up; then, when ``added`` is not empty or
+        something was revoked (not lost, not ``leaving``): on_assign(added) and take them; then
+        ``done()``. ``current``: when it returns False as the step runs (the member was fenced
+        since), the step does nothing -- a stale reconciliation must not assign partitions the
+        member no longer has (Kafka's ``ConsumerMembershipManager`` drops a reconciliation whose
+        member epoch changed). ``keep``: filters ``added`` as the step runs (the member's newest
+        target: a partition the coordinator took back meanwhile is not taken).
         """
 
         def step(_c: Consumer, _tps: list[TopicPartition]) -> None:
+            nonlocal revoked, added
+            if current is not None and not current():
+                return
+            if keep is not None:
+                added = keep(added)
+            if lost:
+                revoked = tuple(sorted(set(revoked) | set(self.assigned)))
             if revoked:
                 cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
                 if cb is not None:

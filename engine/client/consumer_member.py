@@ -74,6 +74,8 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 FENCING_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 
 Partitions = tuple[tuple[str, int], ...]
+#: What :meth:`ConsumerMember._request` compares a field with when it was not sent since the last reset.
+_UNSENT = object()
 
 
 class ConsumerMemberState(enum.Enum):
@@ -191,7 +193,10 @@ class ConsumerMember(GroupMember):
             "server_assignor": self.server_assignor,
             "topic_partitions": tuple(sorted(self.owned)),
         }
-        changed = {k: v for k, v in fields.items() if everything or self._sent.get(k, ()) != v}
+        # A field never sent (or forgotten after a failed heartbeat) differs from every value, an
+        # empty owned set included: the next heartbeat is then a full one, and the coordinator
+        # answers a full heartbeat with the whole assignment (Kafka's SentFields start at null).
+        changed = {k: v for k, v in fields.items() if everything or self._sent.get(k, _UNSENT) != v}
         if self.server_assignor is None:
             changed.pop("server_assignor", None)
         self._sent.update(changed)
@@ -248,6 +253,10 @@ class ConsumerMember(GroupMember):
 
     def _heartbeat_failed(self, code: ErrorCode) -> None:
         self._trace(events.GROUP_HEARTBEAT_FAILED, ("error", code.name))
+        # The coordinator may not have seen what that heartbeat carried (an acknowledged revocation,
+        # a new subscription): the next one sends every field, as Kafka's
+        # AbstractHeartbeatRequestManager.onFailure/onErrorResponse call resetHeartbeatState().
+        self._sent = {}
         if code in COORDINATOR_ERRORS or code in RETRY_ERRORS:
             if code in COORDINATOR_ERRORS:
                 self.coordinator_dead()
@@ -284,13 +293,30 @@ class ConsumerMember(GroupMember):
             ("revoke", [f"{t}-{p}" for t, p in revoked]),
             ("assign", [f"{t}-{p}" for t, p in added]),
         )
-        self.consumer.on_group_increment(revoked, added, lost=False, done=lambda: self._reconciled(epoch, target))
+
+        def keep(tps: Partitions) -> Partitions:
+            # A newer target that arrived while this one waited for the poll may have taken some
+            # back (the coordinator released them on a heartbeat that reported them not owned yet).
+            return tuple(tp for tp in tps if self.target is not None and tp in self.target)
+
+        self.consumer.on_group_increment(
+            revoked,
+            added,
+            lost=False,
+            done=lambda: self._reconciled(epoch, (target - set(added)) | set(keep(added))),
+            current=lambda: epoch == self._epoch,
+            keep=keep,
+        )
 
     def _reconciled(self, epoch: int, target: frozenset[tuple[str, int]]) -> None:
         self._reconciling = False
         if epoch != self._epoch or self.state is not ConsumerMemberState.RECONCILING:
             return
         self.owned = target
+        # The acknowledgement always carries the owned partitions, changed or not: Kafka's
+        # LocalAssignment has a local epoch that every reconciliation bumps, so its heartbeat
+        # sends them (the coordinator reads an absent set as "still owning" what it revokes).
+        self._sent.pop("topic_partitions", None)
         self._to(ConsumerMemberState.ACKNOWLEDGING)
         self._heartbeat_now()
 

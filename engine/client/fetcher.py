@@ -116,6 +116,9 @@ class Fetcher:
         self.positions = {k: v for k, v in self.positions.items() if k in kept}
         self.requested = {k: v for k, v in self.requested.items() if k in kept}
         self.buffer = deque(m for m in self.buffer if (m.topic(), m.partition()) in kept)
+        # A partition given up forgets that the group had no offset for it: when it comes back
+        # (KIP-848 or cooperative reconciliation), another member may have committed one since.
+        self.no_committed &= kept
         if fresh:
             self.missing.clear()
             self.reported.clear()

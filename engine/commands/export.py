@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, help="the run's seed (default 7)")
     parser.add_argument("--seeds", metavar="A..B", help="export every seed from A to B inclusive, e.g. 1..10")
-    parser.add_argument("--mutant", help="run a weakened configuration, M1..M18 (see 'eos mutants --list')")
+    parser.add_argument("--mutant", help="run a weakened configuration, M1..M19 (see 'eos mutants --list')")
     parser.add_argument("--swarm", action="store_true", help="replace the fault plan with a swarm plan for each seed")
     parser.add_argument("--history", metavar="FILE.jsonl", help="export this client history file instead of a run")
     parser.add_argument("--out", required=True, metavar="DIR", help="the export directory (created if missing)")

@@ -1,6 +1,6 @@
 """``eos mutants``: the weakened configurations, and the table of which check catches each.
 
-``eos mutants --list`` prints M1–M18 with the guarantee each removes. ``eos mutants --measure``
+``eos mutants --list`` prints M1–M19 with the guarantee each removes. ``eos mutants --measure``
 runs, for every mutant, each scenario built to catch it on seeds 1, 2, … until the named check
 reports it (at most ``--max-seeds``), and prints the table: mutant → scenario → check that
 caught it → seeds needed. ``--write FILE`` also writes it as Markdown (``docs/mutants.md``).

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Declare the arguments."""
     parser.add_argument("name", help="scenario name (see 'eos scenarios'); quote names with spaces")
     parser.add_argument("--seed", type=int, default=7, help="the run's seed (default 7)")
-    parser.add_argument("--mutant", help="run a weakened configuration, M1..M18 (see 'eos mutants --list')")
+    parser.add_argument("--mutant", help="run a weakened configuration, M1..M19 (see 'eos mutants --list')")
     parser.add_argument("--swarm", action="store_true", help="replace the fault plan with a swarm plan for this seed")
     parser.add_argument(
         "--log",

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--first-seed", type=int, default=1, help="the first seed; the sweep runs seeds FIRST..FIRST+N-1 (default 1)"
     )
     parser.add_argument("--swarm", action="store_true", help="swarm mode: a random subset of fault kinds per seed")
-    parser.add_argument("--mutant", help="sweep a weakened configuration M1..M18")
+    parser.add_argument("--mutant", help="sweep a weakened configuration M1..M19")
     parser.add_argument("--shrink", action="store_true", help="shrink the fault plan of the first failure")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1; seeds are independent)")

@@ -404,7 +404,14 @@ class ConsumerGroups:
         current = member.assignment
         target = g.target.get(member.member_id, frozenset())
         try:
-            nxt = reconcile(current, g.assignment_epoch, target, owned, lambda tp: g.owner_epoch(member.member_id, tp))
+            nxt = reconcile(
+                current,
+                g.assignment_epoch,
+                target,
+                owned,
+                lambda tp: g.owner_epoch(member.member_id, tp),
+                revoke_before_assign=self.c.weak.revoke_before_assign,
+            )
         except ReconciliationError as exc:
             raise _RefusalError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
         if nxt != current:

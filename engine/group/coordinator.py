@@ -313,7 +313,7 @@ class GroupCoordinator(BrokerExtension):
         cg = self.consumer.groups.get(g.group_id)
         if cg is not None:
             if transactional and not self.weak.fence_stale_generation and generation_id >= 0:
-                return ErrorCode.NONE if member_id in cg.members else ErrorCode.UNKNOWN_MEMBER_ID
+                return ErrorCode.NONE  # M15: no KIP-447 fencing, as for a classic group (any member, any epoch)
             return cg.validate_offset_commit(
                 member_id, generation_id, transactional=transactional, api_version=api_version
             )

@@ -29,6 +29,8 @@ if something was held back, else STABLE.
 Invariants
 ----------
 * Pure: no I/O, no clock; the same inputs give the same member.
+* ``revoke_before_assign=False`` is mutant M19 (:mod:`engine.weakenings`): nothing is held back,
+  so a partition may be assigned while its old owner still holds it.
 * The epoch never decreases; a member leaves UNREVOKED_PARTITIONS only once its owned partitions
   (from the heartbeat; ``None``: unchanged, taken as still owning) no longer include any to revoke.
 """
@@ -77,6 +79,8 @@ def reconcile(
     target: Assignment,
     owned: frozenset[TopicPartition] | None,
     owner_epoch: Callable[[TopicPartition], int],
+    *,
+    revoke_before_assign: bool = True,
 ) -> MemberAssignment:
     """Return the member's next assignment (Kafka's ``CurrentAssignmentBuilder.build``).
 
@@ -90,7 +94,14 @@ def reconcile(
         The partitions the member reported in this heartbeat; ``None`` when it did not say.
     owner_epoch
         The epoch of the member *other than this one* that holds a partition, or -1 when free.
+    revoke_before_assign
+        False only for mutant M19: a partition another member holds is assigned at once.
     """
+    if not revoke_before_assign:
+
+        def owner_epoch(_tp: TopicPartition) -> int:
+            return -1
+
     state = current.state
     if state is MemberState.STABLE:
         if current.member_epoch == target_epoch:

@@ -8,6 +8,7 @@ check. ``eos scenarios`` lists them; ``eos run NAME --seed N [--mutant M..]`` ru
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 
 from engine.scenarios.copier import Aggregator, Copier
@@ -17,6 +18,7 @@ from engine.scenarios.fault_plans import (
     coordinator_failover,
     delayed_end_txn,
     delayed_produce,
+    group_coordinator_bounce,
     isolated_leader,
     light_partitions,
     lost_ack_burst,
@@ -42,6 +44,11 @@ SENDS = IdempotentSends()
 
 COPIER_TOPICS = (TopicSpec("in", 2), TopicSpec("out", 3))
 GROUP_TOPICS = (TopicSpec("in", 9), TopicSpec("out", 3))
+#: KIP-848 groups: the coordinator's session and heartbeat interval, as short as the classic copiers' own
+#: (Kafka would also need ``group.consumer.min.session.timeout.ms`` lowered; the engine has no minimum).
+CONSUMER_GROUP_TIMING = (("group.consumer.session.timeout.ms", 6_000), ("group.consumer.heartbeat.interval.ms", 1_000))
+#: The group copiers of the group-protocol scenarios: 3 copiers share 9 input partitions.
+GROUP_COPIER = Copier(copiers=3, input_partitions=9, records_per_partition=60, group_mode=True, txn_size=5)
 
 SPECS: tuple[Spec, ...] = (
     Spec(
@@ -290,6 +297,56 @@ SPECS: tuple[Spec, ...] = (
         liveness_ms=20_000,
         allowed="subscribe",
         catches=(("M15", "copier-duplicate"),),
+    ),
+    Spec(
+        "copier: cooperative rebalance",
+        "cooperative-sticky copiers (KIP-429): one crashes now and then, one is paused through a rebalance "
+        "that revokes only what moves, while brokers (and the coordinators on them) bounce (X6)",
+        dataclasses.replace(
+            GROUP_COPIER,
+            crash_p=0.02,
+            pause_slot=0,
+            pause_ms=9_000,
+            group_config=(("partition.assignment.strategy", "cooperative-sticky"),),
+        ),
+        rolling_crashes,
+        topics=GROUP_TOPICS,
+        broker_config=FAST_FAILOVER,
+        safety_ms=14_000,
+        liveness_ms=20_000,
+        allowed="subscribe",
+        catches=(("M15", "copier-duplicate"),),
+    ),
+    Spec(
+        "copier: consumer-protocol group",
+        "KIP-848 copiers (group.protocol=consumer, uniform assignor): crashed and paused members are fenced "
+        "by the session timeout, the group coordinator fails over (X7)",
+        dataclasses.replace(
+            GROUP_COPIER,
+            crash_p=0.02,
+            pause_slot=0,
+            pause_ms=9_000,
+            group_config=(("group.protocol", "consumer"), ("group.remote.assignor", "uniform")),
+        ),
+        group_coordinator_bounce,
+        topics=GROUP_TOPICS,
+        broker_config=(*FAST_FAILOVER, *CONSUMER_GROUP_TIMING),
+        safety_ms=14_000,
+        liveness_ms=20_000,
+        allowed="subscribe",
+        catches=(("M15", "copier-duplicate"), ("M19", "L15-two-owners")),
+    ),
+    Spec(
+        "copier: static members restart",
+        "static copiers (KIP-345, group.instance.id copier-<i>): a crashed copier's successor rejoins under "
+        "its instance id within the session and takes its partitions back, no rebalance for the others (X8)",
+        dataclasses.replace(GROUP_COPIER, crash_p=0.03, static_members=True),
+        group_coordinator_bounce,
+        topics=GROUP_TOPICS,
+        broker_config=FAST_FAILOVER,
+        safety_ms=14_000,
+        liveness_ms=20_000,
+        allowed="subscribe",
     ),
     Spec(
         "copier: streams-style aggregate",

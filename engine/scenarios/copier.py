@@ -30,6 +30,9 @@ from engine.scenarios.workloads import (
 )
 from engine.sim.node import NodeStatus
 
+#: The copiers' consumer group.
+COPIER_GROUP = "copiers"
+
 
 def _resume_if_paused(run: Run, node: Any) -> None:
     if node.status is NodeStatus.PAUSED:
@@ -84,6 +87,8 @@ class Copier(Workload):
     pause_slot: int = -1
     pause_ms: int = 0
     session_timeout_ms: int = 6_000
+    group_config: tuple[tuple[str, Any], ...] = ()
+    static_members: bool = False
 
     def start(self, run: Run) -> None:
         """Seed the input, then spawn the copiers and a concurrent read_committed reader of the output."""
@@ -112,8 +117,13 @@ class Copier(Workload):
             yield Sleep(50)
 
     def _clients(self, run: Run, slot: int, gen: int) -> tuple[Any, Any]:
-        timing = {"session.timeout.ms": self.session_timeout_ms, "heartbeat.interval.ms": 1_000}
-        producer, consumer = loop_clients(run, f"copier-{slot}", gen, "copiers", timing)
+        group: dict[str, Any] = dict(self.group_config)
+        timing: dict[str, Any] = {}
+        if group.get("group.protocol") != "consumer":
+            timing = {"session.timeout.ms": self.session_timeout_ms, "heartbeat.interval.ms": 1_000}
+        if self.static_members:
+            group["group.instance.id"] = f"copier-{slot}"
+        producer, consumer = loop_clients(run, f"copier-{slot}", gen, COPIER_GROUP, {**timing, **group})
         if self.group_mode:
             consumer.subscribe(["in"])
         else:
@@ -220,6 +230,11 @@ class Copier(Workload):
             except _Crash:
                 run.world.crash(producer.name)
                 run.world.crash(consumer.name)
+                if self.group_mode:
+                    # The process died with its consumer: the heal restarts the node, never this
+                    # process, so the dead consumer must not rejoin the group and hold partitions
+                    # nobody reads (a closed consumer does not rejoin when restarted).
+                    consumer.close()
                 run.history.complete(op, "info" if outcome == "ok" else "fail", None, run.now_ms, error="crash")
                 return "restart"
             except (KafkaError, IllegalStateError) as exc:
@@ -264,7 +279,7 @@ class Copier(Workload):
 
     def _group_offsets_match(self, run: Run, outputs: list[tuple]) -> list[str]:
         """L11: at quiescence each input partition's committed offset is its last copied offset + 1."""
-        view = run.cluster.group_view("copiers")
+        view = run.cluster.group_view(COPIER_GROUP)
         findings = []
         for p in range(self.input_partitions):
             copied = [so for _t, _p, _o, st, sp, so in outputs if (st, sp) == ("in", p)]
@@ -316,7 +331,7 @@ class Aggregator(Copier):
             sums = _last_sums(run, self.output_partitions)
         except TimeoutException as exc:
             return [f"aggregate-unread: the committed output could not be read to its end at quiescence: {exc}"]
-        view = run.cluster.group_view("copiers")
+        view = run.cluster.group_view(COPIER_GROUP)
         findings = []
         for p in range(self.input_partitions):
             committed = view.committed_offset("in", p) if view is not None else None

@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
+from engine.errors import KafkaError
 from engine.sim.faults import FaultEntry, FaultPlan, random_plan, swarm_kinds
 
 if TYPE_CHECKING:
@@ -103,6 +105,34 @@ def coordinator_failover(rng: random.Random, run: Run) -> FaultPlan:
     """Crash coordinators around PREPARE_COMMIT (BUGGIFY sites): before the markers, and by power loss after."""
     run.world.sites.force("coordinator.crash_after_prepare_logged", times=1)
     run.world.sites.force("coordinator.power_loss_after_prepare_answered", times=2)
+    return FaultPlan()
+
+
+def group_coordinator_bounce(rng: random.Random, run: Run, group_id: str = "copiers") -> FaultPlan:
+    """Crash the broker that coordinates ``group_id`` once (hard bounce) mid-run; it restarts 2.5-3.5 s later.
+
+    The coordinator is the leader of the group's ``__consumer_offsets`` partition *when the crash
+    fires* (the topic is made on the first FindCoordinator, so it cannot be named in advance): the
+    crash is a scheduled call on the run's world, like a BUGGIFY site, and the plan is empty. The
+    next leader loads the group from the log (classic and KIP-848 groups alike).
+    """
+    at = rng.randint(1_500, 3_000)
+    down_ms = rng.randint(2_500, 3_500)
+    world = run.world
+
+    def crash() -> None:
+        p = partition_for(group_id, run.cluster.config.offsets_topic_num_partitions)
+        try:
+            leader = run.cluster.leader(CONSUMER_OFFSETS_TOPIC, p)
+        except KafkaError:
+            return  # no coordinator yet: nothing to fail over
+        name = f"broker-{leader}"
+        if leader < 0 or not world.nodes[name].is_up:
+            return
+        world.crash(name)
+        world.scheduler.call_later(down_ms, lambda: None if world.nodes[name].is_up else world.restart(name))
+
+    world.scheduler.call_later(at, crash)
     return FaultPlan()
 
 

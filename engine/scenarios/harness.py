@@ -181,6 +181,10 @@ class Run:
         from engine.check.timeline import PartitionTimeline
 
         self.timeline = PartitionTimeline.attach(self.cluster)
+        from engine.check.group_owners import GroupOwnership
+
+        #: L15: one owner per partition in each KIP-848 group, checked at every reconciliation
+        self.group_owners = GroupOwnership.attach(self.cluster)
         self.rng = self.world.rng.stream("workload")
         self.fault_rng = self.world.rng.stream("faults")
         self.history = HistoryRecorder()
@@ -354,7 +358,7 @@ ALLOWED_INVARIANT_KINDS = frozenset({"L4-duplicate-marker"})
 
 
 def white_box(run: Run, history: Any) -> list[str]:
-    """Run the white-box invariants L1–L14 over the final engine state; return them as findings."""
+    """Run the white-box invariants L1–L14 over the final engine state, and L15 as the run went; return findings."""
     from engine.check.invariants import check_invariants
 
     acked: dict[tuple[str, int], set[Any]] = {}
@@ -365,6 +369,7 @@ def white_box(run: Run, history: Any) -> list[str]:
                     acked.setdefault((m.topic, m.partition), set()).add(m.value)
     at_least_once = run.spec.allowed == "at-least-once" or run.flag("no-idempotence")
     found = check_invariants(run.cluster, run.timeline, acked_values=acked, at_least_once=at_least_once)
+    found += run.group_owners.anomalies
     return [f"{a.kind}: {a.message}" for a in found if a.kind not in ALLOWED_INVARIANT_KINDS]
 
 

@@ -28,7 +28,7 @@ def scenario_lines() -> list[str]:
 
 
 def mutant_lines() -> list[str]:
-    """Return one line per mutant M1..M18: its id, its name and the guarantee it removes."""
+    """Return one line per mutant M1..M19: its id, its name and the guarantee it removes."""
     from engine.scenarios.mutants import MUTANTS
 
     return [f"{mid:<4} {m.name:<55} removes: {m.removes}" for mid, m in MUTANTS.items()]

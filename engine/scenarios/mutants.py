@@ -1,4 +1,4 @@
-"""The weakened configurations (M1–M18) of eos-checking.md §5.1, each an explicit option.
+"""The weakened configurations (M1–M19) of eos-checking.md §5.1, each an explicit option.
 
 A mutant combines engine :class:`~engine.weakenings.Weakenings`, Kafka-named broker, producer or
 consumer config, and workload flags. ``eos run NAME --mutant M10`` runs a scenario with one; the
@@ -122,12 +122,18 @@ MUTANTS: dict[str, Mutant] = {
             "a fenced instance cannot win its epoch back through the abort path's epoch bump",
             weakenings=Weakenings(check_init_producer_epoch=False),
         ),
+        Mutant(
+            "M19",
+            "KIP-848 reconciliation assigns a partition before its owner revoked it",
+            "a partition has one owner in a consumer group at a time (revoke before assign)",
+            weakenings=Weakenings(revoke_before_assign=False),
+        ),
     )
 }
 
 
 def get_mutant(name: str) -> Mutant:
-    """Return a mutant by id (``M1`` … ``M18``), or raise KeyError naming the valid ids."""
+    """Return a mutant by id (``M1`` … ``M19``), or raise KeyError naming the valid ids."""
     m = MUTANTS.get(name.upper())
     if m is None:
         msg = f"no mutant {name!r}; use one of {', '.join(MUTANTS)}"

@@ -45,7 +45,7 @@ class CatalogMagics(FamilyMagics):
     @argument("--seed", type=int, default=7, help="run: the seed (default 7)")
     @argument("--seeds", type=int, default=10, help="sweep: how many seeds (default 10)")
     @argument("--first-seed", type=int, default=1, help="sweep: the first seed (default 1)")
-    @argument("--mutant", default=None, help="a weakened configuration, M1..M18")
+    @argument("--mutant", default=None, help="a weakened configuration, M1..M19")
     @argument("--swarm", action="store_true", help="a random subset of fault kinds per seed")
     @argument("--quiet", action="store_true", help="sweep: no progress bar")
     def eos_scenario(self, line: str) -> Any:

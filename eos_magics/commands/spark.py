@@ -46,7 +46,7 @@ class SparkMagics(FamilyMagics):
     @argument("--scenario", help="views: a catalog scenario to run and register")
     @argument("--seed", type=int, default=7, help="views: the scenario's seed (default 7)")
     @argument("--seeds", help="sweep: seeds as A..B or a count N (1..N)")
-    @argument("--mutant", help="views, sweep: a weakened configuration M1..M18")
+    @argument("--mutant", help="views, sweep: a weakened configuration M1..M19")
     @argument("--dir", help="views: an export directory (eos export ... --out DIR)")
     @argument("--prefix", default="", help="views, check: put before every view name")
     @argument("--mode", default=None, help="check: eos, subscribe or at-least-once (default: the run's own)")

@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=20,
         help="N (seeds 1..N, default 20), a range A..B, or a list such as 3,17,40..45",
     )
-    sw.add_argument("--mutant", help="sweep a weakened configuration M1..M18")
+    sw.add_argument("--mutant", help="sweep a weakened configuration M1..M19")
     sw.add_argument("--swarm", action="store_true", help="swarm mode: a random subset of fault kinds per seed")
     sw.add_argument("--master", help="local[N], spark://HOST:PORT, yarn, k8s://URL or sc://HOST:PORT (Spark Connect)")
     sw.add_argument(
