@@ -601,24 +601,35 @@ class Consumer(ClientNode):
         A handler outdated by a full revocation (partitions lost, unsubscribed) or a crash since it
         was queued does nothing, as librdkafka drops outdated rebalance events.
         """
-        pending = [apply]
         version = self._rebalance_version
+
+        def call(_consumer: Consumer, parts: list[TopicPartition]) -> None:
+            if version == self._rebalance_version:
+                self._run_rebalance_callback(cb, tps, apply)
+
+        return call
+
+    def _run_rebalance_callback(
+        self, cb: RebalanceCallback | None, tps: Iterable[tuple[str, int]], apply: Callable[[], None]
+    ) -> None:
+        """Call ``cb`` with ``tps``; make the change (``apply``) once: when the callback calls
+        ``incremental_assign``/``incremental_unassign`` with exactly them, or after it returns."""
+        keys = list(tps)
+        pending = [apply]
 
         def run() -> None:
             if pending:
                 pending.pop()()
 
-        def call(consumer: Consumer, parts: list[TopicPartition]) -> None:
-            if version != self._rebalance_version:
-                return
-            self._rebalancing = (frozenset(tps), run)
-            try:
-                cb(consumer, parts)
-            finally:
-                self._rebalancing = None
-                run()
-
-        return call
+        if cb is None:
+            run()
+            return
+        self._rebalancing = (frozenset(keys), run)
+        try:
+            cb(self, [TopicPartition(t, p) for t, p in keys])
+        finally:
+            self._rebalancing = None
+            run()
 
     def rebalance_protocol(self) -> str:
         """Return ``"COOPERATIVE"`` or ``"EAGER"``: the protocol of the configured assignors (librdkafka's
@@ -669,17 +680,22 @@ class Consumer(ClientNode):
             if lost:
                 revoked = tuple(sorted(set(revoked) | set(self.assigned)))
             if revoked:
-                cb = self._on_lost if lost and self._on_lost is not None else self._on_revoke
-                if cb is not None:
-                    cb(self, [TopicPartition(t, p) for t, p in revoked])
                 if not lost and self.config.enable_auto_commit:
                     self.commits.auto_commit()
                 gone = set(revoked)
-                self._set_assignment([k for k in self.assigned if k not in gone], fresh=False)
+                self._run_rebalance_callback(
+                    self._on_lost if lost and self._on_lost is not None else self._on_revoke,
+                    revoked,
+                    lambda: self._set_assignment([k for k in self.assigned if k not in gone], fresh=False),
+                )
             if added or (revoked and not lost and not leaving):
-                if self._on_assign is not None:
-                    self._on_assign(self, [TopicPartition(t, p) for t, p in added])
-                self._set_assignment(self.assigned + [k for k in added if k not in self.assigned], fresh=False)
+                self._run_rebalance_callback(
+                    self._on_assign,
+                    added,
+                    lambda: self._set_assignment(
+                        self.assigned + [k for k in added if k not in self.assigned], fresh=False
+                    ),
+                )
                 self.fetcher.kick()
             if self.observer is not None:
                 self.observer.on_rebalance(self)

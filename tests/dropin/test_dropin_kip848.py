@@ -42,18 +42,33 @@ def _poll_until(consumers: list[Any], done: Callable[[], bool], polls: int = 300
     return False
 
 
-def share_then_leave(mod: Any, conf: dict[str, Any], topic: str, group: str) -> dict[str, Any]:
-    """Member a owns 4 partitions, b joins (2 and 2), b closes, a owns all 4; return the callbacks."""
+def share_then_leave(
+    mod: Any, conf: dict[str, Any], topic: str, group: str, *, incremental: bool = False
+) -> dict[str, Any]:
+    """Member a owns 4 partitions, b joins (2 and 2), b closes, a owns all 4; return the callbacks.
+
+    With ``incremental`` the callbacks make the change themselves (``incremental_assign`` /
+    ``incremental_unassign``, as confluent-kafka's examples do); otherwise the client makes it.
+    """
     events: dict[str, list[list[Any]]] = {"a": [], "b": []}
 
     def member(name: str) -> Any:
         c = mod.Consumer({**conf, "group.id": group, "group.protocol": "consumer", "auto.offset.reset": "earliest"})
         log = events[name]
+
+        def callback(kind: str, change: str | None) -> Callable[[Any, list[Any]], None]:
+            def cb(consumer: Any, tps: list[Any]) -> None:
+                log.append([kind, sorted(tp.partition for tp in tps)])
+                if incremental and change is not None:
+                    getattr(consumer, change)(tps)
+
+            return cb
+
         c.subscribe(
             [topic],
-            on_assign=lambda _c, tps: log.append(["assign", sorted(tp.partition for tp in tps)]),
-            on_revoke=lambda _c, tps: log.append(["revoke", sorted(tp.partition for tp in tps)]),
-            on_lost=lambda _c, tps: log.append(["lost", sorted(tp.partition for tp in tps)]),
+            on_assign=callback("assign", "incremental_assign"),
+            on_revoke=callback("revoke", "incremental_unassign"),
+            on_lost=callback("lost", "incremental_unassign"),
         )
         return c
 
@@ -71,9 +86,12 @@ def share_then_leave(mod: Any, conf: dict[str, Any], topic: str, group: str) -> 
     return {"steps": [alone, shared, back], "callbacks": events, "member_id": b_id}
 
 
-def test_two_members_share_four_partitions_and_the_survivor_takes_all_after_a_leave(cluster: Cluster) -> None:
+@pytest.mark.parametrize("incremental", [False, True], ids=["client-assigns", "callbacks-assign"])
+def test_two_members_share_four_partitions_and_the_survivor_takes_all_after_a_leave(
+    cluster: Cluster, incremental: bool
+) -> None:
     cluster.create_topic("four", partitions=4)
-    out = share_then_leave(kafka, {"bootstrap.servers": "dropin"}, "four", "g848")
+    out = share_then_leave(kafka, {"bootstrap.servers": "dropin"}, "four", "g848", incremental=incremental)
     assert out["steps"] == [True, True, True]
     assert out["callbacks"] == KAFKA_44_CALLBACKS
     # KIP-1082: the member id is the client's own UUID, as Kafka's Uuid.toString writes it.
@@ -95,8 +113,11 @@ def test_the_same_program_gives_the_same_callbacks_on_kafka_44() -> None:
         for f in admin.create_topics([NewTopic("four", 4, 3)]).values():
             f.result()
         out = share_then_leave(confluent_kafka, conf, "four", "g848")
+        by_callbacks = share_then_leave(confluent_kafka, conf, "four", "g848-incremental", incremental=True)
     assert out["steps"] == [True, True, True]
     assert out["callbacks"] == KAFKA_44_CALLBACKS
+    assert by_callbacks["steps"] == [True, True, True]
+    assert by_callbacks["callbacks"] == KAFKA_44_CALLBACKS
 
 
 def test_classic_only_settings_are_refused_with_librdkafkas_text(cluster: Cluster) -> None:
