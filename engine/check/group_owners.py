@@ -6,7 +6,7 @@ The consumer protocol's safety rule (KIP-848, Kafka's ``CurrentAssignmentBuilder
 is revoked from its owner before it is assigned to another member. A member *holds* a partition
 while it is in its current assignment or pending revocation (what
 ``ConsumerGroup.partition_epochs`` tracks). :class:`GroupOwnership` is a read-only observer: each
-time a coordinator reconciles a member (the ``consumer_group_member_reconciled`` event, emitted
+time a coordinator reconciles a member (the ``cgroup.reconciled`` event, emitted
 once the member's new assignment is in place), it reads that coordinator's group and reports
 every partition two members hold at once as an ``L15-two-owners`` anomaly. Checking at each
 reconciliation is enough: only a reconciliation (or a static member's replacement, which hands
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine import trace_events as events
 from engine.check.anomaly import Anomaly
 from engine.group.coordinator import GroupCoordinator
 
@@ -38,7 +39,7 @@ __all__ = ["L15_TWO_OWNERS", "RECONCILED", "GroupOwnership", "two_owners"]
 
 L15_TWO_OWNERS = "L15-two-owners"
 #: The coordinator's event after it gave a member its next assignment.
-RECONCILED = "consumer_group_member_reconciled"
+RECONCILED = events.CGROUP_RECONCILED
 
 
 def two_owners(holdings: dict[str, frozenset[tuple[str, int]]]) -> dict[tuple[str, int], tuple[str, ...]]:
