@@ -37,6 +37,9 @@ Invariants
 * ``partition_epochs`` maps every partition some member holds (assigned or pending revocation)
   to that member's epoch and id; a partition has at most one holder.
 * Members iterate in join order; everything else sorted, never in hash order.
+* :meth:`ConsumerGroup.snapshot` and :meth:`ConsumerGroup.restore` put the group back as it was
+  (the same member objects, their fields, the epochs, targets and holders): a heartbeat whose
+  records are not written leaves no trace in memory (Kafka's timeline revert).
 """
 
 from __future__ import annotations
@@ -110,12 +113,44 @@ class ConsumerGroupMember:
         """What, when it changes, bumps the group epoch (Kafka's ``hasMemberSubscriptionChanged``)."""
         return (self.subscribed_topic_names, self.subscribed_topic_regex, self.server_assignor, self.rack_id)
 
+    def fields(self) -> tuple[object, ...]:
+        """Return the member's state except its timers (see :meth:`set_fields`)."""
+        return tuple(getattr(self, slot) for slot in _MEMBER_FIELDS)
+
+    def set_fields(self, values: tuple[object, ...]) -> None:
+        """Put back what :meth:`fields` returned."""
+        for slot, v in zip(_MEMBER_FIELDS, values, strict=True):
+            setattr(self, slot, v)
+
     def cancel_timers(self) -> None:
         """Cancel the session and rebalance timers."""
         for t in (self.session_timer, self.rebalance_timer):
             if t is not None:
                 t.cancel()
         self.session_timer = self.rebalance_timer = None
+
+
+#: A member's slots that :meth:`ConsumerGroupMember.fields` saves (all but the id and the timers).
+_MEMBER_FIELDS = tuple(
+    s for s in ConsumerGroupMember.__slots__ if s not in ("member_id", "session_timer", "rebalance_timer")
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GroupSnapshot:
+    """What :meth:`ConsumerGroup.restore` needs to put a group back (see :meth:`ConsumerGroup.snapshot`)."""
+
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[tuple[ConsumerGroupMember, tuple[object, ...]], ...]
+    static_members: dict[str, str]
+    target: dict[str, Assignment]
+    partition_epochs: dict[TopicPartition, tuple[int, str]]
+    subscription_metadata: dict[str, int]
+    dead: bool
+    #: Each member's ``(session_timer, rebalance_timer)`` then, in :attr:`members` order.
+    timers: tuple[tuple[Timer | None, Timer | None], ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -188,6 +223,45 @@ class ConsumerGroup:
     def subscribed_topics(self) -> tuple[str, ...]:
         """Return every topic some member subscribes to, sorted."""
         return tuple(sorted({t for m in self.members.values() for t in m.subscribed_topic_names}))
+
+    # -- snapshot and restore ------------------------------------------------------------------
+
+    def snapshot(self) -> GroupSnapshot:
+        """Return the group's state now, for :meth:`restore` (timers are not part of it)."""
+        return GroupSnapshot(
+            self.group_epoch,
+            self.assignment_epoch,
+            self.assignor,
+            tuple((m, m.fields()) for m in self.members.values()),
+            dict(self.static_members),
+            dict(self.target),
+            dict(self.partition_epochs),
+            dict(self.subscription_metadata),
+            self.dead,
+            tuple((m.session_timer, m.rebalance_timer) for m in self.members.values()),
+        )
+
+    def restore(self, snap: GroupSnapshot) -> list[ConsumerGroupMember]:
+        """Put the group back as :meth:`snapshot` saw it; return the members it drops (timers cancelled).
+
+        Members keep their identity (timers that check ``members[id] is member`` stay valid); a
+        member the snapshot has is given back its fields, one it lacks is dropped. Timers are left
+        as they are: the caller restarts the ones the reverted change cancelled.
+        """
+        kept = {m.member_id: m for m, _ in snap.members}
+        dropped = [m for mid, m in self.members.items() if kept.get(mid) is not m]
+        for m in dropped:
+            m.cancel_timers()
+        for m, values in snap.members:
+            m.set_fields(values)
+        self.members = kept
+        self.group_epoch, self.assignment_epoch, self.assignor = snap.group_epoch, snap.assignment_epoch, snap.assignor
+        self.static_members = dict(snap.static_members)
+        self.target = dict(snap.target)
+        self.partition_epochs = dict(snap.partition_epochs)
+        self.subscription_metadata = dict(snap.subscription_metadata)
+        self.dead = snap.dead
+        return dropped
 
     # -- members ------------------------------------------------------------------------------
 

@@ -29,9 +29,12 @@ temporary leave (it keeps its partitions reserved, epoch -2, until its session e
 session that expires fences the member as a leave does.
 
 Every change is written as :mod:`engine.group.consumer_records` records and the heartbeat is
-answered once they are replicated (Kafka's coordinator runtime); the in-memory state changes at
-once and is not rolled back if the write fails (Kafka reverts its timeline; the next coordinator
-reloads what was written). A failover reloads the groups; each member's session runs from the load.
+answered once they are replicated (Kafka's coordinator runtime). The in-memory state changes at
+once; a heartbeat refused part-way, or whose records cannot be appended (too few in-sync
+replicas), is rolled back to the group as it was before it (Kafka reverts its timeline to the last
+written offset), so memory never holds a change the log lacks: the records are deltas, and a
+later write on top of an unwritten change would leave the next coordinator an inconsistent group.
+A failover reloads the groups; each member's session runs from the load.
 
 A JoinGroup for a consumer group with members is answered INCONSISTENT_GROUP_PROTOCOL (Kafka 4.x
 lets a classic member join a consumer group, ``classicGroupJoinToConsumerGroup``: not modelled);
@@ -59,6 +62,7 @@ from engine.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
     ConsumerGroupState,
+    GroupSnapshot,
 )
 from engine.group.member_reconciliation import MemberAssignment, MemberState, ReconciliationError, reconcile
 from engine.group.server_assignors import MemberSpec, assign, preferred_assignor
@@ -125,9 +129,12 @@ class ConsumerGroups:
             self.broker.respond(m, ConsumerGroupHeartbeatResponse(code))
             return
         records: Records = []
+        before = self.groups.get(req.group_id)
+        snap = None if before is None else before.snapshot()
         try:
             g, resp = self._heartbeat(req, records)
         except _RefusalError as r:
+            self._revert(req.group_id, before, snap)
             self.c.trace(
                 events.CGROUP_HEARTBEAT_ERROR,
                 ("group", req.group_id),
@@ -140,6 +147,7 @@ class ConsumerGroups:
             g,
             records,
             lambda err: self.broker.respond(m, resp if err is ErrorCode.NONE else ConsumerGroupHeartbeatResponse(err)),
+            undo=lambda: self._revert(req.group_id, before, snap),
         )
 
     def _heartbeat(
@@ -518,20 +526,73 @@ class ConsumerGroups:
         if epoch is not None and member.member_epoch != epoch:
             return
         records: Records = []
+        snap = g.snapshot()
         self._fence(g, member, reason, records)
-        self._write(g, records, lambda err: None)
+        self._write(g, records, lambda err: None, undo=lambda: self._revert(g.group_id, g, snap))
 
-    def _write(self, g: ConsumerGroup, records: Records, done: Callable[[ErrorCode], None]) -> None:
-        """Append ``records`` to the group's partition; ``done`` once replicated (at once if none)."""
+    def _write(
+        self,
+        g: ConsumerGroup,
+        records: Records,
+        done: Callable[[ErrorCode], None],
+        undo: Callable[[], None] | None = None,
+    ) -> None:
+        """Append ``records`` to the group's partition; ``done`` once replicated (at once if none).
+
+        When the append itself fails (no leader here, too few in-sync replicas) nothing was written,
+        so ``undo`` first puts the group back as it was before the change (Kafka's
+        ``CoordinatorRuntime`` reverts the coordinator's timeline to the last written offset): the
+        state in memory never runs ahead of the log, whose records are only deltas. Once appended,
+        the records stay (a later leader either has them or reloads the group from its own log).
+        """
         if not records:
             done(ErrorCode.NONE)
             return
         batch: RecordBatch = rec.records_batch(records, self.c.now_ms)
         base, err = self.c.append(g, batch)  # type: ignore[arg-type]
         if err is not ErrorCode.NONE:
+            if undo is not None:
+                undo()
             done(err)
             return
         self.c.await_replication(g.partition, base + batch.count, done)
+
+    def _revert(self, group_id: str, before: ConsumerGroup | None, snap: GroupSnapshot | None) -> None:
+        """Undo a change that was refused or not written: the group as ``snap`` saw it (none: forgotten).
+
+        Members the change added lose their timers; a member whose session or revocation timer the
+        change cancelled or replaced gets a fresh one, as after a load (Kafka retries a failed
+        timer operation).
+        """
+        g = self.groups.get(group_id)
+        if before is None or snap is None:
+            if g is not None:
+                del self.groups[group_id]
+                for member in g.members.values():
+                    member.cancel_timers()
+                g.dead = True
+            return
+        if g is not before:
+            return
+        before.restore(snap)
+        for (member, _), (_session, rebalance) in zip(snap.members, snap.timers, strict=True):
+            if member.session_timer is None:
+                self._schedule_session(before, member)
+            a = member.assignment
+            if a.state is MemberState.UNREVOKED_PARTITIONS and member.rebalance_timer is not rebalance:
+                if member.rebalance_timer is not None:
+                    member.rebalance_timer.cancel()
+                member.rebalance_timer = self.broker.set_timer(
+                    max(member.rebalance_timeout_ms, 0),
+                    self._fence_timed_out,
+                    before,
+                    member,
+                    a.member_epoch,
+                    "revocation timed out",
+                )
+            elif a.state is not MemberState.UNREVOKED_PARTITIONS and member.rebalance_timer is not None:
+                member.rebalance_timer.cancel()
+                member.rebalance_timer = None
 
     # -- classic JoinGroup on a consumer group --------------------------------------------------
 
