@@ -10,7 +10,10 @@ bugs the consumer-protocol sweep found are rebuilt by hand:
   group had no offset for it): the copier copied 60 records twice;
 * seed 700000: the heartbeat that acknowledged a revocation was lost (NOT_COORDINATOR after a
   coordinator failover) and the next heartbeat left the owned partitions out (unchanged since the
-  last one *sent*), so the coordinator kept them unreleased and nobody copied them.
+  last one *sent*), so the coordinator kept them unreleased and nobody copied them;
+* swarm seed 740139: the coordinator kept in memory a heartbeat's changes whose records it could not
+  append (too few in-sync replicas); later deltas were written on top, and the coordinator that
+  loaded the group after a crash found two owners of a partition (L15).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from engine import Cluster
 from engine.check.group_owners import L15_TWO_OWNERS, GroupOwnership, two_owners
 from engine.client.consumer_member import ConsumerMemberState
 from engine.client.message import TopicPartition
+from engine.group.coordinator import GroupCoordinator
 from engine.scenarios.catalog import BY_NAME
 from engine.scenarios.harness import run_spec
 from engine.scenarios.mutants import get_mutant
@@ -247,3 +251,37 @@ def test_an_acknowledgement_carries_the_owned_partitions_even_when_unchanged() -
     read the absent set as "still owning" it, and in-8 was never copied."""
     r = run_spec(KIP848, 710_008, swarm=True)
     assert r.ok, r.verdict()
+
+
+def test_a_heartbeat_whose_records_were_not_written_leaves_the_coordinator_as_it_was() -> None:
+    """Swarm seed 740139: the coordinator, alone in the ISR of its ``__consumer_offsets`` partition
+    (too few in-sync replicas), could not append a heartbeat's records but kept its changes in
+    memory (a new member, a new target, a revocation); once the ISR grew back, later heartbeats wrote
+    only their own deltas on top, and the coordinator that loaded the group after a crash found the
+    first member still holding the partitions the second one held: two owners (L15)."""
+    c = Cluster(seed=3, brokers=3, config={**BROKER, "replica.lag.time.max.ms": 1_000}, weakenings=Weakenings())
+    c.create_topic("t", partitions=4, replication_factor=3)
+    watcher = GroupOwnership.attach(c)
+    (a,) = _members(c, "a")
+    assert _poll_until([a], lambda: len(a.assigned) == 4)
+    home = f"broker-{a.group.coordinator}"
+    (coordinator,) = (x.consumer for x in c.world.nodes[home].extensions if isinstance(x, GroupCoordinator))
+    written = coordinator.groups["g"].view()
+    others = [f"broker-{i}" for i in (1, 2, 3) if f"broker-{i}" != home]
+    c.world.network.partition([home], others)  # the clients still reach it; its followers do not
+    c.run_for(3_000)  # the ISR shrinks to the coordinator alone: its appends now fail
+    (b,) = _members(c, "b")
+    for _ in range(40):  # b joins and a heartbeats; nothing they change can be written
+        a.poll(0.05)
+        b.poll(0.05)
+    # Nothing was written, so nothing changed: a keeps its four partitions, b has none.
+    unwritten = (len(a.assigned), len(b.assigned), coordinator.groups["g"].view() == written)
+    c.world.network.heal_partitions()
+    assert _poll_until([a, b], lambda: len(a.assigned) == 2 and len(b.assigned) == 2, polls=800)
+    c.world.crash(home)  # the next coordinator loads what was written
+    for _ in range(200):
+        a.poll(0.05)
+        b.poll(0.05)
+    assert L15_TWO_OWNERS not in [x.kind for x in watcher.anomalies], watcher.anomalies
+    assert len(a.assigned) == 2 and len(b.assigned) == 2
+    assert unwritten == (4, 0, True)
