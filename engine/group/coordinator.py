@@ -10,8 +10,11 @@ event                  what happens
 =====================  ====================================================================
 becomes leader         the partition is *loading*: requests for its groups get
                        COORDINATOR_LOAD_IN_PROGRESS; after :data:`LOAD_DELAY_MS` the log is
-                       replayed (:func:`~engine.group.records.replay`: plain offsets, group
-                       membership, transactional offsets with their markers) and it is *loaded*
+                       replayed to its end (:func:`~engine.group.records.replay`: plain offsets,
+                       group membership, transactional offsets with their markers) and it is
+                       *loaded*; while the high watermark is below the end it loaded (a tail
+                       the old leader wrote but never committed), requests still get
+                       COORDINATOR_LOAD_IN_PROGRESS (see *Uncommitted tail* below)
 becomes follower       unloaded: parked JoinGroup/SyncGroup get NOT_COORDINATOR, groups go Dead
 crash                  everything is volatile and forgotten
 =====================  ====================================================================
@@ -24,6 +27,21 @@ REQUEST_TIMED_OUT. Plain offsets enter the cache when replicated; transactional 
 (:meth:`GroupCoordinator.on_txn_marker`); an ABORT marker discards them. Who may commit, the
 pending offsets and OffsetFetch's ``require_stable`` follow the rules of
 :mod:`engine.group.txn_offsets` (KIP-447).
+
+Uncommitted tail
+----------------
+A new leader's log may end with records above its high watermark: written by the old
+coordinator, replicated to this broker, never committed (the old coordinator never answered
+them). They may still be truncated away if this leader fails before the ISR catches up, so no
+answer may be built on them: a group loaded from them could hand out a generation that a later
+coordinator, loading a shorter log, never knew, and a member of that phantom generation would
+pass KIP-447 fencing once the real group reached the same generation number (seed 740195 of
+'copier: static members restart'). Kafka 4.x loads to the log end too
+(``CoordinatorLoaderImpl.load``) and, in ``CoordinatorRuntime.CoordinatorWriteEvent``, holds every
+response of an operation until the high watermark passes the last written offset
+(``deferredEventQueue``). Here the partition stays unavailable with COORDINATOR_LOAD_IN_PROGRESS
+(retriable: clients back off and retry) until the high watermark reaches the loaded end; the
+client sees an error and a retry where Kafka shows a slower answer.
 
 Membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) is in :mod:`engine.group.membership`;
 KIP-848 consumer groups (ConsumerGroupHeartbeat, ConsumerGroupDescribe) in
@@ -103,6 +121,8 @@ class GroupCoordinator(BrokerExtension):
         #: partition -> leader epoch it was loaded (or is loading) in
         self.owned: dict[int, int] = {}
         self.loading: set[int] = set()
+        #: partition -> the log end offset it was loaded to, while its high watermark is below it
+        self.unsettled: dict[int, int] = {}
         self.groups: dict[str, GroupMetadata] = {}
         self._waiters: dict[int, list[_HwWaiter]] = {}
         self.membership = Membership(self)
@@ -139,6 +159,11 @@ class GroupCoordinator(BrokerExtension):
             return ErrorCode.NOT_COORDINATOR
         if p in self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if p in self.unsettled:
+            r = self.broker.replicas.get((CONSUMER_OFFSETS_TOPIC, p))
+            if r is None or r.high_watermark < self.unsettled[p]:
+                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            del self.unsettled[p]
         return ErrorCode.NONE
 
     def group(self, group_id: str, *, create: bool) -> GroupMetadata | None:
@@ -177,6 +202,8 @@ class GroupCoordinator(BrokerExtension):
                 self._restore_members(g, lg.metadata)
             self.groups[gid] = g
         self.loading.discard(p)
+        if r.high_watermark < r.log_end_offset:
+            self.unsettled[p] = r.log_end_offset  # an uncommitted tail was loaded: no answers from it yet
         mine = sorted({g for g in loaded if self.partition_of(g) == p} | set(self.consumer.load(p, r.log.batches)))
         if mine:  # 50 partitions load at startup; only loads that found something are traced
             self.trace(events.GROUP_LOAD_DONE, ("partition", p), ("epoch", epoch), ("groups", mine))
@@ -213,6 +240,7 @@ class GroupCoordinator(BrokerExtension):
     def _unload(self, p: int, *, answer: bool) -> None:
         self.owned.pop(p, None)
         self.loading.discard(p)
+        self.unsettled.pop(p, None)
         for w in self._waiters.pop(p, []):
             w.timer.cancel()
             if answer:
@@ -230,6 +258,7 @@ class GroupCoordinator(BrokerExtension):
             self._unload(p, answer=False)
         self.owned = {}
         self.loading = set()
+        self.unsettled = {}
         self.groups = {}
         self._waiters = {}
 
@@ -281,8 +310,13 @@ class GroupCoordinator(BrokerExtension):
                 return
 
     def on_high_watermark(self, r: Replica) -> None:
-        """Answer the writes the high watermark has passed."""
-        if r.topic != CONSUMER_OFFSETS_TOPIC or r.partition not in self._waiters:
+        """Answer the writes the high watermark has passed; serve a loaded tail once it is committed."""
+        if r.topic != CONSUMER_OFFSETS_TOPIC:
+            return
+        end = self.unsettled.get(r.partition)
+        if end is not None and r.high_watermark >= end:
+            del self.unsettled[r.partition]
+        if r.partition not in self._waiters:
             return
         hw = r.high_watermark
         waiters = self._waiters[r.partition]
