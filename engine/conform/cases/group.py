@@ -23,9 +23,12 @@ GROUP_BOUNDS = Bounds(3.0, 3.0)
 class Member:
     """A subscribed consumer and the rebalance callbacks confluent-kafka called on it."""
 
+    #: The client config every member of this kind starts from.
+    BASE: dict[str, Any] = MEMBER
+
     def __init__(self, ctx: Ctx, group: str, topic: str, **config: Any) -> None:
         self.events: list[list[Any]] = []
-        self.consumer = ctx.consumer(**{"group.id": group, **MEMBER, **config})
+        self.consumer = ctx.consumer(**{"group.id": group, **self.BASE, **config})
         self.consumer.subscribe(
             [topic],
             on_assign=lambda c, tps: self.events.append(["assign", sorted(tp.partition for tp in tps)]),
@@ -45,14 +48,14 @@ def _one_then_another(ctx: Ctx, group: str, topic: str) -> tuple[Member, Member,
     target (two JoinGroups sent at once reach the coordinator in either order).
     """
     first = Member(ctx, group, topic)
-    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
+    poll_until(ctx, [first.consumer], lambda: owns_all([first], 4))
     start = ctx.seconds()
     second = Member(ctx, group, topic)
-    stable = poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4))
+    stable = poll_until(ctx, [first.consumer, second.consumer], lambda: owns_all([first, second], 4))
     return first, second, stable, ctx.seconds() - start
 
 
-def _stable(members: list[Member], partitions: int) -> bool:
+def owns_all(members: list[Member], partitions: int) -> bool:
     owned = [p for m in members for p in m.owns()]
     return sorted(owned) == list(range(partitions)) and all(m.owns() for m in members)
 
@@ -64,7 +67,7 @@ def join(ctx: Ctx) -> None:
     topic = make_topic(ctx, "j", 4)
     start = ctx.seconds()
     member = Member(ctx, ctx.name("g"), topic)
-    ctx.observe("stable", poll_until(ctx, [member.consumer], lambda: _stable([member], 4)))
+    ctx.observe("stable", poll_until(ctx, [member.consumer], lambda: owns_all([member], 4)))
     ctx.timing("until-assigned", ctx.seconds() - start)
     ctx.observe("events", member.events)
 
@@ -144,13 +147,13 @@ def failover_after_leave(ctx: Ctx) -> None:
     topic = make_topic(ctx, "fl", 2)
     group = ctx.name("g")
     first = Member(ctx, group, topic, **{"session.timeout.ms": 30_000})
-    poll_until(ctx, [first.consumer], lambda: _stable([first], 2))
+    poll_until(ctx, [first.consumer], lambda: owns_all([first], 2))
     first.consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
     first.consumer.close()
     ctx.fault(f"kill coordinator group {group}")
     start = ctx.seconds()
     second = Member(ctx, group, topic)
-    ctx.observe("stable", poll_until(ctx, [second.consumer], lambda: _stable([second], 2), seconds=90))
+    ctx.observe("stable", poll_until(ctx, [second.consumer], lambda: owns_all([second], 2), seconds=90))
     ctx.timing("until-assigned", ctx.seconds() - start)
     ctx.observe("committed", [tp.offset for tp in second.consumer.committed([TopicPartition(topic, 0)], CALL_S)])
 
@@ -167,7 +170,7 @@ def member_through_failover(ctx: Ctx) -> None:
     send(ctx.producer(**{"enable.idempotence": True}), topic, ["v-0", "v-1"])
     group = ctx.name("g")
     member = Member(ctx, group, topic)
-    poll_until(ctx, [member.consumer], lambda: _stable([member], 2))
+    poll_until(ctx, [member.consumer], lambda: owns_all([member], 2))
     ctx.fault(f"kill coordinator group {group}")
     start = ctx.seconds()
 
@@ -197,7 +200,7 @@ def static_rejoin(ctx: Ctx) -> None:
     group = ctx.name("g")
     a = Member(ctx, group, topic, **{"group.instance.id": "a", "session.timeout.ms": 20_000})
     b = Member(ctx, group, topic, **{"group.instance.id": "b", "session.timeout.ms": 20_000})
-    ctx.observe("stable", poll_until(ctx, [a.consumer, b.consumer], lambda: _stable([a, b], 4)))
+    ctx.observe("stable", poll_until(ctx, [a.consumer, b.consumer], lambda: owns_all([a, b], 4)))
     before = a.owns()
     b_events = len(b.events)
     a.consumer.close()
@@ -218,7 +221,7 @@ def static_fenced(ctx: Ctx) -> None:
     topic = make_topic(ctx, "sf", 2)
     group = ctx.name("g")
     old = Member(ctx, group, topic, **{"group.instance.id": "same"})
-    poll_until(ctx, [old.consumer], lambda: _stable([old], 2))
+    poll_until(ctx, [old.consumer], lambda: owns_all([old], 2))
     new = Member(ctx, group, topic, **{"group.instance.id": "same"})
     errors: set[str] = set()
 
@@ -259,10 +262,10 @@ def cooperative(ctx: Ctx) -> None:
     topic = make_topic(ctx, "co", 4)
     group = ctx.name("g")
     first = Member(ctx, group, topic, **COOPERATIVE)
-    poll_until(ctx, [first.consumer], lambda: _stable([first], 4))
+    poll_until(ctx, [first.consumer], lambda: owns_all([first], 4))
     start = ctx.seconds()
     second = Member(ctx, group, topic, **COOPERATIVE)
-    ctx.observe("shared", poll_until(ctx, [first.consumer, second.consumer], lambda: _stable([first, second], 4)))
+    ctx.observe("shared", poll_until(ctx, [first.consumer, second.consumer], lambda: owns_all([first, second], 4)))
     ctx.timing("until-shared", ctx.seconds() - start)
     # Which two move depends on the member ids (random UUIDs on Kafka): observe how many, and that
     # the second member was given exactly what the first revoked (incremental: nothing else moved).

@@ -32,7 +32,7 @@ from typing import Any
 
 from engine.conform.case import Bounds, Ctx, case
 from engine.conform.cases.common import make_topic, poll_until
-from engine.conform.cases.group import Member
+from engine.conform.cases.group import Member, owns_all
 
 #: The client side of a KIP-848 member: no session.timeout.ms / heartbeat.interval.ms (refused
 #: by confluent-kafka with ``group.protocol=consumer``: the broker owns them).
@@ -48,24 +48,11 @@ CRASH_BOUNDS = Bounds(1.5, 2.0)
 class ConsumerMember(Member):
     """:class:`~engine.conform.cases.group.Member` with the consumer protocol's client config."""
 
-    def __init__(self, ctx: Ctx, group: str, topic: str, **config: Any) -> None:
-        self.events: list[list[Any]] = []
-        self.consumer = ctx.consumer(**{"group.id": group, **CONSUMER, **config})
-        self.consumer.subscribe(
-            [topic],
-            on_assign=lambda c, tps: self.events.append(["assign", sorted(tp.partition for tp in tps)]),
-            on_revoke=lambda c, tps: self.events.append(["revoke", sorted(tp.partition for tp in tps)]),
-            on_lost=lambda c, tps: self.events.append(["lost", sorted(tp.partition for tp in tps)]),
-        )
+    BASE = CONSUMER
 
 
 def _member(ctx: Ctx, group: str, topic: str, **config: Any) -> Member:
     return ConsumerMember(ctx, group, topic, **config)
-
-
-def _owns_all(members: list[Member], partitions: int) -> bool:
-    owned = [p for m in members for p in m.owns()]
-    return sorted(owned) == list(range(partitions)) and all(m.owns() for m in members)
 
 
 def _two_members(
@@ -80,7 +67,7 @@ def _two_members(
     shared = poll_until(
         ctx,
         [first.consumer, second.consumer],
-        lambda: _owns_all([first, second], 4) and len(first.owns()) == 2,
+        lambda: owns_all([first, second], 4) and len(first.owns()) == 2,
     )
     return first, second, shared, ctx.seconds() - start
 
