@@ -95,9 +95,13 @@ def describe_metadata(
     """Return a wire Metadata answer for the engine's MetadataResponse."""
     service = conn.service
     live = live_brokers(conn)
+    # A leader the answering broker still names is listed with it: in KRaft the fence and the
+    # leader move are one metadata batch, so a broker's image never names an unlisted leader (the
+    # engine's broker learns the move a message later than the controller makes it).
+    named = {st.leader for st in resp.partitions if st.leader >= 0}
     brokers = [
         {"node_id": b, "host": host, "port": port, "rack": None}
-        for b in live
+        for b in sorted(set(live) | named)
         if (addr := service.addresses.get(b)) is not None
         for host, port in (addr,)
     ]

@@ -62,6 +62,25 @@ def test_a_crashed_broker_is_listed_until_fenced_then_its_replicas_are_offline(s
     assert tuple(part.offline_replicas) == (3,)
 
 
+def test_a_leader_the_answer_names_is_always_a_listed_broker(served, raw_call) -> None:
+    """The asked broker never hears the controller move the leadership, so it still names the
+    crashed leader after the controller fenced it; the answer then lists that broker, as a KRaft
+    broker's image does (the fence and the leader move are one metadata batch). kafka-python 3.0.12's sender thread dies
+    on a leader missing from the broker list (``UnknownBrokerIdError``)."""
+    server = served([("t", 1, 3)])
+    with server.locked() as cluster:
+        leader = cluster.describe_partition("t").leader
+        cluster.crash(leader)
+        [asked] = [b for b in (1, 2, 3) if b != leader][:1]
+        cluster.partition(["controller"], [asked], one_way=True)
+        cluster.run_for(cluster.config.broker_session_timeout_ms + 2 * cluster.config.broker_heartbeat_interval_ms)
+        assert not cluster.controller.is_live(leader)
+    answer = _metadata(raw_call, server, ["t"], broker=asked)
+    [part] = answer.topics[0].partitions
+    assert part.leader_id == leader  # the stale image this test is about
+    assert leader in {b.node_id for b in answer.brokers}
+
+
 def test_a_producer_to_an_unknown_topic_auto_creates_it_and_delivers(served, ck) -> None:
     server = served(())
     p = Producer(ck(server))
