@@ -49,6 +49,10 @@ class ProduceRequest:
     acks: int
     timeout_ms: int
     transactional_id: str | None = None
+    #: The client's transaction version, read from the request's version as Kafka does (Produce v12+
+    #: is version 2: the leader adds the partition; older ones only verify it was added); 0 means
+    #: the cluster's ``transaction.version``, which the engine's own producers follow.
+    transaction_version: int = 0
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns: one partition's as they are, several as parallel lists."""
@@ -433,6 +437,10 @@ class AddPartitionsToTxnRequest:
     producer_epoch: int
     partitions: tuple[tuple[str, int], ...]
     from_broker: bool = False
+    #: A partition leader verifying a produce of transaction version 1: the partitions must already be
+    #: in the transaction (TRANSACTION_ABORTABLE otherwise); nothing is added
+    #: (Kafka's ``TransactionCoordinator.handleVerifyPartitionsInTransaction``).
+    verify_only: bool = False
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""

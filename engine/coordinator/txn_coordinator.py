@@ -334,8 +334,33 @@ class TransactionCoordinator(BrokerExtension):
             lambda ok, _o: reply(ErrorCode.NONE if ok else ErrorCode.COORDINATOR_NOT_AVAILABLE, None),
         )
 
+    def _verify_partitions(self, req: AddPartitionsToTxnRequest) -> tuple[ErrorCode, str | None]:
+        """Whether the partitions are already in the producer's transaction (a version-1 produce's check).
+
+        Kafka's ``TransactionCoordinator.handleVerifyPartitionsInTransaction``: nothing is written;
+        a partition the transaction lacks is TRANSACTION_ABORTABLE (the leader answers older produce
+        versions INVALID_TXN_STATE instead, ``AddPartitionsToTxnManager``).
+        """
+        code = self.state_manager.owner_error(req.transactional_id)
+        if code is not ErrorCode.NONE:
+            return code, None
+        md = self.txns[self.partition_of(req.transactional_id)].get(req.transactional_id)
+        if md is None or md.producer_id != req.producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, None
+        if md.producer_epoch != req.producer_epoch:
+            return ErrorCode.PRODUCER_FENCED, None
+        if md.state.is_prepare:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, None
+        if not set(req.partitions) <= set(md.partitions):
+            return ErrorCode.TRANSACTION_ABORTABLE, "the partition was not added to the transaction"
+        return ErrorCode.NONE, None
+
     def _on_add_partitions(self, m: Message) -> None:
         req: AddPartitionsToTxnRequest = m.body
+        if req.verify_only:
+            code, text = self._verify_partitions(req)
+            self.broker.respond(m, AddPartitionsToTxnResponse(code, text))
+            return
         self._add_partitions(
             req.transactional_id,
             req.producer_id,

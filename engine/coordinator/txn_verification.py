@@ -14,8 +14,16 @@ CONCURRENT_TRANSACTIONS    asked again after ``VERIFY_RETRY_BACKOFF_MS`` while t
                            timeout lasts (KAFKA-18654); then as any retriable error
 retriable, or no answer    NOT_ENOUGH_REPLICAS, which the producer retries
 PRODUCER_FENCED            INVALID_PRODUCER_EPOCH
+TRANSACTION_ABORTABLE      TRANSACTION_ABORTABLE (verify-only: the partition was never added)
 anything else              INVALID_TXN_STATE
 =========================  ==========================================================
+
+The request decides how (``ProduceRequest.transaction_version``, read by the wire from the Produce
+version as Kafka's ``AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation``
+does): version 2 (Produce v12+, and the engine's own producers on a version-2 cluster) adds the
+partition; version 1 (Produce v11 and older: librdkafka, kafka-python, aiokafka, which add their
+partitions themselves) only verifies that it was added (``verify_only``), so those clients keep
+transaction version 1 on the same cluster.
 
 This is a partition-leader duty housed with the coordinator; it owns no state (a parked produce
 lives in its callbacks). Mutant M8 turns it off.
@@ -87,6 +95,7 @@ class TransactionVerifier:
             batch.producer_epoch,
             ((part.topic, part.partition),),
             from_broker=True,
+            verify_only=0 < req.transaction_version < 2,
         )
         broker.request(
             f"broker-{coordinator}",
@@ -115,8 +124,11 @@ class TransactionVerifier:
         if resp is None or resp.error.retriable:
             broker.produce_error(call, index, ErrorCode.NOT_ENOUGH_REPLICAS, "could not verify the transaction; retry")
             return
-        code = (
-            ErrorCode.INVALID_PRODUCER_EPOCH if resp.error is ErrorCode.PRODUCER_FENCED else ErrorCode.INVALID_TXN_STATE
-        )
+        if resp.error is ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        elif resp.error is ErrorCode.TRANSACTION_ABORTABLE:
+            code = ErrorCode.TRANSACTION_ABORTABLE  # the wire answers Produce v10 and older INVALID_TXN_STATE
+        else:
+            code = ErrorCode.INVALID_TXN_STATE
         broker.world.trace.mark(broker.name, "partition: transactional produce rejected by verification")
         broker.produce_error(call, index, code, resp.error_message or resp.error.name)

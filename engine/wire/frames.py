@@ -29,9 +29,12 @@ SASL_AUTHENTICATE = 36
 
 #: API key -> (name, min version, max version) served. The ranges serve confluent-kafka 2.16 (librdkafka),
 #: kafka-python 3.0 and aiokafka 0.14 (measured: ../shared/design/reach.md §1). Produce starts at 3, the
-#: first version kio (Kafka 4's definitions) has; Fetch stops at 12 (13+ names topics by id).
+#: first version kio (Kafka 4's definitions) has; Fetch stops at 12 (13+ names topics by id), Produce
+#: at 12 (13 names topics by id). The Java client (kafka-clients 4.4) speaks transaction version 2
+#: (KIP-890): Produce v12, EndTxn v5 and TxnOffsetCommit v5 are version 2 when it asks for them, the
+#: older versions version 1 (handlers_txn, handlers_data).
 SERVED: dict[int, tuple[str, int, int]] = {
-    0: ("Produce", 3, 10),
+    0: ("Produce", 3, 12),
     1: ("Fetch", 4, 12),
     2: ("ListOffsets", 1, 7),
     3: ("Metadata", 0, 12),
@@ -46,12 +49,12 @@ SERVED: dict[int, tuple[str, int, int]] = {
     18: ("ApiVersions", 0, 3),
     19: ("CreateTopics", 2, 5),
     20: ("DeleteTopics", 1, 6),
-    22: ("InitProducerId", 0, 4),
+    22: ("InitProducerId", 0, 5),
     23: ("OffsetForLeaderEpoch", 2, 3),
     24: ("AddPartitionsToTxn", 0, 3),
-    25: ("AddOffsetsToTxn", 0, 3),
-    26: ("EndTxn", 0, 3),
-    28: ("TxnOffsetCommit", 0, 3),
+    25: ("AddOffsetsToTxn", 0, 4),
+    26: ("EndTxn", 0, 5),
+    28: ("TxnOffsetCommit", 0, 5),
     32: ("DescribeConfigs", 1, 4),
     36: ("SaslAuthenticate", 0, 2),
     44: ("IncrementalAlterConfigs", 0, 1),

@@ -29,6 +29,7 @@ from engine.protocol import (
 )
 from engine.wire import records
 from engine.wire.handlers_consumer_group import topic_id, topic_names_by_id
+from engine.wire.handlers_txn import PRODUCE_V2_FROM, transaction_version_of
 from engine.wire.shape import millis
 
 if TYPE_CHECKING:
@@ -213,7 +214,8 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
             sends.extend(ProducePartition(topic.name, part.index, batch) for batch in batches)
             slots.append((topic.name, part.index, len(batches)))
 
-    appends = [ProduceRequest(tuple(sends), body.acks, timeout_ms, body.transactional_id)] if sends else []
+    txn_version = transaction_version_of(request, PRODUCE_V2_FROM)
+    appends = [ProduceRequest(tuple(sends), body.acks, timeout_ms, body.transactional_id, txn_version)] if sends else []
     if body.acks == 0:  # the broker answers nothing: neither does this connection
         conn.gather(appends, lambda _answers: None)
         reply(None)
@@ -228,7 +230,10 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
         i = 0
         for name, index, n in slots:
             mine, i = answers[i : i + n], i + n
-            topics.setdefault(name, []).append(_produce_partition(index, mine, refused.get((name, index))))
+            row = _produce_partition(index, mine, refused.get((name, index)))
+            if row["error_code"] == ErrorCode.TRANSACTION_ABORTABLE and request.api_version < _ABORTABLE_FROM_VERSION:
+                row["error_code"] = ErrorCode.INVALID_TXN_STATE
+            topics.setdefault(name, []).append(row)
         reply(
             {
                 "responses": [{"name": n, "partition_responses": p} for n, p in topics.items()],
@@ -239,6 +244,9 @@ def produce(conn: WireConnection, request: Request, reply: Reply) -> None:
     conn.gather(appends, answered)
 
 
+#: The first Produce version whose clients know TRANSACTION_ABORTABLE (KIP-890); older ones get
+#: INVALID_TXN_STATE (``AddPartitionsToTxnManager``: ``genericErrorSupported`` from v11).
+_ABORTABLE_FROM_VERSION = 11
 #: The first Produce version that may carry zstd batches (KIP-110).
 _ZSTD_FROM_VERSION = 7
 

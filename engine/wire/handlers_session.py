@@ -42,9 +42,38 @@ def api_keys() -> list[dict[str, int]]:
     ]
 
 
+#: The finalized features' epoch a served cluster answers (it never changes them).
+FEATURES_EPOCH = 1
+
+
+def finalized_features(transaction_version: int) -> list[dict[str, Any]]:
+    """Return the finalized features ApiVersions v3 lists: those of Kafka 4.4 the engine serves.
+
+    Kafka 4.4 (measured, a fresh KRaft cluster) finalizes ``group.version`` 1 (KIP-848's
+    ConsumerGroupHeartbeat, served), ``transaction.version`` 2 (KIP-890, served: EndTxn v5,
+    Produce v12, TxnOffsetCommit v5), ``streams.version`` 1, ``share.version`` 2,
+    ``eligible.leader.replicas.version`` 1 and ``metadata.version``; the last four name protocols
+    the engine does not serve and are left out. ``transaction.version`` follows the cluster's
+    setting (1 or 2): the Java client speaks version 2 only where it is finalized at 2
+    (``TransactionManager.isTransactionV2Enabled``). Supported features are not listed: ApiVersions
+    v3 leaves out every feature whose range starts at 0 (KIP-1022), which leaves Kafka only
+    ``metadata.version``.
+    """
+    features = [("group.version", 1), ("transaction.version", transaction_version)]
+    return [{"name": n, "min_version_level": v, "max_version_level": v} for n, v in features if v > 0]
+
+
 def api_versions(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Answer ApiVersions with exactly what is served."""
-    reply({"error_code": ErrorCode.NONE, "api_keys": api_keys(), "throttle_time": 0})
+    """Answer ApiVersions with exactly what is served (and, from v3, the finalized features)."""
+    reply(
+        {
+            "error_code": ErrorCode.NONE,
+            "api_keys": api_keys(),
+            "throttle_time": 0,
+            "finalized_features_epoch": FEATURES_EPOCH,
+            "finalized_features": finalized_features(conn.service.cluster.config.transaction_version),
+        }
+    )
 
 
 def api_versions_fallback(correlation_id: int) -> bytes:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engine.coordinator_lookup import KEY_TYPE_GROUP
+from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import ErrorCode, KafkaError
 from engine.protocol import (
     AddOffsetsToTxnRequest,
@@ -126,15 +126,71 @@ def add_offsets_to_txn(conn: WireConnection, request: Request, reply: Reply) -> 
     _single(conn, body, reply, request, 2)
 
 
+#: The first versions that are transaction version 2 (KIP-890 part 2): EndTxn, TxnOffsetCommit, Produce.
+END_TXN_V2_FROM = 5
+TXN_OFFSET_COMMIT_V2_FROM = 5
+PRODUCE_V2_FROM = 12
+
+
+def transaction_version_of(request: Request, first_v2: int) -> int:
+    """The client's transaction version, read from the request's version as Kafka reads it (1 or 2)."""
+    return 2 if request.api_version >= first_v2 else 1
+
+
 def end_txn(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Commit or abort the transaction."""
+    """Commit or abort the transaction; v5+ is transaction version 2 and answers the next producer id and epoch.
+
+    ``KafkaApis.handleEndTxnRequest`` reads the client's transaction version from the request
+    (``EndTxnRequest.isTransactionV2Enabled``: version 5 and later): under version 2 the coordinator
+    bumps the epoch on every end (a new producer id when it is exhausted) and v5's answer carries
+    both; v0-4 are version 1 and keep the epoch.
+    """
     b = request.body
-    # EndTxn v0-3 is transaction version 1: the coordinator must not bump the epoch (KIP-890 needs v5).
-    _single(conn, EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed, 1), reply, request, 2)
+    version = transaction_version_of(request, END_TXN_V2_FROM)
+    body = EndTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.committed, version)
+    _single(conn, body, reply, request, 2, producer_id="producer_id", producer_epoch="producer_epoch")
 
 
 def txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Write the group's offsets as part of the transaction (the group coordinator holds them pending)."""
+    """Write the group's offsets as part of the transaction (the group coordinator holds them pending).
+
+    v5+ is transaction version 2: the client sends no AddOffsetsToTxn, and the group coordinator's
+    broker adds the group's offsets partition to the transaction first (Kafka's
+    ``GroupCoordinatorService.commitTransactionalOffsets`` verifying through
+    ``AddPartitionsToTxnManager`` with ``addPartition``, per
+    ``txnOffsetCommitRequestVersionToTransactionSupportedOperation``); here it is the engine's
+    AddOffsetsToTxn, whose failure answers every partition (PRODUCER_FENCED as
+    INVALID_PRODUCER_EPOCH, as the partition leader answers a fenced verification).
+    """
+    b = request.body
+    if transaction_version_of(request, TXN_OFFSET_COMMIT_V2_FROM) < 2:
+        _txn_offset_commit(conn, request, reply)
+        return
+
+    def refuse(code: ErrorCode) -> None:
+        if code == ErrorCode.PRODUCER_FENCED:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH
+        reply({"throttle_time": 0, "topics": every_partition(b.topics, code)})
+
+    def added(a: Any) -> None:
+        code = answer_error(a)
+        if code == ErrorCode.NONE:
+            _txn_offset_commit(conn, request, reply)
+        else:
+            refuse(code)
+
+    def found(a: Any) -> None:
+        code = answer_error(a)
+        if code != ErrorCode.NONE:
+            refuse(code)
+            return
+        add = AddOffsetsToTxnRequest(b.transactional_id, b.producer_id, b.producer_epoch, b.group_id)
+        conn.request(f"broker-{a.node_id}", add, conn.guarded(added), timeout_ms=10_000)
+
+    conn.ask(FindCoordinatorRequest(b.transactional_id, KEY_TYPE_TRANSACTION), found)
+
+
+def _txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> None:
     b = request.body
     offsets = tuple((t.name, p.partition_index, p.committed_offset) for t in b.topics for p in t.partitions)
     engine_request = TxnOffsetCommitRequest(
