@@ -6,8 +6,7 @@ The program is :func:`engine.conform.realtime_streams.run_through_faults`, the s
 of an output partition killed while a transaction of the app is open, then the app's JVM
 SIGKILLed mid-transaction and started again with the same ``application.id`` and a wiped state
 directory. What is observed is the judged output: the anomalies (none when exact), each customer's
-last total and its number of committed totals (one per line), and whether each fault found a
-transaction open.
+last total and its number of committed totals (one per line).
 """
 
 from __future__ import annotations
@@ -43,5 +42,7 @@ def order_totals(ctx: Ctx) -> None:
             kill_app=True,
             keep=ctx.keep,
         )
-    for key in ("anomalies", "totals", "outputs", "lines", "open-at-fault"):
+    # whether each fault found a transaction open is a race of wall-clock timing (30 s of waiting
+    # for one), asserted by tests/jvm/test_streams_eos.py on eos serve, not compared here
+    for key in ("anomalies", "totals", "outputs", "lines"):
         ctx.observe(key, judged[key])
