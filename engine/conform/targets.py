@@ -43,14 +43,22 @@ __all__ = [
     "MockTarget",
     "ReferenceTarget",
     "ServedTarget",
+    "java_feature",
     "java_string_hash",
     "resolve_by_metadata",
 ]
 
 
+def java_feature() -> frozenset[str]:
+    """Return ``{"java"}`` when the programs of ``jvm/`` can run here (Java and the built jar), else nothing."""
+    from engine.conform.realtime_jvm import jvm_problem
+
+    return frozenset({"java"}) if jvm_problem() is None else frozenset()
+
+
 def features_of(config: dict[str, Any]) -> frozenset[str]:
-    """Return what a cluster reached with ``config`` offers to cases' ``needs``: ``sasl`` for SASL/PLAIN."""
-    found = {"kafka-python", "create-topics"}
+    """Return what a cluster reached with ``config`` offers to cases' ``needs``: ``sasl`` for SASL/PLAIN, ``java``."""
+    found = {"kafka-python", "create-topics", *java_feature()}
     if str(config.get("sasl.mechanism", "")).upper() == "PLAIN" and "sasl.username" in config:
         found.add("sasl")
     return frozenset(found)
@@ -197,6 +205,7 @@ class ServedTarget:
         from engine.conform import settings
 
         self.name = "eos serve"
+        self.features = ServedTarget.features | java_feature()
         self.brokers = tuple(range(1, brokers + 1))
         self.seed = seed
         self.config = dict(settings.serve_config() if config is None else config)
@@ -329,7 +338,7 @@ class MockTarget(BootstrapTarget):
         self._mock = MockCluster(brokers)
         super().__init__(self._mock.config())
         self.name = "librdkafka mock"
-        self.features = self.features - {"create-topics"}
+        self.features = self.features - {"create-topics", "java"}
 
     def close(self) -> None:
         """Stop the mock cluster."""

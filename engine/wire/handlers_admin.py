@@ -59,6 +59,7 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
         }
         try:
             partitions, rf = _counts(t.num_partitions, t.replication_factor, assignments)
+            config = _modelled(config)
             _validate(cluster, t.name, partitions, rf, config, assignments)
             if not b.validate_only:
                 cluster.add_topic(t.name, partitions, rf, config, assignments=assignments)
@@ -77,6 +78,36 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
             entry["error_message"] = str(exc)
         results.append(entry)
     conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "topics": results})
+
+
+#: Topic configs Kafka clients set at creation that the engine does not model, with the values whose
+#: meaning the engine's log already has (Kafka Streams creates its changelog and repartition topics
+#: with them: ``InternalTopicManager``, ``UnwindowedUnversionedChangelogTopicConfig``,
+#: ``RepartitionTopicConfig``). ``cleanup.policy``: the engine never compacts nor deletes, and a
+#: log not yet compacted or cleaned is one Kafka may serve too (the active segment is never
+#: cleaned); ``retention.ms``/``retention.bytes``: likewise, nothing is deleted yet;
+#: ``message.timestamp.type=CreateTime``: the producer's timestamps are kept, as the engine does.
+#: Another value (``LogAppendTime``, an unknown policy) is INVALID_CONFIG, as is any other key.
+INERT_TOPIC_CONFIGS: dict[str, Any] = {
+    "cleanup.policy": lambda v: set(v.replace(" ", "").split(",")) <= {"compact", "delete"},
+    "message.timestamp.type": lambda v: v == "CreateTime",
+    "retention.ms": lambda v: v.lstrip("-").isdigit() and int(v) >= -1,
+    "retention.bytes": lambda v: v.lstrip("-").isdigit() and int(v) >= -1,
+}
+
+
+def _modelled(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return ``config`` without the accepted inert keys; raise ValueError for a value the engine cannot honour."""
+    if not config:
+        return config
+    for key, ok in INERT_TOPIC_CONFIGS.items():
+        if key in config and not (isinstance(config[key], str) and ok(config[key])):
+            raise ValueError(
+                f"Invalid value {config[key]!r} for configuration {key!r}: the engine serves only the values "
+                "its log already honours (cleanup.policy compact/delete, message.timestamp.type CreateTime, "
+                "retention.ms/retention.bytes -1 or more)"
+            )
+    return {k: v for k, v in config.items() if k not in INERT_TOPIC_CONFIGS} or None
 
 
 def _counts(partitions: int, rf: int, assignments: Any) -> tuple[int, int | None]:

@@ -47,6 +47,31 @@ def test_admin_client_creates_topics_and_gets_kafka_s_refusals(served, ck) -> No
     assert closes == [], closes
 
 
+def test_the_topic_configs_kafka_streams_sets_are_accepted_where_the_log_honours_them(served, ck) -> None:
+    """Streams' changelog configs (``InternalTopicManager``) create the topic; values the log cannot honour do not."""
+    server = served([("t", 1, 3)])
+    admin = AdminClient(ck(server))
+    changelog = {"cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
+    repartition = {"cleanup.policy": "delete", "retention.ms": "-1", "segment.bytes": "52428800"}
+    futures = admin.create_topics(
+        [
+            NewTopic("app-store-changelog", 2, 3, config=changelog),
+            NewTopic("app-repartition", 2, 3, config=repartition),
+            NewTopic("append-time", 1, 3, config={"message.timestamp.type": "LogAppendTime"}),
+            NewTopic("other-policy", 1, 3, config={"cleanup.policy": "shred"}),
+        ]
+    )
+    assert {name: _outcome(f) for name, f in futures.items()} == {
+        "app-store-changelog": "ok",
+        "app-repartition": "ok",
+        "append-time": "INVALID_CONFIG",
+        "other-policy": "INVALID_CONFIG",
+    }
+    with server.locked() as cluster:
+        assert cluster.topics["app-store-changelog"] == 2
+        assert "append-time" not in cluster.topics
+
+
 def test_gzip_batches_are_decompressed_and_read_back(served, ck, read_committed) -> None:
     server = served([("t", 1, 3)])
     p = Producer(ck(server, **{"compression.type": "gzip", "enable.idempotence": True, "linger.ms": 20}))
