@@ -28,6 +28,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 MAIN_CLASS = "eosmagics.jvm.streams.OrderTotals"
+#: Seconds between two input lines while a fault waits for an open transaction of the app.
+FAULT_PACE_S = 0.1
 #: The confluent-kafka properties that carry over to the Java client (the same names, or the
 #: user and password the Java program turns into a PLAIN ``sasl.jaas.config``).
 CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password")
@@ -223,39 +226,41 @@ def read_pairs(
     return [pair for p in range(partitions) for pair in by_partition[p]]
 
 
-def open_records(config: dict[str, Any], topic: str, partitions: int) -> int:
+def open_records(consumers: dict[str, Any], topic: str, partitions: int) -> int:
     """Return how many records of ``topic`` lie above its last stable offset (high watermark - LSO, summed).
 
-    More than 0: a transaction that wrote to ``topic`` is open now. A partition whose leader does
-    not answer (just killed: NOT_LEADER_OR_FOLLOWER, a timeout, until the controller moves it)
-    counts 0.
+    ``consumers`` maps each isolation level to a consumer of it. More than 0: a transaction that
+    wrote to ``topic`` is open now. A partition whose leader does not answer (just killed:
+    NOT_LEADER_OR_FOLLOWER, a timeout, until the controller moves it) counts 0.
     """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
-    consumers = {
-        level: Consumer({**config, **_QUIET, "group.id": "eos-streams-judge", "isolation.level": level})
-        for level in ("read_uncommitted", "read_committed")
-    }
     found = 0
-    try:
-        for p in range(partitions):
-            try:
-                ends = {
-                    level: c.get_watermark_offsets(TopicPartition(topic, p), timeout=2, cached=False)[1]
-                    for level, c in consumers.items()
-                }
-            except KafkaException:
-                continue
-            found += ends["read_uncommitted"] - ends["read_committed"]
-    finally:
-        for c in consumers.values():
-            c.close()
+    for p in range(partitions):
+        try:
+            ends = {
+                level: c.get_watermark_offsets(TopicPartition(topic, p), timeout=2, cached=False)[1]
+                for level, c in consumers.items()
+            }
+        except KafkaException:
+            continue
+        found += ends["read_uncommitted"] - ends["read_committed"]
     return found
 
 
 def wait_open_transaction(config: dict[str, Any], topic: str, partitions: int = 2, timeout_s: float = 30) -> bool:
     """Wait until a transaction with records in ``topic`` is open (so a fault lands mid-transaction)."""
-    return realtime_wait.wait_until(lambda: open_records(config, topic, partitions) > 0, timeout_s, 0.01)
+    from confluent_kafka import Consumer
+
+    consumers = {
+        level: Consumer({**config, **_QUIET, "group.id": "eos-streams-judge", "isolation.level": level})
+        for level in ("read_uncommitted", "read_committed")
+    }
+    try:
+        return realtime_wait.wait_until(lambda: open_records(consumers, topic, partitions) > 0, timeout_s, 0.01)
+    finally:
+        for c in consumers.values():
+            c.close()
 
 
 def judge(
@@ -309,7 +314,7 @@ def run_through_faults(
     ``kill_app``, ``batch`` more, a transaction open again, the JVM SIGKILLed, its state directory
     wiped (the store is restored from its changelog) and the app started again with the same
     ``application.id``; ``batch`` last lines. The answer adds ``"open-at-fault"``: whether each fault
-    found a transaction open (it waits up to 20 s for one).
+    found a transaction open (the batch before each fault trickles in while it waits, up to 30 s).
     """
     workdir = Path(workdir)
     state = workdir / "state"
@@ -325,6 +330,24 @@ def run_through_faults(
         produce_lines(config, input_topic, order_lines(batch, start=at))
         at += batch
 
+    def fault(act: Callable[[], Any]) -> None:
+        # The batch trickles in (a line every FAULT_PACE_S) while the app works on it, so a
+        # transaction of the app is open most of the time and the wait finds one however loaded
+        # the machine is; the fault then lands mid-transaction.
+        nonlocal at
+        writer = threading.Thread(
+            target=produce_lines,
+            args=(config, input_topic, order_lines(batch, start=at)),
+            kwargs={"pace_s": FAULT_PACE_S},
+        )
+        at += batch
+        writer.start()
+        try:
+            opened.append(wait_open_transaction(config, output_topic))
+            act()
+        finally:
+            writer.join()
+
     opened: list[bool] = []
     try:
         more()
@@ -332,13 +355,9 @@ def run_through_faults(
         app.wait_running(90)
         read_pairs(config, output_topic, 2, lambda pairs: len(pairs) >= at, 60)
         if kill_broker is not None:
-            more()
-            opened.append(wait_open_transaction(config, output_topic))
-            kill_broker()
+            fault(kill_broker)
         if kill_app:
-            more()
-            opened.append(wait_open_transaction(config, output_topic))
-            app.kill()
+            fault(app.kill)
             shutil.rmtree(state, ignore_errors=True)
             app.start()
             app.wait_running(90)
