@@ -50,7 +50,7 @@ __all__ = [
 
 MAIN_CLASS = "eosmagics.jvm.streams.OrderTotals"
 #: Seconds between two input lines while a fault waits for an open transaction of the app.
-FAULT_PACE_S = 0.1
+FAULT_PACE_S = 0.05
 #: The confluent-kafka properties that carry over to the Java client (the same names, or the
 #: user and password the Java program turns into a PLAIN ``sasl.jaas.config``).
 CLIENT_KEYS = ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password")
@@ -248,8 +248,18 @@ def open_records(consumers: dict[str, Any], topic: str, partitions: int) -> int:
     return found
 
 
-def wait_open_transaction(config: dict[str, Any], topic: str, partitions: int = 2, timeout_s: float = 30) -> bool:
-    """Wait until a transaction with records in ``topic`` is open (so a fault lands mid-transaction)."""
+def wait_open_transaction(
+    config: dict[str, Any],
+    topic: str,
+    partitions: int = 2,
+    timeout_s: float = 30,
+    then: Callable[[], Any] | None = None,
+) -> bool:
+    """Wait until a transaction with records in ``topic`` is open; then call ``then()`` at once.
+
+    ``then`` runs before the watermark consumers close, so a fault lands while the transaction
+    seen open still is (a commit interval of the app is the window). Returns whether one was seen.
+    """
     from confluent_kafka import Consumer
 
     consumers = {
@@ -257,7 +267,10 @@ def wait_open_transaction(config: dict[str, Any], topic: str, partitions: int = 
         for level in ("read_uncommitted", "read_committed")
     }
     try:
-        return realtime_wait.wait_until(lambda: open_records(consumers, topic, partitions) > 0, timeout_s, 0.01)
+        seen = realtime_wait.wait_until(lambda: open_records(consumers, topic, partitions) > 0, timeout_s, 0.01)
+        if then is not None:
+            then()
+        return seen
     finally:
         for c in consumers.values():
             c.close()
@@ -343,8 +356,7 @@ def run_through_faults(
         at += batch
         writer.start()
         try:
-            opened.append(wait_open_transaction(config, output_topic))
-            act()
+            opened.append(wait_open_transaction(config, output_topic, then=act))
         finally:
             writer.join()
 
