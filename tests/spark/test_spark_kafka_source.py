@@ -117,3 +117,26 @@ def test_options_carry_sasl_plain_and_the_isolation_level(server) -> None:
     assert "kafka.isolation.level" not in spark_kafka.options(server, isolation=None)
     with pytest.raises(SparkBridgeError, match="read_committed or read_uncommitted"):
         spark_kafka.options(server, isolation="serializable")
+
+
+def test_the_magic_offers_the_source_in_one_line(kspark) -> None:
+    from IPython.core.error import UsageError
+
+    from eos_magics._testing import dispose, run, testing_shell
+
+    ip = testing_shell()
+    try:
+        run(ip, "%eos_cluster create --brokers 1 --seed 3\n%eos_topic create t --partitions 1")
+        with pytest.raises(UsageError, match="not served; serve it first: %eos_serve"):
+            run(ip, "%eos_spark kafka t")
+        config = run(ip, "%eos_serve")
+        opts = run(ip, "%eos_spark kafka --isolation read_uncommitted")
+        assert opts == spark_kafka.options(config.served, isolation="read_uncommitted")
+        assert 'spark.read.format("kafka")' in repr(opts)
+        df = run(ip, "%eos_spark kafka t")
+        assert df.count() == 0 and not df.isStreaming
+        assert run(ip, "%eos_spark kafka t --stream").isStreaming
+        assert "Kafka source: spark-sql-kafka-0-10 4.2.0" in str(spark_session.status())
+    finally:
+        run(ip, "%eos_serve stop")
+        dispose(ip)
