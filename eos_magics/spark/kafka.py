@@ -183,7 +183,7 @@ def read(
 
 
 def write(df: DataFrame, target: Any, topic: str) -> None:
-    """Write a batch DataFrame (``value`` and optionally ``key``, string or binary) to ``topic`` with Spark's Kafka sink.
+    """Write a batch DataFrame (``value``, optionally ``key``; string or binary) to ``topic`` with Spark's Kafka sink.
 
     Spark's sink is an idempotent, non-transactional producer (at least once: a retried task may
     write a record again; Spark's Kafka integration guide says so).

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
+from engine.serve.realtime_server import ServedCluster
+from engine.wire.journal import ServeSpec
 from eos_magics.spark import kafka as spark_kafka
 from eos_magics.spark import session as spark_session
 from eos_magics.spark.errors import SparkBridgeError
-from engine.serve.realtime_server import ServedCluster
-from engine.wire.journal import ServeSpec
 from tests.wire.conftest import _txn_producer, ck_config
 
 pytestmark = pytest.mark.slow
@@ -69,7 +69,8 @@ def _rows(df: Any) -> list[tuple[int, int, bytes]]:
 
 
 def _logged(server: ServedCluster, *kinds: str) -> list[tuple[int, int, bytes]]:
-    return sorted((r.partition, r.offset, r.value) for r in spark_kafka.log_records(server, TOPIC).records if r.kind in kinds)
+    records = spark_kafka.log_records(server, TOPIC).records
+    return sorted((r.partition, r.offset, r.value) for r in records if r.kind in kinds)
 
 
 def test_the_engines_log_holds_committed_and_aborted_transactions(server) -> None:
