@@ -99,13 +99,13 @@ class SparkStatus:
         head = f"Spark {self.version} on {self.master} ({kind}), driver memory {self.driver_memory}{heap}"
         lines = [f"{head}, started in {self.started_s:.1f} s", f"JVM output: {self.log_path}"]
         if self.kafka_source is not None:
-            from eos_magics.spark.kafka import CONNECTOR_VERSION, FETCH_HINT
+            from eos_magics.spark.kafka import CONNECTOR_VERSION, FETCH_HINT, available
 
-            lines.append(
-                f"Kafka source: spark-sql-kafka-0-10 {CONNECTOR_VERSION}"
-                if self.kafka_source
-                else f"Kafka source: not on the class path (fetch it: {FETCH_HINT}; then start with kafka=True)"
-            )
+            if self.kafka_source:
+                lines.append(f"Kafka source: spark-sql-kafka-0-10 {CONNECTOR_VERSION}")
+            else:
+                fetch = "" if available() else f"fetch its jars ({FETCH_HINT}), then "
+                lines.append(f"Kafka source: not on the class path; {fetch}stop and start with kafka=True (--kafka)")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
