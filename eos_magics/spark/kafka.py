@@ -86,8 +86,11 @@ def jars() -> tuple[str, ...]:
 
 def session_has_kafka(spark: SparkSession) -> bool:
     """Return True when ``spark``'s driver can load the Kafka source (its JVM started with the jars)."""
-    jvm = getattr(spark.sparkContext, "_jvm", None) if hasattr(spark, "sparkContext") else None
-    if jvm is None:  # Spark Connect: the server's class path decides; let the read say so
+    try:
+        jvm = spark.sparkContext._jvm
+    except Exception:  # Spark Connect has no sparkContext: the server's class path decides
+        return True
+    if jvm is None:
         return True
     return bool(jvm.org.apache.spark.util.Utils.classIsLoadable(PROVIDER))
 
