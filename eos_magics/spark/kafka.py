@@ -43,7 +43,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECTOR_VERSION",
+    "FETCH_HINT",
+    "PROVIDER",
     "LogRecord",
+    "TopicLog",
     "available",
     "jars",
     "jars_dir",
