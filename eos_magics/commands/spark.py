@@ -1,4 +1,4 @@
-"""``%eos_spark``: the Spark session, runs as temp views, the checks in Spark, a live stream, Spark's Kafka source, sweeps.
+"""``%eos_spark``: the Spark session, temp views, the checks in Spark, a live stream, the Kafka source, sweeps.
 
 ======================================  ========================================================
 line                                    does
