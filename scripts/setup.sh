@@ -26,6 +26,7 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1) python-$("$PYTHON" -c 'import 
 if [ -x "$VENV/bin/python" ] && [ -x "$VENV/bin/eos" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
     echo "setup.sh: $VENV is up to date"
     bash scripts/fetch-kafka.sh
+    bash scripts/fetch-spark-kafka.sh
     bash scripts/build-jvm.sh
     exit 0
 fi
@@ -42,7 +43,9 @@ echo "setup.sh: installing eos-magics and its test extras into $VENV (the first 
 "$VENV/bin/python" -m pip install --quiet -e ".[test]"
 echo "$want" > "$STAMP"
 echo "setup.sh: done; try: $VENV/bin/eos run demo --seed 7"
-# The Kafka 4.4 reference cluster's jars (the conformance suite) and the Java programs of jvm/ (the
+# The Kafka 4.4 reference cluster's jars (the conformance suite), Spark's Kafka source and sink
+# (spark-sql-kafka-0-10, handed to Spark sessions as spark.jars) and the Java programs of jvm/ (the
 # Java client and Kafka Streams tests); each one line and exit 0 without Java/Maven.
 bash scripts/fetch-kafka.sh
+bash scripts/fetch-spark-kafka.sh
 bash scripts/build-jvm.sh

@@ -14,7 +14,7 @@ inspect        ``%eos_dump_log``, ``%eos_producer_state``, ``%eos_transactions``
 check          ``%eos_check``
 catalog        ``%eos_scenario`` (list, run, sweep, mutants)
 dashboard      ``%eos_dashboard`` (the live dashboard: play, step, faults, scrub back, fork)
-spark          ``%eos_spark`` (start, status, stop, views, check, stream, sweep)
+spark          ``%eos_spark`` (start, status, stop, views, check, stream, kafka, sweep)
 db             ``%eos_db`` (tables, sql, check): the service databases of the last scenario run
 serve          ``%eos_serve`` (start, stop, config): the cluster on 127.0.0.1 for real Kafka clients
 =============  ===========================================================================

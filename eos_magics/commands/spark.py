@@ -1,15 +1,18 @@
-"""``%eos_spark``: the Spark session, runs as temp views, the checks in Spark, a live stream, sweeps.
+"""``%eos_spark``: the Spark session, temp views, the checks in Spark, a live stream, the Kafka source, sweeps.
 
 ======================================  ========================================================
 line                                    does
 ======================================  ========================================================
 ``start [--master URL] [--memory M]``   start (or reuse) the quiet session; bound as ``spark``
+``[--kafka]``                           (``--kafka``: Spark's Kafka source's jars required)
 ``status``                              what runs: master, version, memory, the JVM log file
 ``stop``                                stop the session and its JVM (a local one)
 ``views [--scenario S --seed N          register a run as temp views (``records``,
 [--mutant M] | --dir D] [--prefix P]``  ``history`` ...): the current cluster by default
 ``check [--prefix P] [--mode M]``       the EOS checks in Spark over the registered views
 ``stream TOPIC [--isolation L]``        a streaming DataFrame of a topic of the current cluster
+``kafka [TOPIC] [--isolation L]         Spark's own Kafka source on the served cluster (``%eos_serve``):
+[--stream]``                            the topic as a DataFrame, or without one the options
 ``sweep S --seeds A..B [--mutant M]``   seeds mapped over the executors: a DataFrame of verdicts
 ======================================  ========================================================
 
@@ -28,7 +31,7 @@ from eos_magics.errors import EosUsageError, did_you_mean, require
 from eos_magics.magics import FamilyMagics
 from eos_magics.parsing import phrase
 
-ACTIONS = ("start", "status", "stop", "views", "check", "stream", "sweep")
+ACTIONS = ("start", "status", "stop", "views", "check", "stream", "kafka", "sweep")
 
 
 @magics_class
@@ -39,10 +42,14 @@ class SparkMagics(FamilyMagics):
     @magic_arguments()
     @argument("action", help=f"one of {', '.join(ACTIONS)}")
     @argument(
-        "target", nargs="*", help="stream: the topic; sweep: the scenario or 'all' (spaces allowed, no quotes needed)"
+        "target",
+        nargs="*",
+        help="stream, kafka: the topic; sweep: the scenario or 'all' (spaces allowed, no quotes needed)",
     )
     @argument("--master", help="start: local[N], spark://HOST:PORT, yarn, k8s://URL or sc://HOST:PORT")
     @argument("--memory", help="start: driver memory such as 512m (fixed when the JVM first starts)")
+    @argument("--kafka", action="store_true", help="start: with Spark's Kafka source (spark-sql-kafka-0-10) required")
+    @argument("--stream", action="store_true", help="kafka: a streaming DataFrame (readStream) instead of a batch")
     @argument("--scenario", help="views: a catalog scenario to run and register")
     @argument("--seed", type=int, default=7, help="views: the scenario's seed (default 7)")
     @argument("--seeds", help="sweep: seeds as A..B or a count N (1..N)")
@@ -50,8 +57,8 @@ class SparkMagics(FamilyMagics):
     @argument("--dir", help="views: an export directory (eos export ... --out DIR)")
     @argument("--prefix", default="", help="views, check: put before every view name")
     @argument("--mode", default=None, help="check: eos, subscribe or at-least-once (default: the run's own)")
-    @argument("--isolation", default="read_committed", help="stream: read_committed or read_uncommitted")
-    @argument("--name", help="views, stream: the session cluster (default: the current one)")
+    @argument("--isolation", default="read_committed", help="stream, kafka: read_committed or read_uncommitted")
+    @argument("--name", help="views, stream, kafka: the session cluster (default: the current one)")
     def eos_spark(self, line: str) -> Any:
         """Spark over the simulated cluster: a quiet session, runs as temp views, checks, a stream, sweeps.
 
@@ -59,7 +66,10 @@ class SparkMagics(FamilyMagics):
         current cluster (or ``--scenario``, or ``--dir``) as temp views for ``spark.sql``;
         ``%eos_spark check`` judges them in Spark; ``%eos_spark stream orders --isolation
         read_committed`` gives a streaming DataFrame of a topic as a consumer at that level sees
-        it, live; ``%eos_spark sweep NAME --seeds 1..50`` runs seeds on the executors.
+        it, live; ``%eos_spark kafka orders --isolation read_committed`` reads the served cluster
+        (``%eos_serve``) with Spark's own Kafka source (``--stream`` for a stream; no topic: the
+        options for ``spark.read.format("kafka")``); ``%eos_spark sweep NAME --seeds 1..50`` runs
+        seeds on the executors.
         """
         args = parse_argstring(self.eos_spark, line)
         require("pyspark", "%eos_spark")
@@ -76,7 +86,7 @@ class SparkMagics(FamilyMagics):
     def _start(self, args: Any) -> Any:
         from eos_magics.spark import session
 
-        spark = _bridge(session.start, args.master, memory=args.memory)
+        spark = _bridge(session.start, args.master, memory=args.memory, kafka=True if args.kafka else None)
         self.session._bind("spark", spark)
         return session.status()
 
@@ -131,6 +141,19 @@ class SparkMagics(FamilyMagics):
         feed = self.session.feed(args.name)
         return _bridge(read_stream, spark, feed, topic, isolation=args.isolation)
 
+    def _kafka(self, args: Any) -> Any:
+        from eos_magics.spark import kafka
+
+        entry = self.session.entry(args.name)
+        served = entry.served
+        if served is None:
+            raise EosUsageError(f"cluster '{entry.name}' is not served; serve it first: %eos_serve")
+        if not args.target:
+            return KafkaOptions(_bridge(kafka.options, served, isolation=args.isolation))
+        spark = self._spark()
+        topic = self.session.require_topic(args.target) if args.name is None else args.target
+        return _bridge(kafka.read, spark, served, topic, isolation=args.isolation, stream=args.stream)
+
     def _sweep(self, args: Any) -> Any:
         from eos_magics.spark.sweep import seeds_option, sweep
 
@@ -139,6 +162,17 @@ class SparkMagics(FamilyMagics):
         spark = self._spark()
         seeds = seeds_option(args.seeds) if args.seeds else "1..10"
         return _bridge(sweep, spark, args.target, seeds, args.mutant)
+
+
+class KafkaOptions(dict):
+    """The options of Spark's Kafka source for a served cluster: ``spark.read.format("kafka").options(**it)``."""
+
+    def __repr__(self) -> str:
+        lines = [f"    .option({k!r}, {v!r})" for k, v in self.items()]
+        return "\n".join(['spark.read.format("kafka")', *lines, '    .option("subscribe", TOPIC).load()'])
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(repr(self))
 
 
 class ViewList:

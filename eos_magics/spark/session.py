@@ -24,6 +24,15 @@ else a quarter of ``MEM_LIMIT`` (set by JupyterHub and mybinder.org) between 256
 512m, which fits mybinder.org's 2 GB pod beside the kernel. Asking for another size after the
 JVM started gives a warning in :attr:`SparkStatus.notes`, not a silent no-op.
 
+Spark's Kafka source
+--------------------
+``start(kafka=...)`` puts the jars of spark-sql-kafka-0-10 (:mod:`eos_magics.spark.kafka`, fetched
+at set-up) in ``spark.jars``. Spark adds ``spark.jars`` to the driver's class path only when the
+JVM launches, so: ``kafka=None`` (the default) adds them when they were fetched, ``kafka=True``
+requires them (and relaunches a JVM left up without them, when no session runs), ``kafka=False``
+leaves them out. A running session without them is never changed: asking it for ``kafka=True``
+raises an error that says to stop it first.
+
 Invariants
 ----------
 * ``PYSPARK_PYTHON`` is this interpreter before the JVM starts, so Python workers import the
@@ -44,6 +53,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eos_magics.spark import kafka as spark_kafka
 from eos_magics.spark.errors import SparkBridgeError
 
 if TYPE_CHECKING:
@@ -80,12 +90,22 @@ class SparkStatus:
     started_s: float
     log_path: str
     notes: tuple[str, ...] = ()
+    #: Whether the driver can load Spark's Kafka source (None over Spark Connect: the server decides).
+    kafka_source: bool | None = None
 
     def __str__(self) -> str:
         heap = f", JVM heap {self.jvm_max_heap_mb} MB" if self.jvm_max_heap_mb is not None else ""
         kind = "Spark Connect" if self.remote else "classic"
         head = f"Spark {self.version} on {self.master} ({kind}), driver memory {self.driver_memory}{heap}"
         lines = [f"{head}, started in {self.started_s:.1f} s", f"JVM output: {self.log_path}"]
+        if self.kafka_source is not None:
+            from eos_magics.spark.kafka import CONNECTOR_VERSION, FETCH_HINT, available
+
+            if self.kafka_source:
+                lines.append(f"Kafka source: spark-sql-kafka-0-10 {CONNECTOR_VERSION}")
+            else:
+                fetch = "" if available() else f"fetch its jars ({FETCH_HINT}), then "
+                lines.append(f"Kafka source: not on the class path; {fetch}stop and start with kafka=True (--kafka)")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -176,6 +196,7 @@ def start(
     memory: str | None = None,
     app_name: str = "eos-magics",
     config: Mapping[str, str] | None = None,
+    kafka: bool | None = None,
 ) -> SparkSession:
     """Return the running session, or start one (quiet, ``local[2]`` by default).
 
@@ -189,11 +210,15 @@ def start(
         Driver memory such as ``512m`` (default :func:`driver_memory`).
     config : mapping, optional
         Extra Spark settings, applied last.
+    kafka : bool, optional
+        Spark's Kafka source's jars in ``spark.jars``: None (default) when fetched, True required,
+        False never (see the module docstring).
 
     Raises
     ------
     SparkBridgeError
-        For a master or memory Spark cannot use, or another master while one runs.
+        For a master or memory Spark cannot use, another master while one runs, or ``kafka=True``
+        without the jars or with a session running without them.
     """
     chosen = _resolve_master(master)
     mem = (memory or driver_memory()).strip().lower()
@@ -205,16 +230,38 @@ def start(
             raise SparkBridgeError(
                 f"Spark already runs on {_STATE.master}; stop it first (%eos_spark stop) to use {chosen}"
             )
+        if kafka:
+            spark_kafka.require(running)
         return running
     if chosen.startswith("sc://"):
         session = _start_connect(chosen, app_name, config)
         _STATE.notes = []
     else:
-        session = _start_classic(chosen, mem, app_name, config)
+        session = _start_classic(chosen, mem, app_name, _with_kafka_jars(config, kafka))
     _STATE.session = session
     _STATE.master = chosen
     _STATE.memory = mem
     return session
+
+
+def _with_kafka_jars(config: Mapping[str, str] | None, kafka: bool | None) -> dict[str, str]:
+    """Return ``config`` with the Kafka source's jars added to ``spark.jars`` as ``kafka`` asks."""
+    out = dict(config or {})
+    if kafka is False or (kafka is None and not spark_kafka.available()):
+        return out
+    paths = spark_kafka.jars()  # kafka=True without the jars: the error says how to fetch them
+    if kafka and not _jvm_loads_kafka():
+        _end_jvm()  # a JVM left up (keep_jvm) without them cannot gain them: launch a fresh one
+    out["spark.jars"] = ",".join([j for j in out.get("spark.jars", "").split(",") if j] + list(paths))
+    return out
+
+
+def _jvm_loads_kafka() -> bool:
+    """Return True when no JVM is up yet, or the one that is up can load the Kafka source."""
+    from pyspark import SparkContext
+
+    jvm = SparkContext._jvm
+    return jvm is None or bool(jvm.org.apache.spark.util.Utils.classIsLoadable(spark_kafka.PROVIDER))
 
 
 def _start_connect(url: str, app_name: str, config: Mapping[str, str] | None) -> SparkSession:
@@ -309,6 +356,7 @@ def status() -> SparkStatus | None:
         started_s=_STATE.started_s,
         log_path="(remote)" if remote else _log_path(),
         notes=tuple(_STATE.notes),
+        kafka_source=None if remote else spark_kafka.session_has_kafka(s),
     )
 
 

@@ -2,7 +2,9 @@
 
 ``spark`` starts the session through :func:`eos_magics.spark.session.start` (the same helper the
 notebooks and ``eos-spark`` use) and stops it when the module ends, keeping the JVM up for the
-whole pytest process, so the second module's session starts in well under a second.
+whole pytest process, so the second module's session starts in well under a second. ``start()``
+puts Spark's Kafka source's jars on that JVM's class path when they were fetched
+(``scripts/fetch-spark-kafka.sh``), so ``test_spark_kafka_source.py`` needs no JVM of its own.
 """
 
 from __future__ import annotations
