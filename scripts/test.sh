@@ -44,7 +44,8 @@ step "ruff check" "$BIN/ruff" check .
 step "ruff format --check" "$BIN/ruff" format --check .
 step "lint-imports" "$BIN/lint-imports"
 step "check-js" bash "$ROOT/scripts/check-js.sh"
-step "pytest" "$BIN/pytest" "$@"
+# --durations: the slowest tests, so each CI log says where its time went
+step "pytest" "$BIN/pytest" --durations=60 --durations-min=3 "$@"
 
 if [ "${#failed[@]}" -ne 0 ]; then
     echo "test.sh: FAILED: ${failed[*]}" >&2
