@@ -26,7 +26,7 @@ from confluent_kafka import Producer
 from engine.conform.realtime_java_client import JavaClientError, JavaClients, JavaConsumer, java_config
 from engine.serve.realtime_server import ServedCluster
 from engine.views.transactions import describe_transaction_row
-from engine.wire.journal import ServeSpec
+from tests.wire.conftest import log_values
 
 #: The broker's coverage mark for a retried batch answered from its producer state, not appended again.
 DEDUP_MARK = "dedup: duplicate batch answered from cache"
@@ -48,22 +48,6 @@ CONSUMER = {
     "retry.backoff.ms": 50,
 }
 END_TXN, PRODUCE = 26, 0
-
-
-@pytest.fixture
-def served() -> Iterator[Any]:
-    """``served(topics, config=..., **options)``: a served cluster (seed 1, 3 brokers), stopped after the test."""
-    started: list[ServedCluster] = []
-
-    def start(topics: list[tuple[str, int, int]], *, config: dict[str, Any] | None = None, **options: Any) -> Any:
-        spec = ServeSpec(1, 3, dict(config or {}), tuple(topics))
-        server = ServedCluster(spec.build(), spec=spec, **options).start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -95,13 +79,6 @@ def _values(c: JavaConsumer, n: int, timeout: float = 8.0) -> list[str]:
     return got
 
 
-def _log_values(server: ServedCluster, topic: str) -> list[str]:
-    with server.locked() as cluster:
-        leader = cluster.leader(topic, 0)
-        batches = cluster.brokers[leader].replicas[(topic, 0)].log.batches
-        return [v.decode() for b in batches if not b.is_control for v in b.values]
-
-
 def test_an_idempotent_producer_s_retry_after_a_lost_ack_is_written_once(served, jvm) -> None:
     server = served([("t", 1, 3)])
     p = jvm.producer(_cfg(server, **PRODUCER, acks="all"))
@@ -119,7 +96,7 @@ def test_an_idempotent_producer_s_retry_after_a_lost_ack_is_written_once(served,
         dedup = cluster.world.trace.marks.get(DEDUP_MARK, 0)
     assert fired
     assert dedup >= 1, "the retry of the appended batch never reached the broker's deduplication"
-    assert _log_values(server, "t") == ["warm-up"] + [f"v{i}" for i in range(10)]
+    assert [v.decode() for v in log_values(server, "t")] == ["warm-up"] + [f"v{i}" for i in range(10)]
 
 
 def test_read_committed_sees_the_commit_not_the_abort_and_waits_at_the_lso(served, jvm) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.conform.realtime_streams import order_lines, run_through_faults
-from tests.wire.conftest import log_values, served  # noqa: F401  (the served-cluster fixture)
+from tests.wire.conftest import log_values
 
 TOPICS = (("orders", 2, 3), ("totals", 2, 3))
 
@@ -37,7 +37,7 @@ def _exact(judged: dict[str, Any], lines: int) -> None:
 
 
 def test_a_broker_crash_mid_transaction_leaves_the_totals_exact(
-    served: Any,  # noqa: F811
+    served: Any,
     jvm_available: None,
     tmp_path: Path,
 ) -> None:
@@ -62,7 +62,7 @@ def test_a_broker_crash_mid_transaction_leaves_the_totals_exact(
 
 
 def test_an_instance_killed_mid_transaction_and_restarted_leaves_the_totals_exact(
-    served: Any,  # noqa: F811
+    served: Any,
     jvm_available: None,
     tmp_path: Path,
 ) -> None:
