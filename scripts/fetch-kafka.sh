@@ -10,25 +10,6 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-POM=reference/pom.xml
-DEST=.cache/kafka-4.4.0
-STAMP="$DEST/.fetch-stamp"
-
-if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
-    echo "fetch-kafka.sh: skipped: the Kafka reference cluster needs Java 17 and Maven (apt-get install openjdk-17-jdk-headless maven)"
-    exit 0
-fi
-
-want="$(sha256sum "$POM" | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -f "$DEST/libs/kafka_2.13-4.4.0.jar" ]; then
-    echo "fetch-kafka.sh: $DEST/libs is up to date"
-    exit 0
-fi
-
-echo "fetch-kafka.sh: fetching Kafka 4.4.0 jars into $DEST/libs (Maven; the first time downloads ~40 MB)"
-rm -rf "$DEST/libs" "$STAMP"
-mkdir -p "$DEST"
-mvn -q -B -f "$POM" dependency:copy-dependencies -DoutputDirectory="$PWD/$DEST/libs"
-echo "$want" > "$STAMP"
-echo "fetch-kafka.sh: done ($(ls "$DEST/libs" | wc -l) jars)"
+# shellcheck source=scripts/fetch-jars.sh
+. scripts/fetch-jars.sh
+fetch_jars fetch-kafka.sh reference/pom.xml .cache/kafka-4.4.0/libs kafka_2.13-4.4.0.jar "the Kafka 4.4 reference cluster" "40 MB"

@@ -12,25 +12,7 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-
-POM=reference/spark-kafka/pom.xml
-DEST=.cache/spark-kafka-4.2.0
-STAMP="$DEST/.fetch-stamp"
-
-if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
-    echo "fetch-spark-kafka.sh: skipped: Spark's Kafka source needs Java 17 and Maven (apt-get install openjdk-17-jdk-headless maven)"
-    exit 0
-fi
-
-want="$(sha256sum "$POM" | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ] && [ -f "$DEST/spark-sql-kafka-0-10_2.13-4.2.0.jar" ]; then
-    echo "fetch-spark-kafka.sh: $DEST is up to date"
-    exit 0
-fi
-
-echo "fetch-spark-kafka.sh: fetching spark-sql-kafka-0-10 4.2.0 into $DEST (Maven; the first time downloads ~15 MB)"
-rm -rf "$DEST"
-mkdir -p "$DEST"
-mvn -q -B -f "$POM" dependency:copy-dependencies -DoutputDirectory="$PWD/$DEST" -DincludeScope=runtime
-echo "$want" > "$STAMP"
-echo "fetch-spark-kafka.sh: done ($(ls "$DEST"/*.jar | wc -l) jars)"
+# shellcheck source=scripts/fetch-jars.sh
+. scripts/fetch-jars.sh
+fetch_jars fetch-spark-kafka.sh reference/spark-kafka/pom.xml .cache/spark-kafka-4.2.0 \
+    spark-sql-kafka-0-10_2.13-4.2.0.jar "Spark's Kafka source" "15 MB" -DincludeScope=runtime
