@@ -50,8 +50,11 @@ def lite_url(drive: ModuleType, lite_site: Path) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lite_browser(drive: ModuleType) -> Iterator[object]:
+    """Headless chromium for one test module. Module, not session: while a sync Playwright is open it
+    marks an asyncio loop running in the main thread, and the browser tests that a test worker runs
+    after this module (their own sync Playwright) would fail behind it."""
     if not drive.CHROMIUM.exists():
         _missing(f"{drive.CHROMIUM} is missing: apt-get install chromium (never `playwright install`)")
     with drive.chromium() as browser:
