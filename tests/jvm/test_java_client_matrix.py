@@ -28,6 +28,8 @@ from engine.serve.realtime_server import ServedCluster
 from engine.views.transactions import describe_transaction_row
 from tests.wire.conftest import log_values
 
+pytestmark = pytest.mark.slow  # a JVM
+
 #: The broker's coverage mark for a retried batch answered from its producer state, not appended again.
 DEDUP_MARK = "dedup: duplicate batch answered from cache"
 #: The controller fences a dead broker after 3 s, not 9 s.

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from engine.conform.realtime_jvm import java_command
+
+pytestmark = pytest.mark.slow  # a JVM
 
 
 def test_the_java_programs_run_on_kafka_clients_4_4(jvm_available) -> None:

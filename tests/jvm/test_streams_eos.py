@@ -13,8 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine.conform.realtime_streams import order_lines, run_through_faults
 from tests.wire.conftest import log_values
+
+pytestmark = pytest.mark.slow  # a JVM
 
 TOPICS = (("orders", 2, 3), ("totals", 2, 3))
 
