@@ -7,7 +7,8 @@ under read_committed, the last stable offset, consume-transform-produce with
 ``sendOffsetsToTransaction``, zombie fencing, ``transaction.timeout.ms``, a rebalance, a broker crash
 mid-transaction; and, read from the served cluster's journal and coordinator (not the client's
 word), that the Java client used EndTxn v5 with the epoch bumped per transaction while
-confluent-kafka on the same server kept transaction version 1.
+confluent-kafka on the same server kept transaction version 1. Every case but the lost ack (a
+wire fault) also runs against Kafka 4.4 in the conformance suite (``engine/conform/cases/java.py``).
 """
 
 from __future__ import annotations

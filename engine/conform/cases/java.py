@@ -5,7 +5,9 @@ writes its program with the Java client's calls; topics are made and faults carr
 other cases. Against Kafka 4.4 the client speaks transaction version 2 (EndTxn v5, Produce v12,
 TxnOffsetCommit v5), and so it does against ``eos serve``. The lost-ack case of
 ``tests/jvm/test_java_client_matrix.py`` needs a wire fault, which real Kafka has no means for; the
-rest of that matrix is here.
+rest of that matrix is here: commit-abort, lso, consume-transform-produce, fencing, leader-killed,
+timeout (``transaction.timeout.ms``: Kafka 4.4.0 answers the late commit INVALID_TXN_STATE) and
+rebalance (classic protocol, range assignor: assignment sizes, never member ids).
 """
 
 from __future__ import annotations
