@@ -5,7 +5,9 @@ writes its program with the Java client's calls; topics are made and faults carr
 other cases. Against Kafka 4.4 the client speaks transaction version 2 (EndTxn v5, Produce v12,
 TxnOffsetCommit v5), and so it does against ``eos serve``. The lost-ack case of
 ``tests/jvm/test_java_client_matrix.py`` needs a wire fault, which real Kafka has no means for; the
-rest of that matrix is here.
+rest of that matrix is here: commit-abort, lso, consume-transform-produce, fencing, leader-killed,
+timeout (``transaction.timeout.ms``: Kafka 4.4.0 answers the late commit INVALID_TXN_STATE) and
+rebalance (classic protocol, range assignor: assignment sizes, never member ids).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from engine.conform.case import Ctx, case
 from engine.conform.cases.common import make_topic
+from engine.conform.cases.group import GROUP_BOUNDS
 from engine.conform.realtime_java_client import JavaClientError, JavaClients, JavaConsumer, JavaProducer, java_config
 
 NEEDS = ("create-topics",)  # a real cluster: not librdkafka's mock
@@ -164,3 +167,96 @@ def leader_killed(ctx: Ctx) -> None:
     ctx.observe("offsets", first + second)
     _attempt(ctx, "commit", p.commit_transaction)
     ctx.observe("read_committed", _read(ctx, jvm, topic, 10))
+
+
+@case(
+    "java.timeout",
+    "java client",
+    "transaction.timeout.ms passes: the coordinator aborts, the commit fails, a new producer's transaction works",
+    needs=NEEDS,
+)
+def timeout(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "jto")
+    jvm = _jvm(ctx)
+    # settings.py: the coordinator looks for timed-out transactions every second on both targets.
+    stalled = _txn(ctx, jvm, "jto", **{"transaction.timeout.ms": 2_000})
+    stalled.begin_transaction()
+    ctx.observe("offsets", [stalled.produce(topic, f"late-{i}", partition=0) for i in range(3)])
+    ctx.sleep(5.0)
+    try:
+        stalled.commit_transaction()
+        ctx.observe("commit", "ok")
+    except JavaClientError as exc:
+        ctx.observe("commit", exc.names())
+    _attempt(ctx, "abort-after", stalled.abort_transaction)
+    stalled.close(1)
+    ctx.observe("read_committed", _read(ctx, jvm, topic, 0))
+    successor = _txn(ctx, jvm, "jto")
+    successor.begin_transaction()
+    ctx.observe("successor-offset", successor.produce(topic, "after", partition=0))
+    _attempt(ctx, "successor-commit", successor.commit_transaction)
+    ctx.observe("read_committed-after", _read(ctx, jvm, topic, 1))
+    ctx.observe("read_uncommitted", _read(ctx, jvm, topic, 4, committed=False))
+
+
+def _events(consumer: JavaConsumer) -> list[list[Any]]:
+    """The rebalance callbacks so far as [kind, how many partitions] (which ones follow member ids)."""
+    out: list[list[Any]] = []
+    for event in consumer.rebalances:
+        kind, _, parts = event.partition(" ")
+        out.append([kind, len([p for p in parts.strip("[]").split(",") if p.strip()])])
+    consumer.rebalances.clear()
+    return out
+
+
+def _poll_until(ctx: Ctx, consumers: list[JavaConsumer], done: Any, timeout_s: float = 30.0) -> bool:
+    """Poll each of ``consumers`` in turn (0.2 s) until ``done()``; False after ``timeout_s``."""
+
+    def step() -> bool:
+        for c in consumers:
+            c.poll(0.2)
+        return bool(done())
+
+    return ctx.wait_until(step, timeout_s, 0.0)
+
+
+@case(
+    "java.rebalance",
+    "java client",
+    "a second Java consumer joins (range: 2 and 2), then closes: the first owns all four again",
+    bounds=GROUP_BOUNDS,
+    needs=NEEDS,
+)
+def rebalance(ctx: Ctx) -> None:
+    topic = make_topic(ctx, "jrb", 4)
+    jvm = _jvm(ctx)
+    conf = _cfg(
+        ctx,
+        **CONSUMER,
+        **{
+            "group.id": ctx.name("g"),
+            "group.protocol": "classic",
+            "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor",
+        },
+    )
+    first = ctx.keep(jvm.consumer(conf))
+    first.subscribe([topic])
+    ctx.observe("first-alone", _poll_until(ctx, [first], lambda: len(first.assignment()) == 4))
+    second = jvm.consumer(conf)
+    start = ctx.seconds()
+    second.subscribe([topic])
+
+    def split() -> bool:
+        a, b = first.assignment(), second.assignment()
+        return len(a) == 2 and len(b) == 2 and sorted(a + b) == [(topic, p) for p in range(4)]
+
+    ctx.observe("stable", _poll_until(ctx, [second, first], split))
+    ctx.timing("until-stable", ctx.seconds() - start)
+    halves = [[p for _t, p in c.assignment()] for c in (first, second)]
+    ctx.observe("ranges-contiguous", all(h in ([0, 1], [2, 3]) for h in halves))
+    ctx.observe("second-events", _events(second))
+    start = ctx.seconds()
+    second.close()
+    ctx.observe("all-four", _poll_until(ctx, [first], lambda: len(first.assignment()) == 4))
+    ctx.timing("until-all-four", ctx.seconds() - start)
+    ctx.observe("first-events", _events(first))
