@@ -305,7 +305,9 @@ def fetch(conn: WireConnection, request: Request, reply: Reply) -> None:
         ]
 
     def first_step(answers: list[Any]) -> None:
-        if max_wait <= 0 or any(a is None or a.batches or a.error != ErrorCode.NONE for a in answers):
+        # A fetch of no partitions wants no data, and Kafka's ReplicaManager.fetchMessages answers it at
+        # once: the Java consumer's close sends one per broker to end its fetch sessions, and waits for it.
+        if not wanted or max_wait <= 0 or any(a is None or a.batches or a.error != ErrorCode.NONE for a in answers):
             reply(_fetch_answer(answers, wanted))
             return
         _wait_for_data(conn, ask(max_wait), answers, lambda final: reply(_fetch_answer(final, wanted)))
