@@ -75,7 +75,7 @@ def decide_v2(broker: Broker, md: TransactionMetadata, req: EndTxnRequest, *, fe
     PrepareCommit   INVALID_TXN_STATE  PRODUCER_FENCED   CONCURRENT_TXNS    PRODUCER_FENCED
     PrepareAbort    CONCURRENT_TXNS    PRODUCER_FENCED   INVALID_TXN_STATE  PRODUCER_FENCED
     Empty           PRODUCER_FENCED    PREPARE_ABORT     PRODUCER_FENCED    INVALID_TXN_STATE
-    CompleteAbort   NONE               PREPARE_ABORT     INVALID_TXN_STATE  INVALID_TXN_STATE
+    CompleteAbort   NONE               PREPARE_ABORT     PRODUCER_FENCED    INVALID_TXN_STATE
     CompleteCommit  INVALID_TXN_STATE  PREPARE_ABORT     NONE               INVALID_TXN_STATE
     ==============  =================  ================  =================  ================
 
@@ -85,10 +85,10 @@ def decide_v2(broker: Broker, md: TransactionMetadata, req: EndTxnRequest, *, fe
 
     An abort from Empty or Complete* marks nothing: a client may abort without knowing
     whether anything was added (apache/kafka#19568). A commit that meets CompleteAbort at the
-    retry epoch raced a coordinator-side abort (``transaction.timeout.ms``, or a fence): Kafka
-    4.4.0's ``TransactionCoordinator.endTransaction`` answers it INVALID_TXN_STATE (the Java
-    client's ``InvalidTxnStateException``), as the conformance case ``java.timeout`` saw on a
-    live Kafka 4.4.0; KAFKA-20785 (apache/kafka#23204, PRODUCER_FENCED there) is not in 4.4.0.
+    retry epoch raced a coordinator-side abort (``transaction.timeout.ms``, or a fence): only
+    the coordinator can have ended that transaction, so the producer is fenced, which it can
+    recover from by starting over, rather than told INVALID_TXN_STATE (KAFKA-20785,
+    apache/kafka#23204).
     """
     epoch = req.producer_epoch
     if not fence_epochs and epoch < md.producer_epoch:
@@ -131,6 +131,12 @@ def decide_v2(broker: Broker, md: TransactionMetadata, req: EndTxnRequest, *, fe
         done = (state, commit) in ((S.COMPLETE_COMMIT, True), (S.COMPLETE_ABORT, False))
         if is_retry and done:
             return EndTxnResponse(ErrorCode.NONE, md.producer_id, md.producer_epoch)
+        if is_retry and state is S.COMPLETE_ABORT and commit:
+            text = (
+                f"the transaction of {md.transactional_id} was aborted by the coordinator (timeout or fence) "
+                f"before this commit arrived: " + _fenced_text(md, req)
+            )
+            return EndTxnResponse(ErrorCode.PRODUCER_FENCED, error_message=text)
         if not is_retry and not commit:
             next_pid = broker.allocate_producer_id() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
             return md.prepare_abort_or_commit(

@@ -23,8 +23,8 @@ Requests (KIP-98, KIP-890)
                      instead of ending the next one (KAFKA-17754).
 
 Follows Kafka's coordinator as of apache/kafka trunk ``d79bd502`` (2026-08-23, Kafka 4.2), with
-KAFKA-19367 (#19910, #19976), KAFKA-20090 (#21469, #21506) and KAFKA-18660 (#18730); not KAFKA-20785
-(#23204), which Kafka 4.4.0 does not have (conformance ``java.timeout``).
+KAFKA-19367 (#19910, #19976), KAFKA-20090 (#21469, #21506), KAFKA-18660 (#18730) and KAFKA-20785
+(#23204, read from its description).
 
 Simplified: no transactional-id expiration (DEAD), no ``PREPARE_EPOCH_FENCE`` round trip (an
 epoch fence goes straight to PREPARE_ABORT with the bumped epoch).

@@ -14,7 +14,7 @@ Reference: apache/kafka ``core/src/test/scala/unit/kafka/coordinator/transaction
 TransactionCoordinatorTest.scala`` and ``TransactionCoordinator.scala`` at trunk ``d79bd502``
 (2026-08-23, Kafka 4.2; read through the confluentinc/kafka mirror of trunk), which includes
 KAFKA-19367 (#19910, #19976), KAFKA-20090 (#21469, #21506) and KAFKA-18660 (#18730). KAFKA-20785
-(#23204) is not followed: Kafka 4.4.0 does not have it (conformance ``java.timeout``).
+(#23204) is paraphrased from its description (its test is not in that snapshot).
 
 The engine's PREPARE_* always has its markers in flight: it is Kafka's PREPARE_* with its pending
 COMPLETE_* set, which Kafka's real flow always has once the PREPARE_* is written. Kafka tests that
@@ -522,13 +522,14 @@ def test_should_return_invalid_txn_request_on_end_txn_request_when_status_is_com
 ) -> None:
     """TransactionCoordinatorTest.shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsCompleteAbortAndResultIsNotAbort.
 
-    INVALID_TXN_STATE at the retry epoch and (TV2) at the current one, as Kafka 4.4.0 answers
-    (KAFKA-20785's PRODUCER_FENCED at the retry epoch is not in 4.4.0: conformance ``java.timeout``).
+    Under TV2 a commit at the retry epoch is fenced since KAFKA-20785 (apache/kafka#23204), as
+    only a coordinator-side abort leaves that combination; at the current epoch it stays
+    INVALID_TXN_STATE. TV1 is unchanged.
     """
     h = _Harness(version)
     pid, epoch = h.completed(commit=False, inits=2)
     retry = h.end(pid, _retry_epoch(version, epoch), commit=True).error
-    assert retry is ErrorCode.INVALID_TXN_STATE
+    assert retry is (ErrorCode.PRODUCER_FENCED if version >= 2 else ErrorCode.INVALID_TXN_STATE)
     if version >= 2:
         assert h.end(pid, epoch, commit=True).error is ErrorCode.INVALID_TXN_STATE
     assert h.md().state is S.COMPLETE_ABORT
@@ -989,9 +990,7 @@ def test_should_abort_expired_transactions_in_ongoing_state_and_bump_epoch(versi
     assert (prepare.producer_id, prepare.producer_epoch, prepare.partitions) == (pid, aborting, (TP,))
     assert (h.md().state, h.md().producer_epoch) == (S.COMPLETE_ABORT, aborting)
     assert h.markers() == [("ABORT", pid, aborting)]
-    # TV1: an older epoch is fenced; TV2: the retry epoch meets CompleteAbort, as Kafka 4.4.0 (java.timeout)
-    late = ErrorCode.INVALID_TXN_STATE if version >= 2 else ErrorCode.PRODUCER_FENCED
-    assert h.end(pid, epoch, commit=True).error is late
+    assert h.end(pid, epoch, commit=True).error is ErrorCode.PRODUCER_FENCED
 
 
 def test_should_not_cause_epoch_overflow_when_init_pid_during_ongoing_txn_v2() -> None:
@@ -1051,17 +1050,18 @@ def test_should_treat_a_late_client_abort_after_a_timeout_abort_as_a_retry_tv2()
     assert h.add(pid, epoch + 1) is ErrorCode.NONE  # the next transaction starts at the epoch it was given
 
 
-def test_a_commit_that_raced_a_timeout_abort_is_an_invalid_state_as_kafka_4_4_tv2() -> None:
-    """A TV2 commit at the retry epoch meeting COMPLETE_ABORT: INVALID_TXN_STATE, as Kafka 4.4.0.
+def test_should_fence_a_commit_that_raced_a_timeout_abort_tv2() -> None:
+    """KAFKA-20785 (apache/kafka#23204): a commit at the retry epoch meeting COMPLETE_ABORT is fenced.
 
-    Conformance case ``java.timeout`` (a Java producer's transaction.timeout.ms passes, then it
-    commits): a live Kafka 4.4.0 gave the Java client ``InvalidTxnStateException``; the engine had
-    followed KAFKA-20785 (apache/kafka#23204, PRODUCER_FENCED), which 4.4.0 does not have.
+    Only the coordinator can have aborted the transaction the producer is committing, so the
+    producer is told it was fenced (PRODUCER_FENCED), not that it broke the protocol
+    (INVALID_TXN_STATE, which this answer was before the fix).
     """
     h = _Harness(2, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
     pid, epoch = _time_out(h)
     resp = h.end(pid, epoch, commit=True)
-    assert resp.error is ErrorCode.INVALID_TXN_STATE
+    assert resp.error is ErrorCode.PRODUCER_FENCED
+    assert "aborted by the coordinator" in (resp.error_message or "")
     assert h.end(pid, epoch + 1, commit=True).error is ErrorCode.INVALID_TXN_STATE  # the current epoch: as before
 
 
