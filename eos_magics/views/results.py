@@ -321,13 +321,20 @@ def scenario_result(result: Any) -> ScenarioView:
     replay = next((line[len("replay: ") :] for line in reversed(lines) if line.startswith("replay: ")), "")
     status = r.status
     tone = {"PASS": "ok", "CAUGHT": "ok", "FAIL": "fail", "SKIP": "warn"}[status]
+    badge_, summary = (status, tone), contrast_note(r.expected, r.caught, status)
+    if r.mutant and status == "FAIL":
+        # a mutant breaks the broker on purpose: the checker failing the run is the mutant caught
+        badge_ = ("CAUGHT", "ok")
+        summary = "\n".join(
+            filter(None, [f"{r.mutant} caught: the verdict FAIL is the checker catching the mutant", summary])
+        )
     return ScenarioView(
         "\n".join(lines),
         result=r,
         replay=replay,
         title=f"{r.name} · seed {r.seed}",
-        badge=(status, tone),
-        summary=contrast_note(r.expected, r.caught, status),
+        badge=badge_,
+        summary=summary,
     )
 
 
@@ -386,12 +393,43 @@ def _sweep_badge(passed: int, caught: int, failed: int) -> tuple[str, str]:
     return ("PASS", "ok")
 
 
+def _mutant_head(rows: Sequence[Any], mutant: str) -> tuple[str, str, tuple[str, str]]:
+    """Title, summary and badge of a mutant's sweep, where a run's ``FAIL`` is the mutant caught.
+
+    A mutant breaks the broker on purpose, so the checker failing a run is the outcome wanted:
+    the run caught the mutant. A run that raised (an internal error) caught nothing, and still
+    fails the sweep; a run that passed is one the mutant slipped through.
+    """
+    caught = [r for r in rows if r.status == "FAIL" and not r.traceback]
+    raised = [r for r in rows if r.traceback]
+    missed = [r for r in rows if r.status != "FAIL"]
+    title = f"sweep with {mutant}: {len(rows)} runs, {mutant} caught on {len(caught)}, missed on {len(missed)}"
+    if raised:
+        title += f", {len(raised)} raised an exception"
+    lines = []
+    if caught:
+        kinds = sorted({k for r in caught for k in r.kinds.split(",") if k})
+        seeds = ", ".join(str(r.seed) for r in caught)
+        lines.append(f"{mutant} caught on seed {seeds} (as {', '.join(kinds)}): a FAIL verdict here is the catch")
+    if missed:
+        lines.append(f"{mutant} not caught on seed {', '.join(str(r.seed) for r in missed)}")
+    if raised:
+        badge_ = ("FAIL", "fail")
+    elif caught:
+        badge_ = ("CAUGHT", "ok")
+    else:
+        badge_ = ("MISSED", "warn")
+    return title, "\n".join(lines), badge_
+
+
 def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
     """A sweep's rows (``engine.scenarios.sweep.Row``) as ``eos sweep`` prints them, and as a table.
 
     ``mutant`` names the sweep's mutant for the summary line (``N runs with M10: ...``); by
     default it is read from the rows' replay commands when they all name the same one. A
     contrast's runs say what they showed: a ``shows`` column, and one summary line per contrast.
+    In a mutant's sweep a run's ``FAIL`` is the mutant caught: the heading counts the catches and
+    the badge reads CAUGHT (FAIL only when a run raised), while the table keeps ``eos sweep``'s verdicts.
     """
     from engine.scenarios import sweep as report
 
@@ -409,13 +447,18 @@ def sweep(rows: Sequence[Any], *, mutant: str | None = None) -> TableView:
         text += "\n" + failed_text
     passed = sum(1 for r in rows if r.status == "PASS")
     caught = sum(1 for r in rows if r.status == "CAUGHT")
+    title = f"sweep: {len(rows)} runs, {passed} passed, {caught} caught, {len(failures)} failed"
+    summary = "\n".join(_contrast_lines(rows))
+    badge_ = _sweep_badge(passed, caught, len(failures))
+    if mutant is not None:
+        title, summary, badge_ = _mutant_head(rows, mutant)
     return TableView(
         text,
         SWEEP_COLUMNS,
         [_sweep_row(r) for r in rows],
-        title=f"sweep: {len(rows)} runs, {passed} passed, {caught} caught, {len(failures)} failed",
-        summary="\n".join(_contrast_lines(rows)),
-        badge=_sweep_badge(passed, caught, len(failures)),
+        title=title,
+        summary=summary,
+        badge=badge_,
         text_label="eos sweep output",
         data=rows,
     )

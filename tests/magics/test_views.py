@@ -548,6 +548,35 @@ def test_sweep_scenarios_and_mutants_print_what_the_eos_commands_print(capsys) -
     assert mutants.column("mutant")[0] == "M1"
 
 
+def test_a_mutant_sweep_calls_a_failed_run_the_mutant_caught_never_a_red_fail() -> None:
+    """Notebook 04's sweep of M1: seeds 1 and 3 fail with a duplicate, which is M1 caught (issue 42)."""
+    from engine.commands.sweep import run_one
+
+    name = "idempotence: lost ack retry"
+    v = views.sweep([run_one((name, seed, "M1", False)) for seed in (1, 2, 3)])
+    assert v.column("verdict") == ["FAIL", "PASS", "FAIL"], "eos sweep's own verdicts stay in the table"
+    assert v.title == "sweep with M1: 3 runs, M1 caught on 2, missed on 1"
+    html = v._repr_html_()
+    assert ">CAUGHT<" in html and ">FAIL<" not in html.split("</div>")[0], "the badge is no red FAIL"
+    assert "0 caught" not in html
+    assert "M1 caught on seed 1, 3 (as duplicate)" in html
+    assert "M1 not caught on seed 2" in html
+
+
+def test_a_mutant_run_that_fails_is_badged_caught() -> None:
+    """Notebook 04's run of M10 on seed 2: its FAIL verdict is the mutant caught, badged so."""
+    from engine.scenarios.catalog import BY_NAME
+    from engine.scenarios.harness import run_spec
+    from engine.scenarios.mutants import get_mutant
+
+    name = "isolation: lso off by one"
+    v = views.scenario_result(run_spec(BY_NAME[name], 2, mutant=get_mutant("M10")))
+    assert v.status == "FAIL", "the run's own verdict is unchanged"
+    head = v._repr_html_().split("</div>")[0]
+    assert ">CAUGHT<" in head and ">FAIL<" not in head
+    assert "M10 caught: the verdict FAIL is the checker catching the mutant" in v._repr_html_()
+
+
 # -- cluster summaries -------------------------------------------------------------------------------
 
 
