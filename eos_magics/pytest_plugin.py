@@ -219,6 +219,7 @@ class EosTestCluster(AppClients, MessageFaults):
         mode, _settle, topics, promises = check_args(mode, SETTLE_MS, topics, promise)
         committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
+            from engine.scenarios.supervisor import check_reader_id
             from eos_magics.session import final_read as read_all
 
             committed = []
@@ -228,7 +229,7 @@ class EosTestCluster(AppClients, MessageFaults):
                     committed.append(CommittedRecord(m.topic(), m.partition(), m.offset(), m.key(), m.value()))
 
             self._readers += 1
-            read_all(self.cluster, f"eos-check-reader-{self._readers}", keep)
+            read_all(self.cluster, check_reader_id(self._readers), keep)
         return check_history(self.history, allowed=mode, topics=topics, promise=promises, committed=committed)
 
     def replay_section(self) -> str:

@@ -94,6 +94,8 @@ RUN_ACTIONS = {
     "drop-ack": "drop the next acknowledgement to {node}",
 }
 #: Journaled calls a fork can stop inside (the others it stops before).
+#: How many of the clients a fork drops the question names (then "and N more").
+_NAMED = 3
 _CUTTABLE = frozenset({("cluster", "run_for"), ("cluster", "run_until"), ("cluster", "step")})
 #: The status bar keeps at most this many notes (each with the event it was written at).
 MAX_NOTES = 200
@@ -428,7 +430,13 @@ class Dashboard(anywidget.AnyWidget):
         return self.act(op, node)
 
     def question(self, op: str, node: str = "") -> dict[str, Any]:
-        """Return what to ask before forking here to do ``op``: the text, and the fork button's words."""
+        """Return what to ask before forking here to do ``op``: the text, and the fork button's words.
+
+        Two short sentences: where the run forks, and what it drops (the later events and the
+        clients the user made after that point; the checker's own final readers are not named).
+        """
+        from engine.scenarios.supervisor import is_check_reader
+
         rec = self.run.recorder
         index, last = self.index(), rec.last_index
         call = self._uncut_call(index)
@@ -436,13 +444,17 @@ class Dashboard(anywidget.AnyWidget):
         then, now = rec.at(point), rec.latest()
         had = {r.name for r in (*then.producers, *then.consumers)}
         lost = [r.name for r in (*now.producers, *now.consumers) if r.name not in had]
-        where = f"from event {index}"
-        if call is not None:  # a call that waits cannot be cut: say where the fork really starts
-            where = f"from event {point}, before the call event {index} is in ({call.describe()})"
-        clients = f", and so are the clients created after it ({', '.join(lost)})" if lost else ""
+        lost = list(dict.fromkeys(n for n in lost if not is_check_reader(n)))  # the user's own clients only
+        where = "there"
+        if point != index:  # a call that waits cannot be cut: say where the fork really starts
+            where = f"from event {point}, where {call.target}.{call.method}() began"
+        clients = ""
+        if lost:
+            more = f" and {len(lost) - _NAMED} more" if len(lost) > _NAMED else ""
+            clients = f" and the clients {', '.join(lost[:_NAMED])}{more}"
         text = (
-            f"You are looking at event {index} of {last}. Acting here forks the run {where}: "
-            f"the {last - point} later events are dropped{clients}. The notebook's names then point at the fork."
+            f"Acting at event {index} of {last} forks the run {where}. "
+            f"It drops the {last - point} later events{clients}; the notebook's names move to the fork."
         )
         what = RUN_ACTIONS[op].format(node=node)
         return {"op": op, "node": node, "index": index, "last": last, "text": text, "fork": f"Fork here and {what}"}

@@ -30,12 +30,15 @@ if TYPE_CHECKING:
     from engine.scenarios.harness import Run
 
 __all__ = [
+    "CHECK_READER",
     "CLIENT_ERRORS",
     "Crashes",
     "Process",
     "Sleep",
     "Worker",
+    "check_reader_id",
     "counter",
+    "is_check_reader",
     "poll_until_idle",
     "read_until_idle",
     "relay_crashes",
@@ -207,6 +210,21 @@ def take_skipped(state: object, key: str = "duplicates_dropped") -> Callable[[An
         worker.skipped = 0
 
     return take
+
+
+#: The ``client.id`` prefix of the checker's own final readers (``eos-check-reader-1``, ...):
+#: clients the checker makes, never the user, so views that name the user's clients leave them out.
+CHECK_READER = "eos-check-reader"
+
+
+def check_reader_id(n: int) -> str:
+    """Return the ``client.id`` of a session's ``n``-th final reader (``eos-check-reader-N``)."""
+    return f"{CHECK_READER}-{n}"
+
+
+def is_check_reader(client_id: str) -> bool:
+    """Tell whether ``client_id`` is one of the checker's final readers (:data:`CHECK_READER`)."""
+    return client_id.startswith(f"{CHECK_READER}-")
 
 
 def poll_until_idle(

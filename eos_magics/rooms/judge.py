@@ -70,7 +70,9 @@ class Judge(Clusters):
     def _final_read(self, entry: ClusterEntry) -> None:
         if entry.cluster.topics:
             entry.readers += 1
-            final_read(entry.cluster, f"eos-check-reader-{entry.readers}")
+            from engine.scenarios.supervisor import check_reader_id
+
+            final_read(entry.cluster, check_reader_id(entry.readers))
 
 
 def final_read(cluster: Cluster, client_id: str, on_message: Callable[[Any], None] | None = None) -> None:

@@ -82,8 +82,10 @@ def test_a_click_on_the_run_while_rewound_asks_and_forks_only_when_confirmed() -
     asked = dash.confirm
     assert dash.run is run and dash.forks == 0, "a click forked at once"
     assert asked["fork"] == "Fork here and crash broker-2"
-    assert f"You are looking at event {before_late} of {last}." in asked["text"]
-    assert f"forks the run from event {before_late}" in asked["text"] and "(late)" in asked["text"]
+    assert asked["text"] == (
+        f"Acting at event {before_late} of {last} forks the run there. It drops the {last - before_late} later"
+        " events and the clients late; the notebook's names move to the fork."
+    )
     assert dash.status["index"] == before_late and not dash.status["live"]  # still looking at the past
     assert run.cluster.brokers[2].status.value == "up" and run.cluster.world.fingerprint() == fingerprint
 
@@ -93,6 +95,29 @@ def test_a_click_on_the_run_while_rewound_asks_and_forks_only_when_confirmed() -
     assert dash.run.cluster.brokers[2].status.value == "down"
     assert "late" not in dash.run.cluster.world.nodes  # created after the fork point: not in the fork
     assert run.cluster.world.fingerprint() == fingerprint  # the run we came from is untouched
+
+
+def test_the_fork_question_is_two_short_sentences_naming_only_the_users_own_clients() -> None:
+    """The checker's final readers (``eos-check-reader-N``) are its own clients: the question never names them."""
+    from engine.scenarios.supervisor import check_reader_id, read_until_idle
+
+    run = started()
+    point = run.recorder.last_index
+    for name in ("late", "later"):
+        p = run.cluster.producer({"client.id": name})
+        p.produce("t", value=b"x")
+        p.flush()
+    keys = [("t", p) for p in range(run.cluster.topics["t"])]
+    for n in (1, 2):
+        read_until_idle(run.cluster, keys, check_reader_id(n))
+    dash = Dashboard(run, pacer=False)
+    dash.scrub = point
+    click(dash, "crash", "broker-2")
+    text = dash.confirm["text"]
+    assert "eos-check-reader" not in text, text
+    assert "later events and the clients late, later;" in text, text
+    sentences = [s for s in re.split(r"(?<=\.) ", text) if s]
+    assert len(sentences) == 2 and all(len(s) <= 100 for s in sentences), sentences
 
 
 @pytest.mark.parametrize("op", sorted(RUN_ACTIONS))
