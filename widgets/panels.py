@@ -460,9 +460,10 @@ def reads_panel(board: BoardState, topic: str | None = None, partition: int = 0)
             count, bound, note = _known(-1, why), f"{cursor} {UNKNOWN} ({escape(why)})", "nothing readable now"
         else:
             count, bound = str(sum(b.count for b in batches)), f"{cursor} {offset}"
+        records = "record" if count == "1" else "records"
         return (
             f'<div class="eos-read {cls}"><div class="eos-caption">{title}</div>'
-            f'<div class="eos-read-count"><b>{count}</b> records readable, up to {bound}</div>'
+            f'<div class="eos-read-count"><b>{count}</b> {records} readable, up to {bound}</div>'
             f'<div class="eos-recs">{cells or "-"}</div><div class="eos-note">{note}</div></div>'
         )
 
@@ -480,7 +481,8 @@ def reads_panel(board: BoardState, topic: str | None = None, partition: int = 0)
         rc,
         "LSO",
         target.lso,
-        f"{hidden_aborted} aborted records skipped; {held_open} records of open transactions wait",
+        f"{svg.counted(hidden_aborted, 'aborted record')} skipped;"
+        f" {svg.counted(held_open, 'record')} of open transactions held back",
     )
 
     def lag_to(offset: int, pos: int) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_MAX_BATCHES",
     "KIND_LABELS",
     "broker_row",
+    "counted",
     "lag_bars",
     "log_strip",
     "producer_window",
@@ -129,6 +130,11 @@ def _svg(width: int, height: int, label: str, body: list[str]) -> str:
     return head + _title(label) + "".join(body) + "</svg>"
 
 
+def counted(n: int, noun: str) -> str:
+    """Return ``n`` and ``noun``, plural unless ``n`` is 1: ``1 record``, ``0 records``, ``2 records``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _hatch(x: int, y: int, w: int, h: int, colour: str, step: int = 6) -> list[str]:
     """Return 45-degree lines filling the box (clipped by arithmetic, no clipPath id needed)."""
     out = []
@@ -182,7 +188,7 @@ def _batch_title(b: Any) -> str:
             f"offset {b.base_offset}: {b.control_type} marker · producer {b.producer_id} epoch {b.producer_epoch}"
             f" · coordinator epoch {b.coordinator_epoch}"
         )
-    records = "1 record" if b.count == 1 else f"{b.count} records"
+    records = counted(b.count, "record")
     parts = [f"offsets {_range(b.base_offset, b.last_offset)} ({records})"]
     if b.producer_id >= 0:
         parts.append(f"producer {b.producer_id} epoch {b.producer_epoch}")
@@ -376,9 +382,15 @@ def log_strip(
     y_legend = top + _BOX_H + 28
     lx = _PAD
     for k in present:
-        opacity = "0.85" if k.endswith("marker") else "0.35"
+        marker = k.endswith("marker")
+        # with ``fill`` a data batch's colour is its producer's: its outcome swatch is drawn in the
+        # text colour, by the pattern alone, as the boxes tell it (open dashed, aborted hatched)
+        colour = COLOURS[k] if marker or fill is None else "currentColor"
+        opacity = "0.85" if marker else "0.22" if k == "aborted" else "0.35"
         dashes = "2 2" if k == "open" else None
-        style = (("fill", COLOURS[k]), ("fill-opacity", opacity), ("stroke", COLOURS[k]), ("stroke-dasharray", dashes))
+        style = (("fill", colour), ("fill-opacity", opacity), ("stroke", colour), ("stroke-dasharray", dashes))
+        if k == "aborted":
+            body.extend(_hatch(lx, y_legend - 9, 10, 10, colour, step=4))
         lx = _legend_item(body, lx, y_legend, KIND_LABELS[k], style)
     for colour, text in legend or ():
         lx = _legend_item(body, lx, y_legend, text, (("fill", colour), ("stroke", colour)))
