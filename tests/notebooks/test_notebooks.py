@@ -69,6 +69,22 @@ def test_notebook_tells_a_story_and_asserts_its_claims(path: pathlib.Path) -> No
     assert asserts >= 1, f"{path.name}: no assert in any code cell; every claim shown must be asserted"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_no_cell_ends_by_showing_what_a_file_write_returns(path: pathlib.Path) -> None:
+    """``path.write_text(...)`` as a cell's last line shows its return, a stray count (``207``)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    for i, cell in enumerate(_read(path).cells):
+        if cell.cell_type != "code" or cell.source.rstrip().endswith(";"):
+            continue
+        body = ast.parse(TransformerManager().transform_cell(cell.source)).body
+        last = body[-1] if body else None
+        if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+            called = last.value.func
+            name = called.attr if isinstance(called, ast.Attribute) else ""
+            assert name not in ("write_text", "write_bytes"), f"{path.name} cell {i}: shows {name}'s count"
+
+
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -76,8 +92,9 @@ LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 def test_notebook_links_open_from_the_server_root_the_readme_starts(path: pathlib.Path) -> None:
     """A relative link (``../docs/mutants.md``) resolves inside the repository, which the README's
     ``jupyter lab`` command serves as its root; a root of ``notebooks/`` would make it a 404."""
-    readme = (ROOT / "README.md").read_text()
-    assert "jupyter lab notebooks/00-tour.ipynb --ServerApp.root_dir=." in readme, "serve the repository root"
+    for readme in (ROOT / "README.md", ROOT / "notebooks" / "README.md"):
+        launch = "jupyter lab notebooks/00-tour.ipynb --ServerApp.root_dir=."
+        assert launch in readme.read_text(), f"{readme.relative_to(ROOT)}: serve the repository root"
     for cell in _read(path).cells:
         if cell.cell_type != "markdown":
             continue
