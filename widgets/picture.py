@@ -10,7 +10,8 @@ HTML that survives that as drawn:
 
 * every inline ``<svg>`` becomes an ``<img>`` whose ``src`` is the same SVG as a ``data:`` URI
   (JupyterLab's sanitiser checks schemes on ``href`` and ``cite`` only, and an image is inert);
-* the action buttons are dropped (nothing answers them);
+* the action buttons are dropped (nothing answers them), and so are the ``data-`` attributes
+  (the sanitiser drops them too; the page's scripts and tests find the live widget by them);
 * the few classes that carry meaning get their style inline (``style`` attributes of the
   properties the sanitiser allows), on a light card whatever the viewer's theme, since an SVG
   drawn as an image cannot follow the page's text colour.
@@ -55,6 +56,7 @@ _SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 _TITLE = re.compile(r"<title>(.*?)</title>", re.S)
 _BUTTON = re.compile(r"<button\b.*?</button>", re.S)
 _CLASS = re.compile(r'class="([^"]*)"')
+_DATA = re.compile(r'\sdata-[\w-]+="[^"]*"')
 
 
 def svg_image(svg: str) -> str:
@@ -74,9 +76,12 @@ def _inline(match: re.Match[str]) -> str:
 
 def sanitiser_proof(html: str) -> str:
     """Return panel HTML with its SVG as images, no buttons and the meaningful styles inline."""
-    html = _BUTTON.sub("", html)
-    html = _SVG.sub(lambda m: svg_image(m[0]), html)
-    return _CLASS.sub(_inline, html)
+    return _CLASS.sub(_inline, _convert(html))
+
+
+def _convert(html: str) -> str:
+    html = _DATA.sub("", _BUTTON.sub("", html))
+    return _SVG.sub(lambda m: svg_image(m[0]), html)
 
 
 def _head_and_panels(token: str, lines: str, body: str) -> str:
@@ -91,7 +96,7 @@ def picture_html(token: str, head: str, note: str, panels: Iterable[tuple[str, s
     """
     body = "".join(
         f'<section class="eos-panel eos-p-{name}"><h4 style="margin:0 0 4px;font-size:12px">{escape(title)}</h4>'
-        f"{_BUTTON.sub('', _SVG.sub(lambda m: svg_image(m[0]), html))}</section>"
+        f"{_convert(html)}</section>"
         for name, title, html in panels
     )
     lines = f'<div class="eos-picture-head">{escape(head)}</div>'
