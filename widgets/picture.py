@@ -38,6 +38,8 @@ STYLES = {
     "eos-picture-head": "font-family:monospace;font-weight:600;margin:0 0 6px",
     "eos-picture-note": "font-style:italic;margin:0 0 6px",
     "eos-panel": "border:1px solid #ccc;border-radius:4px;padding:4px 6px;margin:0 0 8px;overflow-x:auto",
+    "eos-producer-head": "display:flex;flex-wrap:wrap;gap:10px;align-items:center",
+    "eos-producer": "margin:0 0 6px",
     "eos-table": "border-collapse:collapse;font-family:monospace;font-size:11px",
     "eos-up": "color:#2e9d5e",
     "eos-paused": "color:#d39e00",
