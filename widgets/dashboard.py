@@ -410,7 +410,10 @@ class Dashboard(anywidget.AnyWidget):
             from IPython.display import update_display
 
             self._picture_sent = html
-            update_display({"text/html": html}, raw=True, display_id=self.picture)
+            try:
+                update_display({"text/html": html}, raw=True, display_id=self.picture)
+            except Exception:  # a front-end without display updates keeps its first picture; the live view goes on
+                self._picture_sent = None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
