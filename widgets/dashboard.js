@@ -15,6 +15,16 @@
 // ten, Home the first event, End live. Icons are characters of the DejaVu fonts, the only ones
 // Debian's chromium has by default (the pause sign is two bars, U+275A): an emoji such as U+23F8
 // is an empty box without an emoji font.
+//
+// Layout: nothing that changes with the state moves the slider. The head (event, time) and the
+// rewound notice are one line of their own, clipped, the rewound notice in a slot that is always
+// there; the buttons are one line that never wraps (the play button as wide as "pause"); the slider
+// is a line of its own, full width; the notes are one clipped line below it. So a drag that leaves
+// live keeps the slider under the pointer.
+//
+// The static picture: the kernel displays, under the dashboard, a picture of what it shows (HTML
+// for saved notebooks and viewers, kept up to date by the kernel). While this view lives it hides
+// that picture (a style rule for its class, "picture"), and shows it again when the view goes.
 
 /** @typedef {import("./anywidget-types").RenderProps} RenderProps */
 /** @typedef {import("./anywidget-types").AnyModel} AnyModel */
@@ -65,14 +75,49 @@ function send(model, op, node) {
   model.send({ op: op, node: node || "" });
 }
 
+/** @type {Map<string, {style: HTMLStyleElement, views: number}>} */
+const HIDDEN = new Map();
+
+/**
+ * Hide the static picture named ``name`` while a view of its dashboard lives; return the undo.
+ * @param {string} name
+ * @returns {() => void}
+ */
+function hidePicture(name) {
+  if (!/^[\w-]+$/.test(name)) return () => {};
+  let entry = HIDDEN.get(name);
+  if (!entry) {
+    const style = document.createElement("style");
+    const cls = `.eos-picture-${name}`;
+    style.textContent =
+      `${cls} { display: none !important; }\n` +
+      `.jp-OutputArea-child:has(${cls}), .output_area:has(${cls}) { display: none !important; }`;
+    document.head.appendChild(style);
+    entry = { style: style, views: 0 };
+    HIDDEN.set(name, entry);
+  }
+  entry.views += 1;
+  const held = entry;
+  return () => {
+    held.views -= 1;
+    if (held.views === 0) {
+      held.style.remove();
+      HIDDEN.delete(name);
+    }
+  };
+}
+
 /** @param {RenderProps} props */
 function render({ model, el: root }) {
   const dash = el("div", "eos-dash");
   root.appendChild(dash);
 
   // -- the control bar ---------------------------------------------------------------------------
-  const bar = el("div", "eos-bar");
+  const top = el("div", "eos-top");
   const head = el("span", "eos-head");
+  const rewound = el("span", "eos-rewound-note", "rewound: acting here asks before forking the run");
+  top.append(head, rewound);
+  const bar = el("div", "eos-bar");
   const play = /** @type {HTMLButtonElement} */ (el("button", "eos-play", PLAY));
   const step = /** @type {HTMLButtonElement} */ (el("button", "eos-step", "step event"));
   const stepReq = /** @type {HTMLButtonElement} */ (el("button", "eos-step-req", "step request"));
@@ -90,11 +135,13 @@ function render({ model, el: root }) {
   scrub.title =
     "drag back in time (or use the arrow keys, Home, End): every panel shows the board after the chosen event";
   const live = /** @type {HTMLButtonElement} */ (el("button", "eos-live", "live"));
-  const note = el("span", "eos-note-bar");
+  const note = el("div", "eos-note-bar");
   step.title = "run the next event handler";
   stepReq.title = "run until the next request is sent";
-  bar.append(head, play, step, stepReq, rate, scrub, live, note);
-  dash.appendChild(bar);
+  bar.append(play, step, stepReq, rate, live);
+  const track = el("div", "eos-track");
+  track.appendChild(scrub);
+  dash.append(top, bar, track, note);
 
   // -- the question asked before a fork ------------------------------------------------------------
   const ask = el("div", "eos-confirm");
@@ -168,6 +215,7 @@ function render({ model, el: root }) {
     head.dataset.index = String(s.index);
     head.dataset.time = String(s.time_ms);
     note.textContent = s.note || "";
+    note.title = s.note || "";
     scrub.min = String(Math.max(0, s.first || 0));
     scrub.max = String(Math.max(0, s.last || 0));
     if (!dragging) scrub.value = String(s.index);
@@ -265,8 +313,10 @@ function render({ model, el: root }) {
   showRate();
   showConfirm();
 
+  const hide = hidePicture(String(model.get("picture") || ""));
   return () => {
     for (const [event, cb] of handlers) model.off(event, cb);
+    hide();
   };
 }
 

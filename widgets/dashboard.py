@@ -45,14 +45,18 @@ Invariants
   and only play and the action buttons drive the engine, through the journal.
 * Offline: the script and styles are files next to this module, loaded by anywidget from the
   kernel; nothing comes from a CDN.
-* Where no front-end runs (nbconvert, GitHub), ``_repr_mimebundle_`` adds the same panels as
-  static HTML, so an executed notebook still shows the pictures.
+* Where no front-end runs (a saved notebook reopened, nbviewer, GitHub, an untrusted notebook),
+  the static picture shows what the dashboard showed last: displayed, the dashboard is two
+  outputs, the widget and its picture (:mod:`widgets.picture`: HTML that JupyterLab's sanitiser
+  keeps as drawn), the picture under a display id that :meth:`Dashboard.update_picture` updates
+  as the dashboard changes (at most every :data:`PICTURE_EVERY_S` while it moves, and at the end
+  of every cell), so a saved notebook shows the end of the run. The live widget hides its own
+  picture while it shows (``dashboard.js``); closed, the picture is what is left.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import threading
 import time
@@ -66,7 +70,7 @@ import traitlets
 
 from engine import trace_events as ev
 from engine.views.sequence_chart import transaction_chart
-from widgets import panels
+from widgets import panels, picture
 from widgets.live import LiveRun
 from widgets.pacer import MAX_HZ, pacer_for
 from widgets.sequence_svg import sequence_svg
@@ -103,6 +107,8 @@ MAX_NOTES = 200
 MSC_EVERY_S = 1.0
 #: While live, the log strips (the costliest pictures) are drawn again at most this often.
 LOGS_EVERY_S = 0.5
+#: While the dashboard changes, its static picture in the notebook is updated at most this often.
+PICTURE_EVERY_S = 1.0
 
 _HERE = Path(__file__).parent
 
@@ -134,6 +140,8 @@ class Dashboard(anywidget.AnyWidget):
     scrub = traitlets.Int(-1).tag(sync=True)
     playing = traitlets.Bool(False).tag(sync=True)
     rate = traitlets.Int(DEFAULT_RATE).tag(sync=True)
+    #: The name of this dashboard's static picture (its display id, and its class): the page hides it while live.
+    picture = traitlets.Unicode("").tag(sync=True)
 
     def __init__(
         self,
@@ -160,6 +168,11 @@ class Dashboard(anywidget.AnyWidget):
         self._behind = False
         self._scan = _TraceScan()
         self._publishing = threading.Lock()
+        self.picture = f"eos-{self.model_id or id(self)}"
+        #: The picture's HTML as last sent, and when (None: not displayed, nothing to update).
+        self._picture_sent: str | None = None
+        self._picture_at = 0.0
+        self._cell_hook: Any = None
         self.on_msg(self._on_action)
         self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
         self.publish()
@@ -366,21 +379,43 @@ class Dashboard(anywidget.AnyWidget):
             }
             if status != self.status:
                 self.status = status
+        self._update_picture(force)
         return True
 
     def snapshot_html(self) -> str:
-        """Return the panels as one static HTML page fragment (what nbconvert and GitHub show)."""
-        css = _css_text()
-        rendered = self.render()
-        s = self.status
+        """Return the static picture of what the panels show now (:mod:`widgets.picture`)."""
+        return self._picture_html({n: getattr(self, n) for n in PANELS}, self.status)
+
+    def _picture_html(self, rendered: dict[str, str], s: dict[str, Any]) -> str:
         head = (
-            f'<div class="eos-head"><b>{escape(self.title)}</b> seed {s.get("seed")} · '
-            f"t={s.get('time_ms')} ms · event {s.get('index')} of {s.get('last')}</div>"
+            f"{self.title} · seed {s.get('seed')} · t={s.get('time_ms')} ms · event {s.get('index')} of {s.get('last')}"
         )
-        body = "".join(
-            f'<section class="eos-panel eos-p-{n}"><h4>{_TITLES[n]}</h4>{rendered[n]}</section>' for n in PANELS
-        )
-        return f'<style>{css}</style><div class="eos-dash eos-static">{head}{body}</div>'
+        if not s.get("live", True):
+            head += " (rewound)"
+        panes = [(n, _TITLES[n], rendered.get(n, "")) for n in PANELS]
+        return picture.picture_html(self.picture, head, s.get("note", ""), panes)
+
+    def update_picture(self) -> None:
+        """Send the static picture of what the dashboard shows now, if it changed (see the module docstring)."""
+        with self._publishing:
+            self._update_picture(True)
+
+    def _update_picture(self, force: bool) -> None:
+        if self._picture_sent is None:
+            return  # not displayed
+        if not force and time.monotonic() - self._picture_at < PICTURE_EVERY_S:
+            self._behind = True  # the pacer's next tick publishes again, and sends it then
+            return
+        html = self.snapshot_html()
+        self._picture_at = time.monotonic()
+        if html != self._picture_sent:
+            from IPython.display import update_display
+
+            self._picture_sent = html
+            try:
+                update_display({"text/html": html}, raw=True, display_id=self.picture)
+            except Exception:  # a front-end without display updates keeps its first picture; the live view goes on
+                self._picture_sent = None
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
@@ -391,6 +426,31 @@ class Dashboard(anywidget.AnyWidget):
         data = dict(data or {})
         data["text/html"] = self.snapshot_html()
         return data, meta
+
+    def _ipython_display_(self, **kwargs: Any) -> None:
+        """Display the widget, then its static picture under :attr:`picture` as display id."""
+        from IPython import get_ipython
+        from IPython.display import display
+
+        data, meta = self._repr_mimebundle_(**kwargs)
+        html = data.pop("text/html")
+        data["text/plain"] = f"{self.title}: the eos dashboard (live where its kernel runs; its picture follows)"
+        display(data, metadata=meta, raw=True)
+        self._picture_sent = html
+        self._picture_at = time.monotonic()
+        display({"text/html": html}, raw=True, display_id=self.picture)
+        shell = get_ipython()
+        if shell is not None and self._cell_hook is None:
+            self._cell_hook = shell.events
+            shell.events.register("post_run_cell", self._after_cell)
+
+    def _after_cell(self, *_args: Any) -> None:
+        """At the end of every cell the picture is brought up to date (what a saved notebook keeps)."""
+        try:
+            self.publish()
+            self.update_picture()
+        except Exception:  # a picture never breaks the user's cell
+            pass
 
     # -- controls and actions ---------------------------------------------------------------------
 
@@ -595,13 +655,13 @@ class Dashboard(anywidget.AnyWidget):
         """Stop the pacer and close the widget (the run is left as it is)."""
         if self.pacer is not None:
             self.pacer.stop()
+        if self._cell_hook is not None:
+            try:
+                self.update_picture()
+            finally:
+                self._cell_hook.unregister("post_run_cell", self._after_cell)
+                self._cell_hook = None
         super().close()
-
-
-@functools.cache
-def _css_text() -> str:
-    """The dashboard's style sheet, read once (the static snapshot inlines it)."""
-    return (_HERE / "dashboard.css").read_text()
 
 
 _TITLES = {

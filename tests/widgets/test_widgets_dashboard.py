@@ -13,7 +13,9 @@ stays at or under 10 Hz, and the static snapshot carries every panel.
 
 from __future__ import annotations
 
+import base64
 import itertools
+import re
 import time
 from typing import Any
 
@@ -221,8 +223,15 @@ def test_the_static_snapshot_carries_every_panel() -> None:
     html = data["text/html"]
     for name in PANELS:
         assert f"eos-p-{name}" in html
-    assert "<svg" in html and "orders" not in html and "t-0" in html
-    assert "COMMIT" in html  # the sequence chart of the last transaction
+    assert "t-0" in html and "orders" not in html
+    # what JupyterLab's sanitiser strips from an untrusted output is not there: pictures are images
+    for stripped in ("<svg", "<style", "<button", "<script"):
+        assert stripped not in html, stripped
+    pictures = re.findall(r'src="data:image/svg\+xml;base64,([^"]+)"', html)
+    charts = [base64.b64decode(p).decode() for p in pictures]
+    assert any("COMMIT" in c for c in charts)  # the sequence chart of the last transaction
+    assert all(c.startswith("<svg") and "currentColor" not in c for c in charts)
+    assert f"event {dash.status['last']} of {dash.status['last']}" in html
 
 
 def test_a_fenced_epoch_is_grey_in_the_log() -> None:
@@ -264,3 +273,34 @@ def test_live_log_strips_are_redrawn_at_most_every_half_second() -> None:
     time.sleep(dashboard_module.LOGS_EVERY_S)
     dash.act("live")
     assert "p" in dash.producers and dash.logs != before
+
+
+def test_the_displayed_picture_follows_the_run_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Displayed, the dashboard is the widget and its picture; the picture is updated as the run moves on.
+
+    What a saved notebook keeps is the picture last sent under its display id: it must be the end
+    of the run, not the moment the cell showing the dashboard ran (issue 42).
+    """
+    import IPython.display
+
+    shown: list[tuple[dict[str, Any], str | None]] = []
+    monkeypatch.setattr(IPython.display, "display", lambda data, **kw: shown.append((data, kw.get("display_id"))))
+    monkeypatch.setattr(IPython.display, "update_display", lambda data, **kw: shown.append((data, kw["display_id"])))
+    run = LiveRun.start(seed=9, brokers=3)
+    dash = Dashboard(run, pacer=False)
+    dash._ipython_display_()
+    (widget, no_id), (first, name) = shown
+    assert "application/vnd.jupyter.widget-view+json" in widget and "text/html" not in widget and no_id is None
+    assert name == dash.picture and f"eos-picture-{name}" in first["text/html"]
+    assert "no topics yet" in first["text/html"]
+
+    workload_small(run.cluster)
+    dash.publish()  # what the pacer does; a cell's end does it too (update_picture, forced)
+    dash.update_picture()
+    last = run.recorder.last_index
+    html, updated = shown[-1][0]["text/html"], shown[-1][1]
+    assert updated == name and f"event {last} of {last}" in html
+    assert "<svg" not in html and "data:image/svg+xml;base64," in html  # the log strip, as an image
+    count = len(shown)
+    dash.update_picture()  # nothing changed: nothing sent
+    assert len(shown) == count
