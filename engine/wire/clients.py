@@ -24,9 +24,21 @@ What is known of whom
   SyncGroup, Heartbeat, OffsetCommit, OffsetFetch or ConsumerGroupHeartbeat named (from any
   connection of the same client id).
 
+Transactions in the trace
+-------------------------
+An engine producer emits ``txn.init``, ``txn.begin``, ``txn.commit`` and ``txn.abort`` state
+events, from which the sequence chart (:mod:`engine.views.sequence_chart`) and the dashboard find
+a transactional id's transactions. For an outside producer the connection that talks to its
+transaction coordinator emits them: ``txn.init`` when InitProducerId is answered, ``txn.begin``
+when the first AddPartitionsToTxn or AddOffsetsToTxn of a transaction is answered (transaction
+version 2 sends none: then just before its end), ``txn.commit``/``txn.abort`` when EndTxn is
+answered. So the chart shows the client's requests to its coordinator, the coordinator's markers
+and their answers (its Produce requests go over other connections, other lanes).
+
 Invariants
 ----------
-* Watching only: it reads requests and the answers the handlers built, and changes nothing.
+* It reads requests and the answers the handlers built; it changes nothing of the cluster and
+  emits only the ``txn.*`` state events above.
 * Deterministic: clients in the order they first showed up, partitions sorted.
 """
 
@@ -35,6 +47,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from engine import trace_events as events
 from engine.config import IsolationLevel
 from engine.views.board import ConsumerRow, ProducerPartition, ProducerRow
 
@@ -63,6 +76,8 @@ class _Producer:
         self.epoch = -1
         self.state = "INITIALIZING" if transactional_id else "IDEMPOTENT"
         self.error: str | None = None
+        #: True between a transaction's txn.begin event and its end
+        self.began = False
         #: (topic, partition) -> [next sequence sent, last sequence acknowledged]
         self.partitions: dict[tuple[str, int], list[int]] = {}
 
@@ -87,6 +102,13 @@ class _Consumer:
         return ConsumerRow(self.name, OUTSIDE, self.isolation, self.group_id, positions)
 
 
+def _transactional_id(api_key: int, body: Any) -> str | None:
+    """The transactional id a request names (AddPartitionsToTxn v3 and below: ``v3_and_below_...``)."""
+    if api_key == _ADD_PARTITIONS:
+        return getattr(body, "v3_and_below_transactional_id", None)
+    return getattr(body, "transactional_id", None)
+
+
 class OutsideClients:
     """Every outside client of one served cluster, kept from its connections' requests."""
 
@@ -94,6 +116,7 @@ class OutsideClients:
         self._producers: dict[str, _Producer] = {}
         self._consumers: dict[str, _Consumer] = {}
         self._groups: dict[str, str] = {}  # client id -> group id
+        self._conn: Any = None  # the connection whose answer is being read
         #: Bumped on every change: the recorder reads the rows again only when it moved.
         self.version = 0
 
@@ -107,9 +130,10 @@ class OutsideClients:
 
     # -- following the wire ------------------------------------------------------------------
 
-    def observe(self, client_id: str | None, api_key: int, body: Any, answer: dict[str, Any] | None) -> None:
-        """Take in one answered request of a connection whose client id is ``client_id``."""
-        cid = client_id or "(no client.id)"
+    def observe(self, conn: Any, api_key: int, body: Any, answer: dict[str, Any] | None) -> None:
+        """Take in one answered request of connection ``conn`` (a :class:`~engine.wire.gateway.WireConnection`)."""
+        self._conn = conn
+        cid = conn.client_id or "(no client.id)"
         try:
             changed = self._observe(cid, api_key, body, answer or {})
         except (AttributeError, TypeError, KeyError, struct.error):  # a shape we do not read: skip it
@@ -125,15 +149,26 @@ class OutsideClients:
                 p.producer_id, p.epoch = answer["producer_id"], answer["producer_epoch"]
                 p.state = "READY" if p.transactional_id else "IDEMPOTENT"
                 p.error = None
+                p.began = False
+                if p.transactional_id:
+                    self._emit(events.TXN_INIT, p, ("pid", p.producer_id))
             return True
-        if api_key in (_ADD_PARTITIONS, _ADD_OFFSETS, _TXN_OFFSET_COMMIT) and getattr(body, "transactional_id", None):
-            p = self._producer(cid, body.transactional_id)
+        tid = _transactional_id(api_key, body)
+        if api_key in (_ADD_PARTITIONS, _ADD_OFFSETS, _TXN_OFFSET_COMMIT) and tid:
+            p = self._producer(cid, tid)
             p.state = "IN_TRANSACTION"
+            if not p.began and answer.get("error_code", 0) == 0:
+                p.began = True
+                self._emit(events.TXN_BEGIN, p)
             return True
         if api_key == _END_TXN:
             p = self._producer(cid, body.transactional_id)
             if ok:
                 p.state = "READY"
+                if not p.began:  # transaction version 2: no AddPartitionsToTxn came first
+                    self._emit(events.TXN_BEGIN, p)
+                p.began = False
+                self._emit(events.TXN_COMMIT if body.committed else events.TXN_ABORT, p)
             else:
                 p.state = "COMMITTING_TRANSACTION" if body.committed else "ABORTING_TRANSACTION"
             return True
@@ -155,6 +190,10 @@ class OutsideClients:
                 c.group_id = body.group_id
                 return True
         return False
+
+    def _emit(self, name: str, p: _Producer, *fields: tuple[str, Any]) -> None:
+        conn = self._conn
+        conn.world.trace.emit(conn.name, "state", name, ("txn_id", p.transactional_id), *fields, ("epoch", p.epoch))
 
     def _produce(self, cid: str, body: Any, answer: dict[str, Any]) -> bool:
         codes = {
