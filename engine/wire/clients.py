@@ -19,10 +19,11 @@ What is known of whom
   ``ABORTING_TRANSACTION``, as Kafka's ``TransactionManager.State`` names them); per partition
   the next sequence it sent (``baseSequence + lastOffsetDelta + 1`` of its last batch) and the
   last one the broker acknowledged.
-* A consumer is a client id that fetched. Its ``isolation.level`` is its Fetch's, its position
-  per partition the offset its last Fetch asked for, and its group the group id its JoinGroup,
-  SyncGroup, Heartbeat, OffsetCommit, OffsetFetch or ConsumerGroupHeartbeat named (from any
-  connection of the same client id).
+* A consumer is a client id that fetched. Its ``isolation.level`` is its Fetch's, and its group
+  the group id its JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch or
+  ConsumerGroupHeartbeat named (from any connection of the same client id). Its position per
+  partition is where its last Fetch asked to read from, moved past the last batch that Fetch's
+  answer handed it.
 
 Transactions in the trace
 -------------------------
@@ -100,6 +101,18 @@ class _Consumer:
     def row(self) -> ConsumerRow:
         positions = tuple((t, p, o) for (t, p), o in sorted(self.positions.items()))
         return ConsumerRow(self.name, OUTSIDE, self.isolation, self.group_id, positions)
+
+
+def _end_of_batches(data: bytes) -> int | None:
+    """The offset after the last whole batch of ``data`` (a Fetch answer's records), or None if none."""
+    end, pos = None, 0
+    while pos + _HEADER.size <= len(data):
+        fields = _HEADER.unpack_from(data, pos)
+        base, length, last_delta = fields[0], fields[1], fields[6]
+        if pos + 12 + length > len(data):
+            break
+        end, pos = base + last_delta + 1, pos + 12 + length
+    return end
 
 
 def _transactional_id(api_key: int, body: Any) -> str | None:
@@ -182,6 +195,12 @@ class OutsideClients:
                 for part in t.partitions:
                     if t.topic and part.fetch_offset >= 0:
                         c.positions[(t.topic, part.partition)] = part.fetch_offset
+            for t in answer.get("responses", ()):
+                for part in t["partitions"]:
+                    end = _end_of_batches(part.get("records") or b"")
+                    key = (t["topic"], part["partition_index"])
+                    if end is not None and key in c.positions:
+                        c.positions[key] = max(c.positions[key], end)
             return True
         if api_key in _GROUP_APIS and getattr(body, "group_id", None):
             self._groups[cid] = body.group_id
