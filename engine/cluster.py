@@ -205,6 +205,10 @@ class Cluster:
             broker.add_extension(GroupCoordinator(weakenings))
         self.producers: list[Producer] = []
         self.consumers: list[Consumer] = []
+        #: The clients outside the engine that talk to this cluster over the wire, when it is
+        #: served (an ``engine.wire.clients.OutsideClients``, set by the wire service; None: not
+        #: served). ``engine.views.board`` lists them with the engine's own clients.
+        self.outside_clients: Any = None
         #: Told of every producer and consumer created from now on (``engine.check.ClientHistory``
         #: sets it); None: nobody watches. See engine/client/observer.py.
         self.client_observer: NewClientObserver | None = None

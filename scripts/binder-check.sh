@@ -3,7 +3,8 @@
 # execute a notebook in it with nbclient, importing eos-magics from that venv's site-packages.
 #
 #   bash scripts/binder-check.sh                      # runs notebooks/00-tour.ipynb
-#   bash scripts/binder-check.sh path/to/other.ipynb
+#   bash scripts/binder-check.sh path/to/a.ipynb b.ipynb
+#   bash scripts/binder-check.sh --all                # every notebook Binder offers (notebooks/*.ipynb)
 #   PIP_CACHE_DIR=/some/cache bash scripts/binder-check.sh   # reuse a pip cache (pyspark's wheel)
 #
 # What it does, in the order repo2docker does it (binder/README.md):
@@ -12,7 +13,7 @@
 #   3. binder/postBuild, run from the repository root with the venv's pip first on PATH (it must
 #      be executable: repo2docker runs it directly);
 #   4. nbclient (only if requirements.txt lacks it) and a python3 kernel spec for that venv;
-#   5. the notebook, with the kernel's working directory a temp dir and no PYTHONPATH, so the
+#   5. each notebook in turn, in a fresh kernel whose working directory is a temp dir, with no PYTHONPATH, so the
 #      repository is not on sys.path and a file missing from the installed package fails the
 #      run. A last cell, appended in memory, asserts that engine, widgets and eos_magics were
 #      imported from the venv's site-packages.
@@ -30,22 +31,28 @@ ROOT="$(pwd)"
 PYTHON="${PYTHON:-python3}"
 NB_TIMEOUT="${NB_TIMEOUT:-300}"
 
-if [ "$#" -gt 1 ]; then
-    echo "binder-check.sh: usage: bash scripts/binder-check.sh [NOTEBOOK.ipynb]" >&2
-    exit 2
-fi
-if [ "$#" -eq 1 ]; then
-    case "$1" in
-        /*) NOTEBOOK="$1" ;;
-        *) NOTEBOOK="$CALLER_DIR/$1" ;;
-    esac
+NOTEBOOKS=()
+if [ "$#" -eq 1 ] && [ "$1" = "--all" ]; then
+    NOTEBOOKS=("$ROOT"/notebooks/*.ipynb)
 else
-    NOTEBOOK="$ROOT/notebooks/00-tour.ipynb"
+    for arg in "$@"; do
+        case "$arg" in
+            -*)
+                echo "binder-check.sh: usage: bash scripts/binder-check.sh [--all | NOTEBOOK.ipynb...]" >&2
+                exit 2
+                ;;
+            /*) NOTEBOOKS+=("$arg") ;;
+            *) NOTEBOOKS+=("$CALLER_DIR/$arg") ;;
+        esac
+    done
 fi
-if [ ! -f "$NOTEBOOK" ]; then
-    echo "binder-check.sh: notebook not found: $NOTEBOOK (pass one: bash scripts/binder-check.sh NOTEBOOK.ipynb)" >&2
-    exit 2
-fi
+[ "${#NOTEBOOKS[@]}" -gt 0 ] || NOTEBOOKS=("$ROOT/notebooks/00-tour.ipynb")
+for NOTEBOOK in "${NOTEBOOKS[@]}"; do
+    if [ ! -f "$NOTEBOOK" ]; then
+        echo "binder-check.sh: notebook not found: $NOTEBOOK (pass one: bash scripts/binder-check.sh NOTEBOOK.ipynb)" >&2
+        exit 2
+    fi
+done
 for f in binder/requirements.txt binder/postBuild binder/runtime.txt; do
     if [ ! -f "$f" ]; then
         echo "binder-check.sh: $f is missing" >&2
@@ -97,7 +104,7 @@ export IPYTHONDIR="$TMP/ipython" JUPYTER_CONFIG_DIR="$TMP/jupyter-config" JUPYTE
 
 runtime="$(tr -d '[:space:]' < binder/runtime.txt)"
 have="python-$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-echo "binder-check.sh: notebook $NOTEBOOK; $PYTHON is $have (Binder: $runtime from binder/runtime.txt)"
+echo "binder-check.sh: ${#NOTEBOOKS[@]} notebook(s); $PYTHON is $have (Binder: $runtime from binder/runtime.txt)"
 if [ "$have" != "$runtime" ]; then
     echo "binder-check.sh: note: not the runtime.txt version; set PYTHON=python${runtime#python-} to check with it"
 fi
@@ -128,8 +135,9 @@ fi
 done_step "checker tools (${extra[*]:-none}) and kernel spec"
 
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-cd "$WORKDIR"
-env PATH="$VENV/bin:$PATH" "$VENV/bin/python" - "$NOTEBOOK" "$WORKDIR" "$SITE" "$NB_TIMEOUT" "$TMP/executed.ipynb" <<'EOF'
+for NOTEBOOK in "${NOTEBOOKS[@]}"; do
+rm -rf "$WORKDIR" && mkdir -p "$WORKDIR" && cd "$WORKDIR"
+env PATH="$VENV/bin:$PATH" "$VENV/bin/python" - "$NOTEBOOK" "$WORKDIR" "$SITE" "$NB_TIMEOUT" "$TMP/executed-$(basename "$NOTEBOOK")" <<'EOF'
 import sys
 
 import nbformat
@@ -168,6 +176,7 @@ print(f"binder-check.sh: {n_cells} code cell(s) ran; the package came from {site
 EOF
 cd "$ROOT"
 done_step "execute $(basename "$NOTEBOOK")"
+done
 
 t="$(now_ms)"
 printf 'binder-check.sh: OK in %.1f s total\n' "$(((t - T_START) / 100))e-1"

@@ -93,3 +93,41 @@ def test_post_build_is_executable_strict_bash_that_installs_the_package_without_
 def test_apt_txt_installs_a_java_runtime_for_pyspark():
     packages = [s for s in ((BINDER / "apt.txt").read_text().splitlines()) if s.strip() and not s.startswith("#")]
     assert any(re.fullmatch(r"openjdk-(17|21)-jre(-headless)?", p.strip()) for p in packages), packages
+
+
+def _imported_modules(notebook: Path) -> set[str]:
+    import json
+
+    cells = json.loads(notebook.read_text())["cells"]
+    found: set[str] = set()
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        for line in "".join(cell["source"]).splitlines():
+            m = re.match(r"\s*(?:from|import)\s+([A-Za-z_]\w*)", line)
+            if m:
+                found.add(m[1])
+    return found
+
+
+def test_binder_installs_what_every_notebook_imports():
+    """Every third-party module a notebook imports (its own cells or a file it writes) is pinned here.
+
+    Notebook 07 writes a confluent-kafka application and runs it; Binder's image lacked the
+    package, so 07 failed at the app's start (issue 42, item 10).
+    """
+    import sys
+
+    extras = {
+        canonicalize_name(r.name): r for r in map(Requirement, _pyproject()["project"]["optional-dependencies"]["test"])
+    }
+    modules = {"confluent_kafka": "confluent-kafka", "pandas": "pandas", "pyspark": "pyspark"}
+    ours = {"engine", "eos_magics", "widgets"}
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for module in sorted(_imported_modules(notebook) - ours - set(sys.stdlib_module_names)):
+            dist = canonicalize_name(modules.get(module, module))
+            assert dist in _pins(), f"{notebook.name} imports {module}: binder/requirements.txt must install {dist}"
+            if dist in extras:
+                assert _pins()[dist].specifier == extras[dist].specifier, (
+                    f"{dist}: binder pins {_pins()[dist].specifier}, pyproject's test extras {extras[dist].specifier}"
+                )

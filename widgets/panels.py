@@ -302,7 +302,7 @@ _NO_SEQ = "no sequence: the producer is not idempotent"
 
 def _producer_buttons(pr: ProducerRow) -> str:
     node = pr.name
-    if pr.status == "down":
+    if pr.status in ("down", "outside"):  # an outside client lives in its own process: not ours to break
         return ""
     if pr.status == "paused":
         return _button("resume", node, "resume", f"resume {node}: the zombie wakes up and tries to go on")

@@ -399,6 +399,24 @@ def consumer_row(consumer: Consumer) -> ConsumerRow:
     return ConsumerRow(consumer.name, consumer.status.value, consumer.isolation_level, group, positions)
 
 
+def all_producer_rows(cluster: Cluster) -> tuple[ProducerRow, ...]:
+    """Every producer the cluster knows: its own clients, then the outside ones of a served cluster.
+
+    The one list of which producers exist: an outside client (a real Kafka client on the wire,
+    ``engine.wire.clients``) has status ``outside``, and what the wire shows of it.
+    """
+    rows = tuple(producer_row(p) for p in cluster.producers)
+    outside = cluster.outside_clients
+    return rows if outside is None else rows + outside.producer_rows()
+
+
+def all_consumer_rows(cluster: Cluster) -> tuple[ConsumerRow, ...]:
+    """Every consumer the cluster knows: its own clients, then the outside ones of a served cluster."""
+    rows = tuple(consumer_row(c) for c in cluster.consumers)
+    outside = cluster.outside_clients
+    return rows if outside is None else rows + outside.consumer_rows()
+
+
 def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
     """Read every up coordinator's loaded entries, one row per transactional id (sorted by id).
 
@@ -449,8 +467,8 @@ def board_state(cluster: Cluster, event_index: int | None = None) -> BoardState:
         cluster.controller.status.value,
         tuple(broker_row(cluster, b) for b in sorted(cluster.brokers)),
         tuple(partition_row(cluster, k) for k in keys),
-        tuple(producer_row(p) for p in cluster.producers),
-        tuple(consumer_row(c) for c in cluster.consumers),
+        all_producer_rows(cluster),
+        all_consumer_rows(cluster),
         all_txn_rows(cluster),
         tuple(log_tail(cluster, k) for k in keys),
         groups=all_group_rows(cluster),

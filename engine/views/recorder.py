@@ -28,6 +28,8 @@ How it knows what changed
   leadership, ISR, topic and broker-registration events make every partition and broker row
   dirty; ``__transaction_state`` writes, loads and completions make the transaction rows dirty;
   the coordinators' group and offset-commit events, and leadership moves, the group rows.
+* The outside clients of a served cluster (``cluster.outside_clients``): read again at a flush
+  when their version moved (a connection's request was answered).
 * ``on_offsets(replica)``: that partition is dirty (an append, truncation, HW, LSO or
   leader-epoch move); for a ``__transaction_state`` replica, the transaction rows; the group
   rows for any replica (a HW move changes a group's lag).
@@ -206,6 +208,8 @@ class Recorder:
         self._txns = False
         self._groups = False
         self._controller = False
+        #: The version of the cluster's outside clients last read (-1: none yet).
+        self._outside_seen = -1
         #: The trace index at which the running application call started (-1: none running),
         #: the client it runs on, and that client's :func:`~engine.views.board.app_signature`.
         self._call_start = -1
@@ -478,6 +482,13 @@ class Recorder:
                 if c is not None:
                     self._set("consumer", name, index, board.consumer_row(c))
             self._dirty_nodes.clear()
+        outside = cluster.outside_clients
+        if outside is not None and outside.version != self._outside_seen:
+            self._outside_seen = outside.version
+            for kind, rows in (("producer", outside.producer_rows()), ("consumer", outside.consumer_rows())):
+                for r in rows:
+                    self._kind.setdefault(r.name, kind)
+                    self._set(kind, r.name, index, r)
         if self._txns:
             self._txns = False
             rows = board.all_txn_rows(cluster)

@@ -125,6 +125,7 @@ class WireConnection(RpcNode):
         """
         if self.closed:
             return
+        self.service.clients.observe(self, request.api_key, request.body, description)
         if description is None:
             self._fill(slot, b"")
             return

@@ -45,6 +45,7 @@ from engine.wire import (
     handlers_session,
     handlers_txn,
 )
+from engine.wire.clients import OutsideClients
 from engine.wire.gateway import WireConnection
 
 if TYPE_CHECKING:
@@ -152,6 +153,9 @@ class WireService:
         self.password = password
         self.journal = journal
         self.handlers = Handlers(self)
+        #: Every outside client as its connections show it; the cluster's views list them too.
+        self.clients = OutsideClients()
+        cluster.outside_clients = self.clients
         self.connections: dict[int, WireConnection] = {}
         self.wire_faults: list[WireFault] = []
         self._next_conn = 0
