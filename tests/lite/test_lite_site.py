@@ -135,7 +135,9 @@ def test_the_tour_runs_offline_in_the_browser_as_in_cpython(
 
 
 @pytest.mark.parametrize("notebook", OTHERS)
-def test_the_notebook_runs_offline_in_the_browser_as_in_cpython(drive, lite_site, lite_url, lite_browser, notebook):
+def test_the_notebook_runs_offline_in_the_browser_as_in_cpython(
+    drive, lite_site, lite_url, lite_browser, notebook, capsys
+):
     if not (lite_site / "files" / notebook).is_file():
         pytest.fail(f"{notebook} is not in the site's contents: scripts/build-lite.sh copies notebooks 00 to 04")
     run = drive.run_in_site(lite_browser, lite_url, notebook, code=FINGERPRINTS)
@@ -143,3 +145,8 @@ def test_the_notebook_runs_offline_in_the_browser_as_in_cpython(drive, lite_site
     base = drive.run_in_cpython(REPO / "notebooks" / notebook, code=FINGERPRINTS)
     assert not base.unexpected_errors(), base.summary()
     assert _fingerprints(run) == _fingerprints(base)
+    with capsys.disabled():
+        print(
+            f"\n[lite] {notebook}: {run.seconds:.2f} s in the browser's kernel, {base.seconds:.2f} s in CPython:"
+            f" {run.seconds / base.seconds:.1f}x"
+        )
