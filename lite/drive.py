@@ -87,6 +87,7 @@ class NotebookRun:
     local_paths: list[str] = field(default_factory=list)  # the site's files the page asked for (URL paths)
     console_errors: list[str] = field(default_factory=list)
     inspected: Any = None  # what ``inspect(page)`` returned
+    continued_at: list[int] = field(default_factory=list)  # cells Run All Below started from, after Run All stopped
 
     def unexpected_errors(self) -> list[Cell]:
         """Cells that raised without the ``raises-exception`` tag."""
@@ -251,24 +252,13 @@ def _wait(page: Any, js: str, timeout_s: float, what: str) -> Any:
         time.sleep(0.1)
 
 
-def run_in_site(
-    browser: Any,
-    base_url: str,
-    notebook: str,
-    *,
-    code: str = "",
-    timeout_s: float = 600.0,
-    screenshot: Path | None = None,
-    inspect: Callable[[Any], Any] | None = None,
-) -> NotebookRun:
-    """Open ``notebook`` (a path in the site's contents) in JupyterLite, Run All, read the cells back.
-
-    ``inspect(page)`` runs last, page still open (after ``code``); its value is the run's ``inspected``.
-    """
+def _open_context(
+    browser: Any, base_url: str, external: list[str], local: list[str], console: list[str]
+) -> tuple[Any, Any]:
+    """A browser context and page for the site at ``base_url``: every request to another host aborted and
+    listed in ``external``, the site's paths in ``local``, console errors in ``console``, and
+    ``window.jupyterapp`` exposed (``jupyter-lite.json`` answered with ``exposeAppInBrowser``)."""
     allowed = urllib.parse.urlparse(base_url).netloc
-    external: list[str] = []
-    local: list[str] = []
-    console: list[str] = []
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(60_000)
 
@@ -299,6 +289,46 @@ def run_in_site(
     page = context.new_page()
     page.on("console", lambda m: console.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+    return context, page
+
+
+@contextlib.contextmanager
+def open_notebook(browser: Any, base_url: str, path: str, timeout_s: float = 300.0) -> Iterator[Any]:
+    """The site's lab with ``path`` open and its kernel idle; yields the page (``window.jupyterapp`` set)."""
+    context, page = _open_context(browser, base_url, [], [], [])
+    try:
+        page.goto(f"{base_url}/lab/index.html?path={urllib.parse.quote(path)}")
+        page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=timeout_s * 1000)
+        _wait(page, f"() => ({_STATUS_JS})() === 'idle'", timeout_s, "the Pyodide kernel to be idle")
+        yield page
+    finally:
+        context.close()
+
+
+def notebook_cells(page: Any) -> list[dict[str, Any]]:
+    """The open notebook's cells from its model: type, source, count, outputs, tags."""
+    return page.evaluate(_CELLS_JS)
+
+
+def run_in_site(
+    browser: Any,
+    base_url: str,
+    notebook: str,
+    *,
+    code: str = "",
+    timeout_s: float = 600.0,
+    screenshot: Path | None = None,
+    inspect: Callable[[Any], Any] | None = None,
+) -> NotebookRun:
+    """Open ``notebook`` (a path in the site's contents) in JupyterLite, Run All, read the cells back.
+
+    ``inspect(page)`` runs last, page still open (after ``code``); its value is the run's ``inspected``.
+    """
+    external: list[str] = []
+    local: list[str] = []
+    console: list[str] = []
+    context, page = _open_context(browser, base_url, external, local, console)
+    continued: list[int] = []
     try:
         started = time.monotonic()
         page.goto(f"{base_url}/lab/index.html?path={urllib.parse.quote(notebook)}")
@@ -333,6 +363,7 @@ def run_in_site(
             expected = last_run and _error_of(last_run[0]["outputs"]) and "raises-exception" in last_run[0]["tags"]
             if not expected:
                 break  # a real error: leave the rest not run, as Run All does
+            continued.append(first)
             page.evaluate(
                 """(i) => { const nb = window.jupyterapp.shell.currentWidget.content; nb.activeCellIndex = i;
                            return window.jupyterapp.commands.execute('notebook:run-all-below'); }""",
@@ -365,6 +396,7 @@ def run_in_site(
         local_paths=local,
         console_errors=console,
         inspected=inspected,
+        continued_at=continued,
     )
 
 

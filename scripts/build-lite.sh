@@ -15,7 +15,8 @@
 # points the kernel at the local Pyodide and turns the PyPI fallback off. Needs python3 (venv), npm, node.
 # Idempotent: the first run takes about a minute on 2 cores; later runs reuse the venv, the downloads and
 # the compiled dependencies, and rebuild the site (about 15 s). Environment: PYTHON (default python3),
-# LITE_NOTEBOOKS (default: 00 to 04), LITE_OUT (default build/lite), LITE_PATCHES (step 4), LITE_PYC (step 5).
+# LITE_NOTEBOOKS (default: 00 to 04), LITE_OUT (default build/lite), LITE_VENV and LITE_CACHE (default under
+# LITE_OUT), LITE_PATCHES (step 4), LITE_PYC (step 5).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -26,8 +27,8 @@ PY_TAGS=(--only-binary=:all: --platform any --python-version 3.14 --implementati
 NOTEBOOKS=${LITE_NOTEBOOKS:-"00-tour 01-idempotent-producer 02-transactions-and-markers 03-transactional-messaging 04-checking-eos"}
 
 OUT=${LITE_OUT:-$ROOT/build/lite}
-VENV=$OUT/venv
-CACHE=$OUT/cache
+VENV=${LITE_VENV:-$OUT/venv}   # LITE_VENV, LITE_CACHE: shared with another tree's build (one at a time)
+CACHE=${LITE_CACHE:-$OUT/cache}
 SRC=$OUT/src     # the lite_dir handed to `jupyter lite build`: config, static/pyodide, files/
 SITE=$OUT/site   # the static site
 started=$(date +%s)
@@ -95,7 +96,7 @@ for patch_file in ${LITE_PATCHES:-}; do
 done
 "${PIP[@]}" wheel -q --no-deps --no-build-isolation -w "$own" "$CACHE/project"
 
-# 5. The lite_dir: config, Pyodide with the rewritten lock and the wheels, the notebooks.
+# 5. The lite_dir: config, Pyodide with the rewritten lock and the wheels, the notebooks and docs.
 say "site sources: $SRC"
 rm -rf "$SRC" "$SITE"
 mkdir -p "$SRC/static/pyodide" "$SRC/files"
@@ -137,9 +138,10 @@ else
 fi
 "$VENV/bin/python" lite/rewrite_lock.py --in-lock "$CACHE/pyodide-lock.npm.json" --out-dir "$SRC/static/pyodide" \
     --absent lite/absent.txt --preload lite/jupyter-lite.json "${ship[@]}"
-for nb in $NOTEBOOKS; do
-    cp "notebooks/$nb.ipynb" "$SRC/files/"
-done
+# The notebooks as committed (git's HEAD, outputs stripped), never the working tree's executed copies, and
+# HEAD's docs/, which the notebooks link to (lite/contents.py; a link to no file of the site fails here).
+# shellcheck disable=SC2086
+"$VENV/bin/python" lite/contents.py --out "$SRC/files" $NOTEBOOKS
 
 # 6. The site. The lab extensions of anywidget and the ipywidgets manager come from their wheels (step 5's
 #    jupyter_lite_config.json); the pyodide-kernel's own is in the build venv.
@@ -150,6 +152,9 @@ say "jupyter lite build"
         --log-level WARN
 )
 rm -f "$SRC/.jupyterlite.doit.db"
+# JupyterLite's kernels manager cancels the queue after any error, even of a cell tagged raises-exception;
+# lite/patch_app.py makes it honour the request's stop_on_error, so Run All goes on as in JupyterLab.
+"$VENV/bin/python" lite/patch_app.py "$SITE" >/dev/null
 
 # 7. Check: the kernel points at the local Pyodide (the kernel extension's default is a CDN) with the PyPI
 #    fallback off, every wheel of the lock is in the site, and the three lab extensions are there.
