@@ -164,7 +164,7 @@ class OutsideClients:
                 p.error = None
                 p.began = False
                 if p.transactional_id:
-                    self._emit(events.TXN_INIT, p, ("pid", p.producer_id))
+                    self._trace().emit(self._conn.name, "state", events.TXN_INIT, *_fields(p, ("pid", p.producer_id)))
             return True
         tid = _transactional_id(api_key, body)
         if api_key in (_ADD_PARTITIONS, _ADD_OFFSETS, _TXN_OFFSET_COMMIT) and tid:
@@ -172,16 +172,19 @@ class OutsideClients:
             p.state = "IN_TRANSACTION"
             if not p.began and answer.get("error_code", 0) == 0:
                 p.began = True
-                self._emit(events.TXN_BEGIN, p)
+                self._trace().emit(self._conn.name, "state", events.TXN_BEGIN, *_fields(p))
             return True
         if api_key == _END_TXN:
             p = self._producer(cid, body.transactional_id)
             if ok:
                 p.state = "READY"
                 if not p.began:  # transaction version 2: no AddPartitionsToTxn came first
-                    self._emit(events.TXN_BEGIN, p)
+                    self._trace().emit(self._conn.name, "state", events.TXN_BEGIN, *_fields(p))
                 p.began = False
-                self._emit(events.TXN_COMMIT if body.committed else events.TXN_ABORT, p)
+                if body.committed:
+                    self._trace().emit(self._conn.name, "state", events.TXN_COMMIT, *_fields(p))
+                else:
+                    self._trace().emit(self._conn.name, "state", events.TXN_ABORT, *_fields(p))
             else:
                 p.state = "COMMITTING_TRANSACTION" if body.committed else "ABORTING_TRANSACTION"
             return True
@@ -210,9 +213,8 @@ class OutsideClients:
                 return True
         return False
 
-    def _emit(self, name: str, p: _Producer, *fields: tuple[str, Any]) -> None:
-        conn = self._conn
-        conn.world.trace.emit(conn.name, "state", name, ("txn_id", p.transactional_id), *fields, ("epoch", p.epoch))
+    def _trace(self) -> Any:
+        return self._conn.world.trace
 
     def _produce(self, cid: str, body: Any, answer: dict[str, Any]) -> bool:
         codes = {
@@ -254,3 +256,8 @@ class OutsideClients:
             c = self._consumers[cid] = _Consumer(f"{cid} (outside consumer)")
             c.group_id = self._groups.get(cid, "")
         return c
+
+
+def _fields(p: _Producer, *extra: tuple[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Return a transaction event's detail: the producer's transactional id, ``extra``, its epoch."""
+    return (("txn_id", p.transactional_id), *extra, ("epoch", p.epoch))
