@@ -507,7 +507,8 @@ class Dashboard(anywidget.AnyWidget):
         lost = list(dict.fromkeys(n for n in lost if not is_check_reader(n)))  # the user's own clients only
         where = "there"
         if point != index:  # a call that waits cannot be cut: say where the fork really starts
-            where = f"from event {point}, where {call.target}.{call.method}() began"
+            began = "the final check's read" if is_check_reader(call.target) else f"{call.target}.{call.method}()"
+            where = f"from event {point}, where {began} began"
         clients = ""
         if lost:
             more = f" and {len(lost) - _NAMED} more" if len(lost) > _NAMED else ""
