@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from engine.conform.cases import java as java_cases
 from engine.conform.realtime_java_client import JavaClientError, JavaClients, JavaConsumer, java_config
 from engine.serve.realtime_server import ServedCluster
 from engine.views.transactions import describe_transaction_row
@@ -42,14 +43,7 @@ PRODUCER = {
     "retry.backoff.ms": 50,
     "linger.ms": 5,
 }
-CONSUMER = {
-    "auto.offset.reset": "earliest",
-    "enable.auto.commit": "false",
-    "session.timeout.ms": 6_000,
-    "heartbeat.interval.ms": 500,
-    "fetch.max.wait.ms": 100,
-    "retry.backoff.ms": 50,
-}
+CONSUMER = {**java_cases.CONSUMER, "retry.backoff.ms": 50}  # the conformance cases' consumer, quicker retries
 END_TXN, PRODUCE = 26, 0
 
 
