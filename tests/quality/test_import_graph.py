@@ -145,3 +145,86 @@ def test_no_circle_runs_through_a_function_local_import() -> None:
     assert len(graph) > 200, "the scan found too few modules to mean anything"
     circles = local_circles(graph)
     assert not circles, f"{len(circles)} circles close through a function-local import:\n" + "\n".join(circles)
+
+
+def _all_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Return every import, those under ``if TYPE_CHECKING:`` included: a type named is a dependency too."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def dependency_graph() -> dict[str, set[str]]:
+    """Return ``{module: modules it imports}``, counting imports for types only as well."""
+    modules = _modules()
+    known = set(modules)
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        graph[module] = {
+            target
+            for node in _all_imports(tree)
+            for target in _targets(node, module, path.name == "__init__.py", known)
+            if not (module + ".").startswith(target + ".")
+        }
+    return graph
+
+
+def circles_among(graph: dict[str, set[str]], members: set[str]) -> list[list[str]]:
+    """Return each group of ``members`` that import one another in a circle (Tarjan's components, sorted)."""
+    sub = {m: sorted(t for t in graph.get(m, ()) if t in members) for m in sorted(members)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for there in sub[node]:
+            if there not in index:
+                visit(there)
+                low[node] = min(low[node], low[there])
+            elif there in on_stack:
+                low[node] = min(low[node], index[there])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sub:
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_circle_finder_names_each_circle() -> None:
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": set(), "d": {"e"}, "e": {"d"}}
+    assert circles_among(graph, {"a", "b", "c", "d", "e"}) == [["a", "b"], ["d", "e"]]
+    assert circles_among(graph, {"a", "c", "d"}) == []
+
+
+#: Rooms cut from one owner must not import their owner back, not even for a type: each is handed
+#: what it needs. Each entry is a set of modules that may not form a circle among themselves.
+ROOMS = {
+    "the client package": lambda name: name.startswith("engine.client."),
+    "the broker package": lambda name: name.startswith("engine.broker."),
+    "the cluster, its admin and its views": lambda name: (
+        name in {"engine.cluster", "engine.admin"} or name.startswith("engine.views.")
+    ),
+}
+
+
+def test_no_room_imports_its_owner_back() -> None:
+    graph = dependency_graph()
+    failures = []
+    for room, member in ROOMS.items():
+        circles = circles_among(graph, {name for name in graph if member(name)})
+        failures += [f"{room}: " + " <-> ".join(circle) for circle in circles]
+    assert not failures, "modules that import one another in a circle:\n" + "\n".join(failures)
