@@ -59,12 +59,12 @@ def main(argv: list[str]) -> int:
             for line, expression in private_reads(path):
                 count += 1
                 if listing:
-                    print(f"{path.relative_to(ROOT)}:{line}: {expression}")
+                    sys.stdout.write(f"{path.relative_to(ROOT)}:{line}: {expression}\n")
         total += count
         if not listing:
-            print(f"{package:12} {count}")
+            sys.stdout.write(f"{package:12} {count}\n")
     if not listing:
-        print(f"{'total':12} {total}")
+        sys.stdout.write(f"{'total':12} {total}\n")
     return 0
 
 
