@@ -34,7 +34,6 @@ from engine.broker.controller import Controller
 from engine.client.consumer import Consumer
 from engine.client.observer import NewClientObserver
 from engine.client.producer import Producer
-from engine.client.transactional_producer import TransactionalProducer
 from engine.config import BrokerConfig, TopicConfig, parse_config
 from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.errors import (
@@ -369,16 +368,13 @@ class Cluster:
     def producer(self, config: dict[str, Any] | None = None) -> Producer:
         """Create a producer with Kafka-named config (idempotent by default)."""
         _check_client_config(config, "producer")
-        if config and config.get("transactional.id") is not None:
-            p: Producer = TransactionalProducer(
-                self.world,
-                self.bootstrap(),
-                config,
-                transaction_version=self.config.transaction_version,
-                weakenings=self.weakenings,
-            )
-        else:
-            p = Producer(self.world, self.bootstrap(), config)
+        p = Producer(
+            self.world,
+            self.bootstrap(),
+            config,
+            transaction_version=self.config.transaction_version,
+            weakenings=self.weakenings,
+        )
         self.producers.append(p)
         if self.client_observer is not None:
             self.client_observer.on_new_client(p)

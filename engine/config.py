@@ -178,6 +178,21 @@ class ProducerConfig:
     transaction_timeout_ms: int = 60_000
     max_block_ms: int = 60_000
 
+    @property
+    def transactional(self) -> bool:
+        """Whether the producer is transactional: ``transactional.id`` is set.
+
+        The one place that decides it: the producer, its transaction manager, the cluster, the
+        drop-in and the views all ask this (Kafka's ``ProducerConfig`` reads ``transactional.id``
+        the same way in ``KafkaProducer.configureTransactionState``).
+        """
+        return self.transactional_id is not None
+
+    @classmethod
+    def transactional_in(cls, values: Mapping[str, Any] | None) -> bool:
+        """Return :attr:`transactional` for a Kafka-named dict not parsed yet (the drop-in's librdkafka layer)."""
+        return cls(transactional_id=(values or {}).get("transactional.id")).transactional
+
     def __post_init__(self) -> None:
         if self.acks not in ACKS:
             raise ConfigError("acks", self.acks, "must be one of 'all', -1, 0, 1")

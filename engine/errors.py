@@ -680,6 +680,11 @@ class KafkaError(_ShortTraceback, Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self._base_message, self.context))
 
+    @property
+    def base_message(self) -> str:
+        """Return the message without its ``[key=value ...]`` context."""
+        return self._base_message
+
     def _render_traceback_(self) -> list[str]:
         label = (
             type(self).__name__ if self.code is None else f"{type(self).__name__} ({self.code.name}={int(self.code)})"

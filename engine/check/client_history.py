@@ -85,7 +85,6 @@ from engine.check.history import History, Key, Op, Poll, Send
 from engine.check.jsonl import save_jsonl
 from engine.client.consumer import Consumer
 from engine.client.producer import Producer
-from engine.client.transactional_producer import TransactionalProducer
 from engine.client.transactions import TxnClientState
 from engine.errors import (
     InvalidProducerEpochException,
@@ -400,7 +399,7 @@ class _ProducerTap:
     def __init__(self, rec: ClientHistory, process: int, producer: Producer) -> None:
         self.rec = rec
         self.process = process
-        self.transactional = isinstance(producer, TransactionalProducer)
+        self.transactional = producer.transactional
         #: the open transaction op
         self.txn: PendingOp | None = None
         #: open send ops by process, in invocation order

@@ -75,7 +75,7 @@ class ClientNode(RpcNode):
         if not self.is_up:
             msg = f"{self.name} is not running ({self.status.value}); create a new client"
             raise TimeoutException(msg)
-        target = self._pick_broker()
+        target = self.pick_broker()
         resp: MetadataResponse | None = wait_for(
             self,
             lambda done: self.request(target, MetadataRequest(), lambda r: done(r) if r else None, timeout_ms=wait_ms),
@@ -124,10 +124,15 @@ class ClientNode(RpcNode):
         self._metadata_in_flight = True
         self.metadata_refreshes += 1
         self._metadata_next_ms = self.world.now_ms + self.metadata_backoff_ms()
-        target = self._pick_broker()
+        target = self.pick_broker()
         self.request(target, MetadataRequest(), self._on_metadata, timeout_ms=METADATA_TIMEOUT_MS)
 
-    def _pick_broker(self) -> str:
+    def pick_broker(self) -> str:
+        """Return a broker to ask for metadata, a coordinator or a producer id (Kafka's ``leastLoadedNode``).
+
+        Round robin over the live brokers of the last metadata answer (the bootstrap list before
+        one), skipping brokers in reconnect backoff while another will do.
+        """
         if self.live_brokers:
             candidates = [f"broker-{b}" for b in self.live_brokers]
         else:

@@ -536,10 +536,6 @@ class Consumer(ClientNode):
 
     # -- called by GroupMember ----------------------------------------------------------------
 
-    def pick_broker(self) -> str:
-        """Return a broker to ask for metadata or the coordinator (round robin)."""
-        return self._pick_broker()
-
     def on_group_assignment(self, tps: list[tuple[str, int]]) -> None:
         """The group gave this consumer ``tps`` (SyncGroup): read them from the committed offsets."""
         self._set_assignment(list(tps))

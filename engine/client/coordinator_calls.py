@@ -63,7 +63,7 @@ class CoordinatorCalls:
             then(resp.node_id)
 
         c = self.client
-        c.request(c._pick_broker(), FindCoordinatorRequest(key, key_type), found, timeout_ms=self.request_timeout_ms)
+        c.request(c.pick_broker(), FindCoordinatorRequest(key, key_type), found, timeout_ms=self.request_timeout_ms)
 
     def call(self, key_type: int, key: str, make: Callable[[], Any], deadline_ms: int) -> Any:
         """Send ``make()`` to the coordinator, retrying retriable errors; wait for a final answer.

@@ -4,12 +4,19 @@ Public API (as in confluent-kafka): ``produce``, ``poll``, ``flush``, ``len(prod
 ``produce_batch`` (many values in one call, for benchmarks) and ``metrics()``. Times given to
 ``poll`` and ``flush`` are *simulated* seconds: waiting is what moves the simulation on.
 
-The producer is composed as Kafka's ``KafkaProducer`` is: this module is the API and the
-record accumulator's front (partition choice, batches, records waiting for metadata); the
-:class:`~engine.client.sender.Sender` sends batches and handles the answers; the
+The producer is composed as Kafka's ``KafkaProducer`` is: it builds its parts and hands each the
+collaborators it needs, and no part holds the producer. This module is the API and the record
+accumulator's front (partition choice, batches); the
+:class:`~engine.client.accumulator.RecordAccumulator` holds the batches; the
 :class:`~engine.client.transaction_manager.TransactionManager` holds the producer id, the epoch
-and (with ``transactional.id``) the transaction, whose calls that wait are
-:mod:`engine.client.transactional_calls`.
+and (with ``transactional.id``) the transaction; the :class:`~engine.client.sender.Sender`
+(handed the network node, the accumulator and the transaction manager, as Kafka's
+``Sender(client, metadata, accumulator, ..., transactionManager)``) sends batches and handles the
+answers; :class:`~engine.client.metadata_wait.MetadataWait` holds records waiting for metadata;
+:class:`~engine.client.deliveries.Deliveries` counts unsettled records and queues the delivery
+reports; the transaction calls that wait are :mod:`engine.client.transactional_calls`. Whether
+the producer is transactional is decided once, by its config (``ProducerConfig.transactional``).
+The drawing is in ``docs/engine.md`` ("The producer, as Kafka's is drawn").
 
 Idempotence (``enable.idempotence``, on by default as in Kafka ≥ 3.0)
 ---------------------------------------------------------------------
@@ -43,13 +50,13 @@ request to a leader holds the k-th batch taken from each of its partitions); no 
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from engine import trace_events as events
 from engine.args import call_wait_ms, wait_ms
 from engine.client.accumulator import VALUE_TYPES, ProducerBatch, RecordAccumulator, check_record, record_size
 from engine.client.base import ClientNode
+from engine.client.deliveries import Deliveries
 from engine.client.message import Message
 from engine.client.metadata_wait import MetadataWait
 from engine.client.sender import Sender
@@ -62,14 +69,13 @@ from engine.errors import (
     PurgedException,
     RecordTooLargeException,
 )
-from engine.sim.collector import hold_full_passes, release_full_passes
 from engine.sim.node import NodeStatus
-from engine.sim.scheduler import SimulationStalled
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from engine.client.accumulator import ProducerBatch
     from engine.client.observer import ProducerObserver
     from engine.client.transactions import TransactionStateMachine
     from engine.sim.world import World
@@ -95,16 +101,16 @@ class Producer(ClientNode):
         self._rng = world.rng.stream(f"{name}:partitioner")
         #: An optional watcher of what the application does (engine/client/observer.py); None: no cost.
         self.observer: ProducerObserver | None = None
-        self.idempotent = self.config.enable_idempotence
-        self.fatal_error: KafkaError | None = None
-        self.accumulator = RecordAccumulator(self._rng, self.config.batch_size, self.config.delivery_timeout_ms)
-        #: the accumulator's queues, by (topic, partition)
-        self._queues = self.accumulator.queues
-        #: records waiting for metadata: (deadline, topic, value, key, partition, cb, timestamp, headers,
-        #: observer token)
-        self.metadata_wait = MetadataWait(self)
-        self._reports: deque[tuple[Any, KafkaError | None, Message]] = deque()
-        self._outstanding = 0
+        cfg = self.config
+        self.idempotent = cfg.enable_idempotence
+        #: whether this producer has ``transactional.id`` (decided by its config)
+        self.transactional = cfg.transactional
+        self.accumulator = RecordAccumulator(self._rng, cfg.batch_size, cfg.delivery_timeout_ms)
+        self.deliveries = Deliveries()
+        #: records waiting for metadata (a topic or partition not known yet)
+        self.metadata_wait = MetadataWait(
+            self, self.accumulator, self.deliveries, cfg.max_block_ms, self._append, self._fail_unsent
+        )
         self.metrics_totals = {
             "records_sent": 0,
             "records_retried": 0,
@@ -114,12 +120,22 @@ class Producer(ClientNode):
             "batches_sent": 0,
         }
         self._started_ms = world.now_ms
-        self.sender = Sender(self)
         self.transaction_manager = TransactionManager(
-            self, transaction_version=transaction_version, weakenings=weakenings
+            self,
+            cfg,
+            self.accumulator,
+            wake_sender=self._wake_sender,
+            abort_batches=self._abort_batches,
+            transaction_version=transaction_version,
+            weakenings=weakenings,
         )
         tm = self.transaction_manager
-        self.transactional_calls = TransactionalCalls(self) if tm.transactional else None
+        self.sender = Sender(self, cfg, self.accumulator, tm, self.deliveries, self.metrics_totals, self._batch_done)
+        self.transactional_calls = (
+            TransactionalCalls(self, cfg, tm, self.sender, self.metadata_wait, self.deliveries, self._transaction_done)
+            if self.transactional
+            else None
+        )
         self.refresh_metadata(self.sender.wake)
         tm.start()
 
@@ -136,9 +152,9 @@ class Producer(ClientNode):
         return self.transaction_manager.producer_epoch
 
     @property
-    def _waiting_metadata(self) -> list[tuple[Any, ...]]:
-        """Return the records waiting for metadata (``engine/views/board.py`` counts them)."""
-        return self.metadata_wait.records
+    def fatal_error(self) -> KafkaError | None:
+        """Return the error that left the producer unusable (None: usable)."""
+        return self.transaction_manager.fatal_error
 
     @property
     def txn(self) -> TransactionStateMachine | None:
@@ -147,9 +163,8 @@ class Producer(ClientNode):
 
     @property
     def transactional_id(self) -> str | None:
-        """Return ``transactional.id`` ("" for a transactional producer read before init; None: not one)."""
-        tm = self.transaction_manager
-        return tm.transactional_id if tm.transactional else None
+        """Return ``transactional.id`` (None: not a transactional producer)."""
+        return self.transaction_manager.transactional_id if self.transactional else None
 
     @property
     def txn_metrics(self) -> dict[str, int]:
@@ -181,7 +196,9 @@ class Producer(ClientNode):
         cb = on_delivery if on_delivery is not None else callback
         check_record(topic, value, key, partition, cb, timestamp, headers)
         self._check_usable()
-        self.transaction_manager.check_produce()
+        calls = self.transactional_calls
+        if calls is not None:
+            calls.check_produce()
         obs = self.observer
         token = None if obs is None else obs.on_produce(self, topic, partition, value)
         ts = timestamp or self.world.now_ms
@@ -228,16 +245,18 @@ class Producer(ClientNode):
             msg = f"produce_batch: topic {topic!r} has no partition {partition} (it has {count}); name one that exists"
             raise ValueError(msg)
         self._check_usable()
-        self.transaction_manager.check_produce()
+        calls = self.transactional_calls
+        if calls is not None:
+            calls.check_produce()
         q = self.accumulator.queue(topic, partition)
-        now = self._sched.now_ms
+        now = self.world.now_ms
         b = ProducerBatch(topic, partition, now, now + self.config.delivery_timeout_ms)
         b.add_many(keys, values, now, on_delivery)
         obs = self.observer
         if obs is not None:
             obs.on_produce_batch(self, b)
         q.queue.append(b)
-        self._outstanding += len(values)
+        self.deliveries.outstanding += len(values)
         self.sender.wake()
 
     def poll(self, timeout: float | None = 0) -> int:
@@ -245,7 +264,7 @@ class Producer(ClientNode):
         ms = wait_ms(timeout, "poll", default="no wait")
         if ms:
             self.world.run_for(ms)
-        return self._serve_reports()
+        return self.deliveries.serve()
 
     def flush(self, timeout: float | None = None, max_events: int = 50_000_000) -> int:
         """Run the simulation until every queued record is delivered or failed; return those left.
@@ -257,30 +276,35 @@ class Producer(ClientNode):
         end = self.world.now_ms + call_wait_ms(
             timeout, "flush", self.config.delivery_timeout_ms + self.config.request_timeout_ms
         )
-        sched = self.world.scheduler
-        # world.run_until(lambda: outstanding == 0 or fatal or not up, deadline_ms=end), inlined.
-        step = sched.step
-        heap = sched._heap
-        ran = 0
-        held = hold_full_passes()
-        try:
-            while self._outstanding and self.fatal_error is None and self.status is NodeStatus.UP:
-                top = heap[0] if heap else None
-                if top is None or top[0] > end or (top[2] is not None and top[2].cancelled and _due_after(sched, end)):
-                    sched._advance_to(end)  # nothing left to run before the deadline
-                    break
-                if ran >= max_events:
-                    raise SimulationStalled(f"budget of {max_events} events spent", sched.now_ms, ran)
-                if not step():
-                    raise SimulationStalled("the event queue is empty", sched.now_ms, ran)
-                ran += 1
-        finally:
-            release_full_passes(held)
-        self._serve_reports()
-        return self._outstanding
+        deliveries, tm = self.deliveries, self.transaction_manager
+        self.world.run_until(
+            lambda: not deliveries.outstanding or tm.fatal_error is not None or self.status is not NodeStatus.UP,
+            max_events,
+            deadline_ms=end,
+        )
+        self.deliveries.serve()
+        return self.deliveries.outstanding
 
     def __len__(self) -> int:
-        return self._outstanding + len(self._reports)
+        return self.deliveries.outstanding + self.deliveries.ready()
+
+    # -- what views and the drop-in ask ------------------------------------------------------
+
+    def undelivered(self) -> int:
+        """Return how many accepted records are neither written nor failed yet."""
+        return self.deliveries.outstanding
+
+    def reports_ready(self) -> int:
+        """Return how many delivery reports wait for the next ``poll``/``flush``."""
+        return self.deliveries.ready()
+
+    def queued_batches(self) -> int:
+        """Return how many batches wait in the accumulator (not yet sent, or back for a retry)."""
+        return sum(len(q.queue) for q in self.accumulator.queues.values())
+
+    def waiting_for_metadata(self) -> int:
+        """Return how many records wait for metadata (a topic or partition not known yet)."""
+        return len(self.metadata_wait.records)
 
     def request_timeout_ms(self) -> int:
         """Return the producer's ``request.timeout.ms``."""
@@ -389,7 +413,7 @@ class Producer(ClientNode):
         b = self.accumulator.append(topic, p, n, key, value, headers, ts, cb, self.world.now_ms)
         if token is not None:
             self.observer.on_record_queued(self, token, b, len(b.values) - 1)  # type: ignore[union-attr]
-        self._outstanding += 1
+        self.deliveries.outstanding += 1
         if b.size >= self.config.batch_size:
             self.sender.wake()
         else:
@@ -417,33 +441,37 @@ class Producer(ClientNode):
             self.observer.on_record_failed(self, token, partition, err)  # type: ignore[union-attr]
         self.transaction_manager.on_send_error(err)
         if cb is not None:
-            self._report(cb, err, Message(topic, partition, -1, key, value, error=err, timestamp=ts))
+            self.deliveries.report(cb, err, Message(topic, partition, -1, key, value, error=err, timestamp=ts))
 
-    def _report(self, cb: Any, err: KafkaError | None, msg: Message) -> None:
-        if cb is not None:
-            self._reports.append((cb, err, msg))
+    # -- what the parts tell the producer (handed to them as callables) -----------------------
 
-    def _serve_reports(self) -> int:
-        n = 0
-        while self._reports:
-            cb, err, msg = self._reports.popleft()
-            cb(err, msg)
-            n += 1
-        return n
+    def _wake_sender(self) -> None:
+        """The transaction manager has a producer id, a new epoch or added partitions: send."""
+        self.sender.wake()
+
+    def _abort_batches(self, err: KafkaError) -> None:
+        """The transaction manager entered a fatal state: every batch fails with ``err``."""
+        self.sender.fail_all(err)
+
+    def _batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
+        """The sender settled a batch: tell the observer, if any."""
+        obs = self.observer
+        if obs is not None:
+            obs.on_batch_done(self, b, base_offset, err)
+
+    def _transaction_done(self, action: str, exc: BaseException | None) -> None:
+        """A transaction call ended (``exc``: what it raised): tell the observer, if any."""
+        obs = self.observer
+        if obs is not None:
+            obs.on_transaction(self, action, exc)
 
     def on_crash(self) -> None:
         """A crashed client process loses everything it had not delivered."""
         super().on_crash()
-        self._queues.clear()
+        self.accumulator.queues.clear()
         self.metadata_wait.reset()
         self.sender.reset()
-        self._outstanding = 0
+        self.deliveries.outstanding = 0
         obs = self.observer
         if obs is not None:
             obs.on_crash(self)
-
-
-def _due_after(sched: Any, end_ms: int) -> bool:
-    """Return True when no live event is due by ``end_ms`` (cancelled timers on top are dropped)."""
-    due = sched.next_due_ms()
-    return due is None or due > end_ms

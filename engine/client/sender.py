@@ -36,8 +36,14 @@ from engine.protocol import PartitionProduceResponse, ProducePartition, ProduceR
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from engine.client.accumulator import PartitionQueue, ProducerBatch
-    from engine.client.producer import Producer
+    from engine.client.accumulator import PartitionQueue, ProducerBatch, RecordAccumulator
+    from engine.client.base import ClientNode
+    from engine.client.deliveries import Deliveries
+    from engine.client.transaction_manager import TransactionManager
+    from engine.config import ProducerConfig
+
+    #: Told of every settled batch: (batch, base offset or -1, error or None); the producer's observer hook.
+    BatchDone = Callable[[ProducerBatch, int, KafkaError | None], None]
 
 #: Errors after which the client refreshes metadata before retrying.
 _METADATA_ERRORS = frozenset(
@@ -70,26 +76,47 @@ _MAYBE_WRITTEN = frozenset(
 
 
 class Sender:
-    """One producer's sender: the send loop and the handlers of Produce answers."""
+    """One producer's sender: the send loop and the handlers of Produce answers.
 
-    def __init__(self, producer: Producer) -> None:
-        self.producer = producer
-        self.config = producer.config
+    It is handed what Kafka's ``Sender(client, metadata, accumulator, ..., transactionManager)``
+    is: the network node that sends and keeps the metadata (``client``), the accumulator it
+    drains, the transaction manager it consults, and the delivery ledger it settles records in.
+    It knows no producer.
+    """
+
+    def __init__(
+        self,
+        client: ClientNode,
+        config: ProducerConfig,
+        accumulator: RecordAccumulator,
+        transaction_manager: TransactionManager,
+        deliveries: Deliveries,
+        metrics_totals: dict[str, int],
+        batch_done: BatchDone,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.accumulator = accumulator
+        self.transaction_manager = transaction_manager
+        self.deliveries = deliveries
+        self.metrics_totals = metrics_totals
+        self.batch_done = batch_done
+        self.idempotent = config.enable_idempotence
         self._wakeup_at: int | None = None
 
     # -- the send loop ------------------------------------------------------------------------
 
     def wake(self) -> None:
         """Run the send loop as soon as possible."""
-        self.wake_at(self.producer._sched.now_ms)
+        self.wake_at(self.client.world.now_ms)
 
     def wake_at(self, at_ms: int) -> None:
         """Run the send loop at ``at_ms`` (or earlier, if already due earlier)."""
         if self._wakeup_at is not None and self._wakeup_at <= at_ms:
             return
         self._wakeup_at = at_ms
-        p = self.producer
-        p.call_after(at_ms - p._sched.now_ms, self._run, at_ms)
+        c = self.client
+        c.call_after(at_ms - c.world.now_ms, self._run, at_ms)
 
     def reset(self) -> None:
         """Forget the pending wake-up (the process crashed)."""
@@ -99,15 +126,15 @@ class Sender:
         if self._wakeup_at != scheduled_for:
             return
         self._wakeup_at = None
-        p = self.producer
-        now = p._sched.now_ms
-        if not p.transaction_manager.may_send_any():
+        now = self.client.world.now_ms
+        if not self.transaction_manager.may_send_any():
             self._expire_queued(now)
             return
         next_wake: int | None = None
         ready: dict[int, list[list[tuple[PartitionQueue, ProducerBatch]]]] = {}
-        for key in sorted(p._queues):
-            wake = self._drain(p._queues[key], key, now, ready)
+        queues = self.accumulator.queues
+        for key in sorted(queues):
+            wake = self._drain(queues[key], key, now, ready)
             if wake is not None:
                 next_wake = wake if next_wake is None else min(next_wake, wake)
         for leader, requests in ready.items():
@@ -129,8 +156,8 @@ class Sender:
         that leader's k-th request, so a request carries at most one batch per partition (Kafka's
         ``RecordAccumulator.drain``), and partitions are taken in ``(topic, partition)`` order.
         """
-        p = self.producer
-        tm = p.transaction_manager
+        c = self.client
+        tm = self.transaction_manager
         linger = self.config.linger_ms
         k = 0
         while q.queue and q.in_flight < self.config.max_in_flight_requests_per_connection:
@@ -142,12 +169,12 @@ class Sender:
                 return b.retry_after_ms
             if b.wire is None and b.size < self.config.batch_size and len(q.queue) == 1 and now < b.created_ms + linger:
                 return b.created_ms + linger
-            if p.idempotent and b.base_sequence >= 0 and q.unacked and q.first_unacked_sequence() != b.base_sequence:
+            if self.idempotent and b.base_sequence >= 0 and q.unacked and q.first_unacked_sequence() != b.base_sequence:
                 return None  # a retry waits until every earlier sequence is acknowledged
-            leader = p.leader_of(*key)
+            leader = c.leader_of(*key)
             if leader < 0 or not tm.may_send(b):
                 if leader < 0:
-                    p.refresh_metadata(self.wake)
+                    c.refresh_metadata(self.wake)
                 return b.deadline_ms  # nothing else may wake the sender before this batch expires
             q.queue.popleft()
             self._prepare(q, b)
@@ -164,7 +191,7 @@ class Sender:
     def _expire_queued(self, now: int) -> None:
         """Expire queued batches past ``delivery.timeout.ms`` while nothing can be sent."""
         next_wake: int | None = None
-        queues = self.producer._queues
+        queues = self.accumulator.queues
         for key in sorted(queues):
             q = queues[key]
             while q.queue and q.queue[0].deadline_ms <= now:
@@ -178,7 +205,7 @@ class Sender:
     def expire(self, q: PartitionQueue, b: ProducerBatch) -> None:
         """A queued batch's ``delivery.timeout.ms`` ran out (RecordAccumulator.expiredBatches)."""
         q.queue.remove(b)
-        waited = self.producer.world.now_ms - b.created_ms
+        waited = self.client.world.now_ms - b.created_ms
         last = f"; last error {b.last_error[0].name}" if b.last_error else ""
         self.fail(
             q,
@@ -188,14 +215,13 @@ class Sender:
             f"creation (delivery.timeout.ms){last}",
         )
         if b.base_sequence >= 0:
-            self.producer.transaction_manager.bump_epoch()  # its sequences were used: later ones are out of order
+            self.transaction_manager.bump_epoch()  # its sequences were used: later ones are out of order
 
     def _prepare(self, q: PartitionQueue, b: ProducerBatch) -> None:
         """Make a batch ready to go: its wire form (sequence stamped once), counters, in flight."""
-        p = self.producer
-        totals = p.metrics_totals
+        totals = self.metrics_totals
         if b.wire is None:
-            p.transaction_manager.stamp(q, b)
+            self.transaction_manager.stamp(q, b)
             b.wire = RecordBatch(
                 producer_id=b.producer_id,
                 producer_epoch=b.producer_epoch,
@@ -212,16 +238,16 @@ class Sender:
             totals["records_retried"] += len(b.values)
         b.attempts += 1
         q.in_flight += 1
-        if p.idempotent:
+        if self.idempotent:
             q.add_unacked(b)
         totals["records_sent"] += len(b.values)
         totals["batches_sent"] += 1
 
     def _send(self, leader: int, entries: list[tuple[PartitionQueue, ProducerBatch]]) -> None:
         """Send one request to ``leader`` with one batch per partition."""
-        p = self.producer
+        c = self.client
         cfg = self.config
-        p.metrics_totals["requests_sent"] += 1
+        self.metrics_totals["requests_sent"] += 1
         req = ProduceRequest(
             tuple([ProducePartition(b.topic, b.partition, b.wire) for _q, b in entries]),
             cfg.acks,
@@ -229,12 +255,12 @@ class Sender:
             cfg.transactional_id,
         )
         if cfg.acks == 0:
-            p.send_oneway(f"broker-{leader}", req)
+            c.send_oneway(f"broker-{leader}", req)
             for q, b in entries:
                 q.in_flight -= 1
                 self.complete(q, b, -1, None)
             return
-        p.request(
+        c.request(
             f"broker-{leader}",
             req,
             lambda resp: self._on_response(entries, resp),
@@ -259,7 +285,7 @@ class Sender:
         if resp is not None and resp.error is ErrorCode.NONE:
             self.complete(q, b, resp.base_offset, None)
             return
-        code = self.producer.no_answer if resp is None else resp.error
+        code = self.client.no_answer if resp is None else resp.error
         message = _NO_ANSWER[code] if resp is None else resp.error_message
         b.last_error = (code, message)
         if code in _MAYBE_WRITTEN:
@@ -269,17 +295,17 @@ class Sender:
 
     def _settled(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> bool:
         """Settle an errored batch that is proven written or past its deadline, whatever the error."""
-        p = self.producer
+        c = self.client
         if self._proven_written(q, b):
             # A later batch of the same epoch was acknowledged, and the broker accepts sequences only
             # in order, so this one is in the log: its answer was lost. (Kafka's client never meets
             # this case, because TCP cannot lose one answer and deliver the next; our network can.)
-            p.world.trace.mark(p.name, "producer: batch proven written by a later acknowledgement")
+            c.world.trace.mark(c.name, "producer: batch proven written by a later acknowledgement")
             self.complete(q, b, -1, None)
             return True
-        if p.world.now_ms >= b.deadline_ms:
+        if c.world.now_ms >= b.deadline_ms:
             self.fail(q, b, ErrorCode.REQUEST_TIMED_OUT, f"delivery.timeout.ms expired; last error {code.name}")
-            p.transaction_manager.bump_epoch()
+            self.transaction_manager.bump_epoch()
             return True
         return False
 
@@ -287,35 +313,47 @@ class Sender:
         self.complete(q, b, -1, None)  # the broker has it already: a retry of an appended batch
 
     def _on_out_of_order(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
-        p = self.producer
+        c = self.client
         if self._predecessor_unacked(q, b):
-            p.world.trace.mark(p.name, "producer: out-of-order batch retried behind its predecessor")
+            c.world.trace.mark(c.name, "producer: out-of-order batch retried behind its predecessor")
             self._retry(q, b, code)
-        elif p.idempotent:
-            p.transaction_manager.sequence_lost(q, b, code, message)
+        elif self.idempotent:
+            self._sequence_lost(q, b, code, message)
         else:
             self._on_error(q, b, code, message)
 
     def _on_unknown_producer_id(
         self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None
     ) -> None:
-        p = self.producer
-        if not p.idempotent:
+        if not self.idempotent:
             self._on_error(q, b, code, message)
         elif self._predecessor_unacked(q, b):
-            p.transaction_manager.sequence_lost(q, b, code, message)
+            self._sequence_lost(q, b, code, message)
         else:
             self._unknown_producer(q, b, message)
 
     def _on_epoch_rejected(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
-        self.producer.transaction_manager.epoch_rejected(q, b, code, message)
+        tm = self.transaction_manager
+        if tm.epoch_rejection_is_abortable(code):
+            self.fail(q, b, code, message)
+        else:
+            tm.fatal(code, message)
+
+    def _sequence_lost(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
+        """A sequence error the producer cannot retry: fatal, or later batches fail and the epoch is bumped."""
+        tm = self.transaction_manager
+        if tm.sequence_gap_is_fatal():
+            tm.fatal(code, message)
+            return
+        self.fail_later(q, b, code, message)
+        tm.bump_epoch()
 
     def _on_error(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
         if code.retriable and b.attempts <= self.config.retries:
             self._retry(q, b, code)
             return
         self.fail(q, b, code, message)
-        self.producer.transaction_manager.bump_epoch()
+        self.transaction_manager.bump_epoch()
 
     def _unknown_producer(self, q: PartitionQueue, b: ProducerBatch, message: str | None) -> None:
         """The broker forgot this producer (expired or lost state), KIP-360.
@@ -324,30 +362,29 @@ class Sender:
         sequence 0. A batch whose earlier attempt got no answer may be in the log already: sending
         it again under a new epoch could write it twice, so it fails with an *unknown* outcome.
         """
-        p = self.producer
+        c, tm = self.client, self.transaction_manager
         if not b.maybe_written:
-            p.world.trace.mark(p.name, "producer: unknown producer id, epoch bumped and batch resent")
-            b.retry_after_ms = p.world.now_ms + self.config.retry_backoff_ms
+            c.world.trace.mark(c.name, "producer: unknown producer id, epoch bumped and batch resent")
+            b.retry_after_ms = c.world.now_ms + self.config.retry_backoff_ms
             q.requeue_in_order(b)
             if b in q.unacked:
                 q.unacked.remove(b)
-            p.transaction_manager.bump_epoch()
+            tm.bump_epoch()
             return
-        p.world.trace.mark(p.name, "producer: unknown producer id after an unanswered attempt, outcome unknown")
+        c.world.trace.mark(c.name, "producer: unknown producer id after an unanswered attempt, outcome unknown")
         self.fail(
             q,
             b,
             ErrorCode.REQUEST_TIMED_OUT,
             f"outcome unknown: an earlier attempt got no answer and the broker forgot the producer ({message})",
         )
-        p.transaction_manager.bump_epoch()
+        tm.bump_epoch()
 
     def _proven_written(self, q: PartitionQueue, b: ProducerBatch) -> bool:
-        p = self.producer
         return (
-            p.idempotent
+            self.idempotent
             and b.base_sequence >= 0
-            and b.producer_epoch == p.producer_epoch
+            and b.producer_epoch == self.transaction_manager.producer_epoch
             and b.last_sequence <= q.last_acked_sequence
         )
 
@@ -356,11 +393,11 @@ class Sender:
         return b.base_sequence >= 0 and b.base_sequence != q.last_acked_sequence + 1
 
     def _retry(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode) -> None:
-        p = self.producer
-        b.retry_after_ms = p.world.now_ms + self.config.retry_backoff_ms
+        c = self.client
+        b.retry_after_ms = c.world.now_ms + self.config.retry_backoff_ms
         q.requeue_in_order(b)
-        p.world.trace.emit(
-            p.name,
+        c.world.trace.emit(
+            c.name,
             "state",
             events.PRODUCE_RETRY,
             ("tp", f"{b.topic}-{b.partition}"),
@@ -371,24 +408,24 @@ class Sender:
         if code in _METADATA_ERRORS:
             # The leader we knew may be gone: wait for fresh metadata before resending (Kafka marks
             # the partition's leader unknown and requests an update).
-            p.forget_leader(b.topic, b.partition)
-            p.refresh_metadata(self.wake)
+            c.forget_leader(b.topic, b.partition)
+            c.refresh_metadata(self.wake)
         self.wake_at(b.retry_after_ms)
 
     # -- completing batches -------------------------------------------------------------------
 
     def complete(self, q: PartitionQueue, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
         """Settle a batch: written at ``base_offset`` (``err`` None) or failed; queue its reports."""
-        p = self.producer
-        if p.idempotent and b in q.unacked:
+        c = self.client
+        if self.idempotent and b in q.unacked:
             q.unacked.remove(b)
             if err is None:
                 q.last_acked_sequence = max(q.last_acked_sequence, b.last_sequence)
         n = len(b.values)
-        p._outstanding -= n
-        p.metrics_totals["records_acked" if err is None else "records_failed"] += n
-        p.world.trace.emit(
-            p.name,
+        self.deliveries.outstanding -= n
+        self.metrics_totals["records_acked" if err is None else "records_failed"] += n
+        c.world.trace.emit(
+            c.name,
             "state",
             events.PRODUCE_DONE if err is None else events.PRODUCE_FAILED,
             ("tp", f"{b.topic}-{b.partition}"),
@@ -397,17 +434,16 @@ class Sender:
             ("n", n),
             ("error", None if err is None else type(err).__name__),
         )
-        obs = p.observer
-        if obs is not None:
-            obs.on_batch_done(p, b, base_offset, err)
+        self.batch_done(b, base_offset, err)
         if err is not None:
-            p.transaction_manager.on_send_error(err)
+            self.transaction_manager.on_send_error(err)
         if b.callbacks is not None:
+            report = self.deliveries.report
             for i, cb in enumerate(b.callbacks):
                 if cb is not None:
                     off = base_offset + i if base_offset >= 0 else -1
                     msg = Message(b.topic, b.partition, off, b.key(i), b.values[i], error=err, timestamp=b.timestamp(i))
-                    p._reports.append((cb, err, msg))
+                    report(cb, err, msg)
 
     def fail(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
         """Fail a batch with the exception of ``code``."""
@@ -425,7 +461,7 @@ class Sender:
 
     def fail_all(self, err: KafkaError) -> None:
         """Fail every queued and unacknowledged batch with ``err`` (the producer's fatal error)."""
-        for q in self.producer._queues.values():
+        for q in self.accumulator.queues.values():
             for b in list(q.queue) + [x for x in q.unacked if x not in q.queue]:
                 self.complete(q, b, -1, err)
             q.queue.clear()
@@ -434,7 +470,7 @@ class Sender:
     def purge_in_flight(self) -> int:
         """Fail the batches sent but not answered (their outcome is unknown); return how many."""
         n = 0
-        for q in self.producer._queues.values():
+        for q in self.accumulator.queues.values():
             for b in [x for x in q.queue if x.wire is not None] + [x for x in q.unacked if x not in q.queue]:
                 if b in q.queue:
                     q.queue.remove(b)
@@ -443,13 +479,13 @@ class Sender:
                     q, b, -1, PurgedException("purged while in flight: the outcome is unknown", in_flight=True)
                 )
                 n += 1
-                self.producer.transaction_manager.bump_epoch()
+                self.transaction_manager.bump_epoch()
         return n
 
     def drop_queued(self, select: Callable[[ProducerBatch], bool], error: Callable[[], KafkaError]) -> int:
         """Remove the queued batches ``select`` picks and fail each with ``error()``; return how many."""
         n = 0
-        for q in self.producer._queues.values():
+        for q in self.accumulator.queues.values():
             for b in [x for x in q.queue if select(x)]:
                 q.queue.remove(b)
                 self.complete(q, b, -1, error())

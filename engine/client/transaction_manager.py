@@ -13,9 +13,14 @@ One object per producer holds the whole producer-id/epoch state machine, for bot
   is fatal; INVALID_PRODUCER_EPOCH on a produce is abortable (KIP-588).
 
 The transactional calls that wait (``init_transactions``, ``commit_transaction``...) are in
-:mod:`engine.client.transactional_calls`; the sender asks this object whether and how a batch may
-go (``may_send_any``, ``may_send``, ``stamp``) and tells it about failures (``on_send_error``,
-``bump_epoch``, ``sequence_lost``, ``epoch_rejected``).
+:mod:`engine.client.transactional_calls`; the sender consults this object on whether and how a
+batch may go (``may_send_any``, ``may_send``, ``stamp``), on what an error means
+(``epoch_rejection_is_abortable``, ``sequence_gap_is_fatal``) and tells it about failures
+(``on_send_error``, ``bump_epoch``, ``fatal``). As Kafka's ``TransactionManager`` it holds no
+producer and no sender: the producer hands it the network node, the accumulator (whose
+sequences an epoch change restarts) and two callables, ``wake_sender`` and ``abort_batches``
+(Kafka's ``Sender`` aborts the accumulator's batches when the transaction manager has a fatal
+error; here that happens at once, in the same event).
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ from engine.protocol import AddPartitionsToTxnRequest, AddPartitionsToTxnRespons
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
-    from engine.client.accumulator import PartitionQueue, ProducerBatch
-    from engine.client.producer import Producer
+    from collections.abc import Callable
+
+    from engine.client.accumulator import PartitionQueue, ProducerBatch, RecordAccumulator
+    from engine.client.base import ClientNode
+    from engine.config import ProducerConfig
     from engine.protocol import InitProducerIdResponse
 
 T = TxnClientState
@@ -43,12 +51,25 @@ FENCED = frozenset({ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH}
 class TransactionManager:
     """The producer id, epoch and (with ``transactional.id``) transaction state of one producer."""
 
-    def __init__(self, producer: Producer, *, transaction_version: int = 2, weakenings: Weakenings = CORRECT) -> None:
-        self.producer = producer
-        config = producer.config
+    def __init__(
+        self,
+        client: ClientNode,
+        config: ProducerConfig,
+        accumulator: RecordAccumulator,
+        *,
+        wake_sender: Callable[[], None],
+        abort_batches: Callable[[KafkaError], None],
+        transaction_version: int = 2,
+        weakenings: Weakenings = CORRECT,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.accumulator = accumulator
+        self.wake_sender = wake_sender
+        self.abort_batches = abort_batches
         self.idempotent = config.enable_idempotence
         self.transactional_id: str = config.transactional_id or ""
-        self.transactional = config.transactional_id is not None
+        self.transactional = config.transactional
         self.transaction_version = transaction_version
         self.weakenings = weakenings
         self.producer_id = -1
@@ -57,7 +78,7 @@ class TransactionManager:
         self._epoch_bump_pending = False
         #: the transaction's client state (None: not a transactional producer)
         self.txn = TransactionStateMachine(self.transactional_id) if self.transactional else None
-        self.coordinators = CoordinatorCalls(producer, config.request_timeout_ms, config.retry_backoff_ms)
+        self.coordinators = CoordinatorCalls(client, config.request_timeout_ms, config.retry_backoff_ms)
         self.added: set[tuple[str, int]] = set()
         self._adding: set[tuple[str, int]] = set()
         self._add_in_flight = False
@@ -65,6 +86,8 @@ class TransactionManager:
         self.txn_offsets_sent = False
         self.need_epoch_bump = False
         self.last_error: KafkaError | None = None
+        #: the error that left the producer unusable (fencing, a sequence gap in a transaction...)
+        self.fatal_error: KafkaError | None = None
 
     @property
     def state(self) -> TxnClientState:
@@ -105,17 +128,6 @@ class TransactionManager:
             b.producer_id, b.producer_epoch = self.producer_id, self.producer_epoch
         b.is_transactional = self.transactional
 
-    def check_produce(self) -> None:
-        """Records of a transactional producer may only be sent inside a transaction."""
-        if not self.transactional:
-            return
-        calls = self.producer.transactional_calls
-        calls.raise_if_fatal()  # type: ignore[union-attr]
-        calls.refuse_if_pending("produce")  # type: ignore[union-attr]
-        self.raise_if_abortable("produce")
-        self.txn.require(T.IN_TRANSACTION, action="produce()")  # type: ignore[union-attr]
-        self.txn_has_data = True
-
     # -- what the sender reports --------------------------------------------------------------
 
     def on_send_error(self, err: KafkaError) -> None:
@@ -132,23 +144,21 @@ class TransactionManager:
             self.last_error = err
             self.transition_to(T.ABORTABLE_ERROR)
 
-    def epoch_rejected(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
-        """The broker refused the batch's epoch: fatal, except INVALID_PRODUCER_EPOCH in a transaction (KIP-588)."""
-        if self.transactional and code is ErrorCode.INVALID_PRODUCER_EPOCH:
-            self.producer.sender.fail(q, b, code, message)
-            return
-        self.fatal(code, message)
+    def epoch_rejection_is_abortable(self, code: ErrorCode) -> bool:
+        """Whether a produce refused for its epoch fails only its batch (else the producer is done).
 
-    def sequence_lost(self, q: PartitionQueue, b: ProducerBatch, code: ErrorCode, message: str | None) -> None:
-        """A sequence error the producer cannot retry: fail the partition's later batches and bump the epoch.
-
-        Inside a transaction a sequence gap cannot be repaired: the producer is done.
+        INVALID_PRODUCER_EPOCH in a transaction is abortable (KIP-588); PRODUCER_FENCED, and any
+        epoch refusal of a producer without transactions, is fatal.
         """
-        if self.transactional:
-            self.fatal(code, message)
-            return
-        self.producer.sender.fail_later(q, b, code, message)
-        self.bump_epoch()
+        return self.transactional and code is ErrorCode.INVALID_PRODUCER_EPOCH
+
+    def sequence_gap_is_fatal(self) -> bool:
+        """Whether a sequence error the producer cannot retry is fatal.
+
+        Inside a transaction a sequence gap cannot be repaired: the producer is done. Without one
+        the sender fails the partition's later batches and the epoch is bumped (KIP-360).
+        """
+        return self.transactional
 
     def bump_epoch(self) -> None:
         """Bump the epoch and restart sequences once nothing is in flight (KIP-360).
@@ -166,13 +176,14 @@ class TransactionManager:
         self._try_bump_epoch()
 
     def _try_bump_epoch(self) -> None:
-        p = self.producer
-        if any(q.in_flight for q in p._queues.values()):
-            p.set_timer(p.config.retry_backoff_ms, self._try_bump_epoch)
+        c = self.client
+        queues = self.accumulator.queues
+        if any(q.in_flight for q in queues.values()):
+            c.set_timer(self.config.retry_backoff_ms, self._try_bump_epoch)
             return
         self._epoch_bump_pending = False
         self.producer_epoch += 1
-        for q in p._queues.values():
+        for q in queues.values():
             q.next_sequence = 0
             q.last_acked_sequence = -1
             for x in q.queue:
@@ -180,13 +191,16 @@ class TransactionManager:
                     x.wire = None  # re-stamped with the new epoch and sequences
                     x.base_sequence = -1
             q.unacked = []
-        p.world.trace.emit(
-            p.name, "state", events.PRODUCER_EPOCH_BUMP, ("pid", self.producer_id), ("epoch", self.producer_epoch)
+        c.world.trace.emit(
+            c.name, "state", events.PRODUCER_EPOCH_BUMP, ("pid", self.producer_id), ("epoch", self.producer_epoch)
         )
-        p.sender.wake()
+        self.wake_sender()
 
     def fatal(self, code: ErrorCode, message: str | None, *, context: bool = True) -> None:
-        """Fail every batch with the fatal error; ``context`` adds ``[producer_id=… producer_epoch=…]``."""
+        """Enter the fatal state and abort every batch with its error.
+
+        ``context`` adds ``[producer_id=… producer_epoch=…]`` to the message.
+        """
         if self.transactional and code in FENCED:
             code = ErrorCode.PRODUCER_FENCED
             # The coordinator's text already names the id, the producer id and both epochs: say it once.
@@ -195,9 +209,8 @@ class TransactionManager:
             context = context and not named
         ids = {"producer_id": self.producer_id, "producer_epoch": self.producer_epoch} if context else {}
         err = exception_for(code, message, **ids)
-        p = self.producer
-        p.fatal_error = err
-        p.sender.fail_all(err)
+        self.fatal_error = err
+        self.abort_batches(err)
         if self.transactional:
             self.transition_to(T.FATAL_ERROR)
 
@@ -207,37 +220,36 @@ class TransactionManager:
         if self._init_in_flight:
             return
         self._init_in_flight = True
-        p = self.producer
-        p.request(
-            p._pick_broker(),
+        c = self.client
+        c.request(
+            c.pick_broker(),
             InitProducerIdRequest(),
             self._on_init_producer_id,
-            timeout_ms=p.config.request_timeout_ms,
+            timeout_ms=self.config.request_timeout_ms,
         )
 
     def _on_init_producer_id(self, resp: InitProducerIdResponse | None) -> None:
         self._init_in_flight = False
-        p = self.producer
+        c = self.client
         if resp is None or resp.error is not ErrorCode.NONE:
-            p.set_timer(p.config.retry_backoff_ms, self._init_producer_id)
+            c.set_timer(self.config.retry_backoff_ms, self._init_producer_id)
             return
         self.producer_id, self.producer_epoch = resp.producer_id, resp.producer_epoch
-        p.world.trace.emit(
-            p.name, "state", events.PRODUCER_ID, ("pid", self.producer_id), ("epoch", self.producer_epoch)
+        c.world.trace.emit(
+            c.name, "state", events.PRODUCER_ID, ("pid", self.producer_id), ("epoch", self.producer_epoch)
         )
-        p.sender.wake()
+        self.wake_sender()
 
     def set_epoch(self, producer_id: int, producer_epoch: int) -> None:
         """Take the coordinator's producer id and epoch; a new one restarts every partition's sequences."""
         changed = (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch)
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
-        p = self.producer
         if changed:
-            for q in p._queues.values():
+            for q in self.accumulator.queues.values():
                 q.next_sequence = 0
                 q.last_acked_sequence = -1
                 q.unacked = []
-        p.sender.wake()
+        self.wake_sender()
 
     # -- the transaction ----------------------------------------------------------------------
 
@@ -248,7 +260,7 @@ class TransactionManager:
         cause = self.last_error or exception_for(ErrorCode.UNKNOWN_SERVER_ERROR, "transaction is abortable")
         err = type(cause)(
             f"cannot {action}(): the transaction has an abortable error ({type(cause).__name__}: "
-            f"{cause._base_message}); call abort_transaction(), then begin a new transaction",
+            f"{cause.base_message}); call abort_transaction(), then begin a new transaction",
             **cause.context,
         )
         raise err from cause
@@ -257,13 +269,13 @@ class TransactionManager:
         """Raise a coordinator's error: fencing is fatal, else abortable or fatal as the call says."""
         if code in FENCED:
             self.fatal(code, message)
-            raise self.producer.fatal_error  # type: ignore[misc]
+            raise self.fatal_error  # type: ignore[misc]
         err = exception_for(code, message, transactional_id=self.transactional_id)
         if abortable and self.state in (T.IN_TRANSACTION, T.COMMITTING_TRANSACTION, T.ABORTABLE_ERROR):
             self.last_error = err
             self.transition_to(T.ABORTABLE_ERROR)
         elif not abortable:
-            self.producer.fatal_error = err
+            self.fatal_error = err
             self.transition_to(T.FATAL_ERROR)
         raise err
 
@@ -289,7 +301,7 @@ class TransactionManager:
         if self._add_in_flight or not self._adding:
             return
         self._add_in_flight = True
-        p = self.producer
+        c = self.client
         tps = tuple(sorted(self._adding))
 
         def answered(resp: AddPartitionsToTxnResponse | None) -> None:
@@ -297,17 +309,17 @@ class TransactionManager:
             if resp is not None and resp.error is ErrorCode.NONE:
                 self.added |= set(tps)
                 self._adding -= set(tps)
-                p.sender.wake()
+                self.wake_sender()
                 self.send_add_partitions()
                 return
-            code = p.no_answer if resp is None else resp.error
+            code = c.no_answer if resp is None else resp.error
             if code in FENCED:
                 self.fatal(code, resp.error_message if resp else None)
                 return
             if code in REFIND or code in RETRY:
                 if code in REFIND:
                     self.coordinators.forget(KEY_TYPE_TRANSACTION, self.transactional_id)
-                p.set_timer(p.config.retry_backoff_ms, self.send_add_partitions)
+                c.set_timer(self.config.retry_backoff_ms, self.send_add_partitions)
                 return
             err = exception_for(code, resp.error_message if resp else None)
             self.last_error = err
@@ -316,10 +328,10 @@ class TransactionManager:
 
         def send(coordinator: int) -> None:
             req = AddPartitionsToTxnRequest(self.transactional_id, self.producer_id, self.producer_epoch, tps)
-            p.request(f"broker-{coordinator}", req, answered, timeout_ms=p.config.request_timeout_ms)
+            c.request(f"broker-{coordinator}", req, answered, timeout_ms=self.config.request_timeout_ms)
 
         def no_coordinator() -> None:
             self._add_in_flight = False
-            p.set_timer(p.config.retry_backoff_ms, self.send_add_partitions)
+            c.set_timer(self.config.retry_backoff_ms, self.send_add_partitions)
 
         self.coordinators.with_coordinator(KEY_TYPE_TRANSACTION, self.transactional_id, send, no_coordinator)

@@ -36,17 +36,46 @@ from engine.protocol import AddOffsetsToTxnRequest, EndTxnRequest, InitProducerI
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from engine.client.producer import Producer
+    from engine.client.base import ClientNode
+    from engine.client.deliveries import Deliveries
+    from engine.client.metadata_wait import MetadataWait
+    from engine.client.sender import Sender
+    from engine.client.transaction_manager import TransactionManager
+    from engine.config import ProducerConfig
+
+    #: Told how a transaction call ended: (``"begin"``/``"commit"``/``"abort"``, what it raised or None).
+    TransactionDone = Callable[[str, BaseException | None], None]
 
 T = TxnClientState
 
 
 class TransactionalCalls:
-    """The transaction API of one producer with ``transactional.id``."""
+    """The transaction API of one producer with ``transactional.id``.
 
-    def __init__(self, producer: Producer) -> None:
-        self.producer = producer
-        self.tm = producer.transaction_manager
+    The producer's API half of Kafka's ``KafkaProducer.initTransactions``/``commitTransaction``...:
+    handed the network node that runs the simulation while a call waits (``client``), the
+    transaction manager whose state the calls move, the sender and the records waiting for
+    metadata (an abort drops what was not sent), the delivery ledger (a commit flushes it), and
+    ``transaction_done``, the producer's observer hook.
+    """
+
+    def __init__(
+        self,
+        client: ClientNode,
+        config: ProducerConfig,
+        transaction_manager: TransactionManager,
+        sender: Sender,
+        metadata_wait: MetadataWait,
+        deliveries: Deliveries,
+        transaction_done: TransactionDone,
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.tm = transaction_manager
+        self.sender = sender
+        self.metadata_wait = metadata_wait
+        self.deliveries = deliveries
+        self.transaction_done = transaction_done
         #: a call that raised TimeoutException and may be called again to wait for its result
         self._pending_call: str | None = None
         self.txn_metrics = dict.fromkeys(
@@ -62,8 +91,8 @@ class TransactionalCalls:
 
     def init_transactions(self, timeout: float | None) -> None:
         """Get the producer id and epoch for ``transactional.id``, fencing older instances."""
-        p, tm = self.producer, self.tm
-        start = p.world.now_ms
+        c, tm = self.client, self.tm
+        start = c.world.now_ms
         wait_ms(timeout, "init_transactions", default="max.block.ms")
         self.raise_if_fatal()
         resume = self._resuming("init_transactions")
@@ -75,10 +104,10 @@ class TransactionalCalls:
                 )
                 raise IllegalStateError(msg)
             self._pending_call = "init_transactions"
-        request = InitProducerIdRequest(tm.transactional_id, p.config.transaction_timeout_ms)
+        request = InitProducerIdRequest(tm.transactional_id, self.config.transaction_timeout_ms)
         self._resumable(lambda: self._obtain_epoch(timeout, "init_transactions", request, resume=resume))
-        p.world.trace.emit(
-            p.name,
+        c.world.trace.emit(
+            c.name,
             "state",
             events.TXN_INIT,
             ("txn_id", tm.transactional_id),
@@ -89,22 +118,21 @@ class TransactionalCalls:
 
     def begin_transaction(self) -> None:
         """Start a transaction (local: nothing is sent until the first record or offsets)."""
-        p, tm = self.producer, self.tm
+        c, tm = self.client, self.tm
         self.raise_if_fatal()
         self.refuse_if_pending("begin_transaction")
         tm.begin()
-        p.world.trace.emit(
-            p.name, "state", events.TXN_BEGIN, ("txn_id", tm.transactional_id), ("epoch", tm.producer_epoch)
+        c.world.trace.emit(
+            c.name, "state", events.TXN_BEGIN, ("txn_id", tm.transactional_id), ("epoch", tm.producer_epoch)
         )
-        if p.observer is not None:
-            p.observer.on_transaction(p, "begin", None)
+        self.transaction_done("begin", None)
 
     def send_offsets_to_transaction(
         self, offsets: list[TopicPartition], group_metadata: Any, timeout: float | None
     ) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then TxnOffsetCommit)."""
-        p, tm = self.producer, self.tm
-        start = p.world.now_ms
+        c, tm = self.client, self.tm
+        start = c.world.now_ms
         triples = _offset_triples(offsets)
         group_id, generation, member, instance = txn_offsets.group_fields(group_metadata)
         wait_ms(timeout, "send_offsets_to_transaction", default="max.block.ms")
@@ -135,7 +163,7 @@ class TransactionalCalls:
         if resp2.error is not ErrorCode.NONE:
             err = txn_offsets.fenced_commit_error(resp2.error, group_id, generation, txn_id)
             if err is not None:
-                p.world.trace.mark(p.name, "producer: stale group generation rejected (KIP-447)")
+                c.world.trace.mark(c.name, "producer: stale group generation rejected (KIP-447)")
                 tm.last_error = err
                 tm.transition_to(T.ABORTABLE_ERROR)
                 raise err
@@ -148,7 +176,7 @@ class TransactionalCalls:
 
     def _commit_transaction(self, timeout: float | None) -> None:
         tm = self.tm
-        start = self.producer.world.now_ms
+        start = self.client.world.now_ms
         wait_ms(timeout, "commit_transaction", default="max.block.ms")
         self.raise_if_fatal()
         if not self._resuming("commit_transaction"):
@@ -171,8 +199,8 @@ class TransactionalCalls:
         self._observed_end("abort", self._abort_transaction, timeout)
 
     def _abort_transaction(self, timeout: float | None) -> None:
-        p, tm = self.producer, self.tm
-        start = p.world.now_ms
+        c, tm = self.client, self.tm
+        start = c.world.now_ms
         wait_ms(timeout, "abort_transaction", default="max.block.ms")
         self.raise_if_fatal()
         if not self._resuming("abort_transaction"):
@@ -180,8 +208,8 @@ class TransactionalCalls:
             tm.begin_abort()
             self._pending_call = "abort_transaction"
             aborted = TransactionAbortedException("the transaction was aborted before this record was sent")
-            p.metadata_wait.fail_all(lambda: aborted)
-            p.sender.drop_queued(lambda b: b.wire is None and b.attempts == 0, lambda: aborted)
+            self.metadata_wait.fail_all(lambda: aborted)
+            self.sender.drop_queued(lambda b: b.wire is None and b.attempts == 0, lambda: aborted)
 
         def finish() -> None:
             if tm.state is T.ABORTING_TRANSACTION:
@@ -195,7 +223,7 @@ class TransactionalCalls:
                     timeout,
                     "abort_transaction",
                     InitProducerIdRequest(
-                        tm.transactional_id, p.config.transaction_timeout_ms, tm.producer_id, tm.producer_epoch
+                        tm.transactional_id, self.config.transaction_timeout_ms, tm.producer_id, tm.producer_epoch
                     ),
                     resume=tm.state is T.INITIALIZING,
                 )
@@ -206,17 +234,12 @@ class TransactionalCalls:
 
     def _observed_end(self, action: str, call: Callable[[float | None], None], timeout: float | None) -> None:
         """Run a commit or an abort, then tell the observer how it ended (returned, or what it raised)."""
-        p = self.producer
-        observer = p.observer
-        if observer is None:
-            call(timeout)
-            return
         try:
             call(timeout)
         except BaseException as exc:
-            observer.on_transaction(p, action, exc)
+            self.transaction_done(action, exc)
             raise
-        observer.on_transaction(p, action, None)
+        self.transaction_done(action, None)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -234,17 +257,26 @@ class TransactionalCalls:
         tm.transition_to(T.READY)
 
     def _add_time(self, metric: str, start_ms: int) -> None:
-        self.txn_metrics[metric] += (self.producer.world.now_ms - start_ms) * 1_000_000
+        self.txn_metrics[metric] += (self.client.world.now_ms - start_ms) * 1_000_000
+
+    def check_produce(self) -> None:
+        """Records of a transactional producer may only be sent inside a transaction."""
+        tm = self.tm
+        self.raise_if_fatal()
+        self.refuse_if_pending("produce")
+        tm.raise_if_abortable("produce")
+        tm.txn.require(T.IN_TRANSACTION, action="produce()")  # type: ignore[union-attr]
+        tm.txn_has_data = True
 
     def raise_if_fatal(self) -> None:
         """Raise when the producer can do nothing more: its process is down, or it met a fatal error."""
-        p = self.producer
-        if not p.is_up:
+        c = self.client
+        if not c.is_up:
             # A crashed client process can send nothing more; its transaction is the coordinator's now.
-            msg = f"producer {p.name} is not running ({p.status.value}); create a new producer"
+            msg = f"producer {c.name} is not running ({c.status.value}); create a new producer"
             raise IllegalStateError(msg)
-        if p.fatal_error is not None:
-            raise p.fatal_error
+        if self.tm.fatal_error is not None:
+            raise self.tm.fatal_error
 
     def _resuming(self, action: str) -> bool:
         """Return True when ``action`` timed out before and this call waits for its result again."""
@@ -278,22 +310,22 @@ class TransactionalCalls:
         self._pending_call = None
 
     def _deadline(self, timeout: float | None) -> int:
-        p = self.producer
+        c = self.client
         ms = wait_ms(timeout, "timeout", default="max.block.ms")
-        return p.world.now_ms + (p.config.max_block_ms if ms is None else ms)
+        return c.world.now_ms + (self.config.max_block_ms if ms is None else ms)
 
     def _flush_for_end(self, timeout: float | None) -> None:
-        p = self.producer
-        start = p.world.now_ms
+        c = self.client
+        start = c.world.now_ms
         end = self._deadline(timeout)
-        p.world.run_until(lambda: p._outstanding == 0 or p.fatal_error is not None, deadline_ms=end)
-        if p._outstanding and p.fatal_error is None:
+        c.world.run_until(lambda: self.deliveries.outstanding == 0 or self.tm.fatal_error is not None, deadline_ms=end)
+        if self.deliveries.outstanding and self.tm.fatal_error is None:
             msg = (
-                f"{p._outstanding} record(s) of the transaction were not delivered within "
+                f"{self.deliveries.outstanding} record(s) of the transaction were not delivered within "
                 f"{end - start} ms of simulated time; call the same method again to keep waiting"
             )
             raise TimeoutException(msg)
-        p._serve_reports()
+        self.deliveries.serve()
 
     def _transaction_started(self, timeout: float | None) -> bool:
         """Whether the coordinator may know this transaction, so EndTxn must be sent (Kafka's ``transactionStarted``).
@@ -305,11 +337,11 @@ class TransactionalCalls:
         it never saw. An AddPartitionsToTxn already on its way is waited for first, since Kafka
         sends one transactional request at a time.
         """
-        p, tm = self.producer, self.tm
+        c, tm = self.client, self.tm
         if tm.transaction_version >= 2:
             return tm.txn_has_data or tm.txn_offsets_sent or bool(tm.added)
-        start, end = p.world.now_ms, self._deadline(timeout)
-        p.world.run_until(lambda: not tm.add_pending() or not p.is_up, deadline_ms=end)
+        start, end = c.world.now_ms, self._deadline(timeout)
+        c.world.run_until(lambda: not tm.add_pending() or not c.is_up, deadline_ms=end)
         self.raise_if_fatal()
         if tm.add_pending():
             msg = (
@@ -320,7 +352,7 @@ class TransactionalCalls:
         return tm.txn_offsets_sent or bool(tm.added)
 
     def _end(self, *, committed: bool, timeout: float | None, keep_state: bool = False) -> None:
-        p, tm = self.producer, self.tm
+        c, tm = self.client, self.tm
         if self._transaction_started(timeout):
             resp = self._coordinator_call(
                 KEY_TYPE_TRANSACTION,
@@ -333,8 +365,8 @@ class TransactionalCalls:
                 tm.fail_call(resp.error, resp.error_message, abortable=committed)
             if tm.transaction_version >= 2 and resp.producer_epoch >= 0:
                 tm.set_epoch(resp.producer_id, resp.producer_epoch)
-        p.world.trace.emit(
-            p.name,
+        c.world.trace.emit(
+            c.name,
             "state",
             events.TXN_COMMIT if committed else events.TXN_ABORT,
             ("txn_id", tm.transactional_id),
@@ -348,7 +380,7 @@ class TransactionalCalls:
         self, key_type: int, key: str, make: Callable[[], Any], timeout: float | None, action: str
     ) -> Any:
         """Send a coordinator request, retrying retriable errors; wait for a final answer."""
-        start = self.producer.world.now_ms
+        start = self.client.world.now_ms
         end = self._deadline(timeout)
         self.raise_if_fatal()
         resp = self.tm.coordinators.call(key_type, key, make, end)

@@ -31,7 +31,7 @@ The marker rule itself (offsets written before a marker belong to the transactio
 
 Callers: :class:`~engine.group.coordinator.GroupCoordinator` (TxnOffsetCommit, OffsetFetch,
 markers), :class:`~engine.client.group_member.GroupMember` (OffsetFetch) and
-:class:`~engine.client.transactional_producer.TransactionalProducer`
+:class:`~engine.client.transactional_calls.TransactionalCalls`
 (``send_offsets_to_transaction``).
 """
 

@@ -347,7 +347,7 @@ def producer_row(producer: Producer) -> ProducerRow:
     else:
         state = "IDEMPOTENT" if producer.idempotent else "PLAIN"
     parts = []
-    for (topic, p), q in sorted(producer._queues.items()):
+    for (topic, p), q in sorted(producer.accumulator.queues.items()):
         in_flight = tuple(
             [
                 InFlight(
@@ -380,15 +380,14 @@ def app_signature(client: Any) -> tuple[Any, ...]:
     if fetcher is not None:  # a consumer
         return (client.status, tuple(client.assigned), tuple(fetcher.positions.values()))
     txn = getattr(client, "txn", None)
-    queued = sum(len(q.queue) for q in client._queues.values())
     return (
         client.status,
         client.producer_id,
         client.producer_epoch,
         None if txn is None else txn.state,
         id(client.fatal_error),
-        queued,
-        len(client._waiting_metadata),
+        client.queued_batches(),
+        client.waiting_for_metadata(),
     )
 
 

@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.config import ProducerConfig
 from eos_magics.kafka.config_keys import LIBRDKAFKA_KEYS
 from eos_magics.kafka.errors import KafkaError, KafkaException
 from eos_magics.kafka.unsupported import not_simulated
@@ -237,7 +238,7 @@ def settings(config: Any, kwargs: Mapping[str, Any], kind: str) -> Settings:
             continue  # the other kind's key, or harmless: librdkafka ignores it too
         elif key not in LIBRDKAFKA_KEYS:
             raise invalid(f'No such configuration property: "{key}"')
-    if kind == "producer" and out.engine.get("transactional.id") is not None:
+    if kind == "producer" and ProducerConfig.transactional_in(out.engine):
         out.engine.setdefault("enable.idempotence", True)  # librdkafka: a transactional producer is idempotent
     for engine_key, value in LIBRDKAFKA_DEFAULTS.get(kind, {}).items():
         out.engine.setdefault(engine_key, value)

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Any
 
 from engine.args import wait_ms
-from engine.client.transactional_producer import TransactionalProducer
 from engine.client.transactions import TxnClientState
 from engine.errors import ConfigError, ErrorCode
 from eos_magics.kafka.binding import resolve
@@ -101,7 +100,7 @@ class Producer(ClosedOnExit):
             self._p = cluster.producer(s.engine)
         except ConfigError as exc:
             raise invalid(str(exc)) from None
-        self._txn = isinstance(self._p, TransactionalProducer)
+        self._txn = self._p.transactional
         self._only_errors = s.flags.get("delivery.report.only.error", False)
         self._default_cb = s.callbacks.get("on_delivery")
         self._error_cb = s.callbacks.get("error_cb")
@@ -218,15 +217,15 @@ class Producer(ClosedOnExit):
         if self._closed:
             raise RuntimeError(_CLOSED)
         p = self._p
-        if not p._reports:  # the engine's queue of reports not yet served
+        if not p.reports_ready():  # the engine's queue of reports not yet served
             # Time moves through the cluster's own calls, which a notebook session's journal records.
             ms = wait_ms(timeout if timeout is None or timeout >= 0 else None, "poll")
             if ms is None:
-                if p._outstanding:
-                    self._cluster.run_until(lambda: bool(p._reports) or not p._outstanding or not p.is_up)
+                if p.undelivered():
+                    self._cluster.run_until(lambda: bool(p.reports_ready()) or not p.undelivered() or not p.is_up)
             elif ms > 0:
-                if p._outstanding:
-                    self._cluster.run_until(lambda: bool(p._reports) or not p.is_up, max_ms=ms)
+                if p.undelivered():
+                    self._cluster.run_until(lambda: bool(p.reports_ready()) or not p.is_up, max_ms=ms)
                 else:
                     self._cluster.run_for(ms)
         served = p.poll(0)

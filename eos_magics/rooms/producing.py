@@ -68,10 +68,8 @@ class Producing(Clients):
 
     def transactional(self, producer: Any) -> Producer:
         """Return a named producer that has a ``transactional.id``, else a usage error."""
-        from engine.client.transactional_producer import TransactionalProducer
-
         p = self.client(producer, "producer")
-        if not isinstance(p, TransactionalProducer):
+        if not p.transactional:
             raise EosUsageError(f"'{producer}' has no transactional.id; create a producer with --transactional-id ID")
         return p
 

@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 
 from engine import Cluster, Consumer, Producer
-from engine.client.transactional_producer import TransactionalProducer
 from eos_magics._testing import TestingShell as Shell
 from eos_magics._testing import basic, dispose, drain, run
 from eos_magics._testing import testing_shell as new_shell
@@ -347,8 +346,8 @@ def test_producers_are_the_engines_own_objects(ip: Shell) -> None:
     assert ip.user_ns["p1"] is p1
     assert ip.user_ns["t1"] is t1
     assert isinstance(p1, Producer)
-    assert not isinstance(p1, TransactionalProducer)
-    assert isinstance(t1, TransactionalProducer)
+    assert not p1.transactional
+    assert t1.transactional
     assert p1.config.linger_ms == 0
     assert t1.config.transactional_id == "app"
     assert t1.config.transaction_timeout_ms == 10000
