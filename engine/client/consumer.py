@@ -119,7 +119,7 @@ class Consumer(ClientNode):
         #: Paused partitions: not fetched, their buffered records held back.
         self.paused_tps: set[tuple[str, int]] = set()
         self.closed = False
-        self.fetcher = Fetcher(self)
+        self.fetcher = Fetcher(self, self, self.config)
         self._callbacks: deque[tuple[Callable[..., None], list[TopicPartition]]] = deque()
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
@@ -128,11 +128,11 @@ class Consumer(ClientNode):
         self._rebalancing: tuple[frozenset[tuple[str, int]], Callable[[], None]] | None = None
         #: Bumped by a full revocation or a crash: queued incremental changes are outdated then.
         self._rebalance_version = 0
-        self.commits = OffsetCommits(self)
+        self.commits = OffsetCommits(self, self, self.config)
         self.group: GroupMember | None = None
         if self.config.group_id:
             member = ConsumerMember if self.config.group_protocol == "consumer" else GroupMember
-            self.group = member(self, self.config.group_id)
+            self.group = member(self, self, self.config, self.config.group_id)
         self.refresh_metadata()
         self.commits.start_auto_commit()
 

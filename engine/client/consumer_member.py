@@ -57,15 +57,16 @@ from __future__ import annotations
 import base64
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine import trace_events as events
-from engine.client.group_member import COORDINATOR_ERRORS, RETRY_ERRORS, GroupMember, Offsets
+from engine.client.group_member import COORDINATOR_ERRORS, RETRY_ERRORS, GroupMember, Offsets, RebalanceListener
 from engine.errors import ErrorCode
 from engine.protocol import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, OffsetCommitRequest
 
 if TYPE_CHECKING:
-    from engine.client.consumer import Consumer
+    from engine.client.base import ClientNode
+    from engine.config import ConsumerConfig
 
 #: The member epoch of a heartbeat that leaves the group; a static member's, which keeps its place.
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -101,19 +102,42 @@ _IN_GROUP = (
 )
 
 
+class IncrementListener(RebalanceListener, Protocol):
+    """What a KIP-848 member tells its consumer beyond :class:`RebalanceListener`: each reconciliation step."""
+
+    def on_group_increment(
+        self,
+        revoked: tuple[tuple[str, int], ...],
+        added: tuple[tuple[str, int], ...],
+        *,
+        lost: bool,
+        done: Callable[[], None],
+        leaving: bool = False,
+        current: Callable[[], bool] | None = None,
+        keep: Callable[[tuple[tuple[str, int], ...]], tuple[tuple[str, int], ...]] | None = None,
+    ) -> None:
+        """Revoke ``revoked`` and add ``added`` in the next poll; ``done()`` when applied."""
+        ...
+
+    def before_poll(self) -> None:
+        """Run what the consumer queued for its next poll (rebalance callbacks)."""
+        ...
+
+
 class ConsumerMember(GroupMember):
     """Membership of one consumer in a KIP-848 group: member id, epoch, heartbeats, reconciliation."""
 
-    def __init__(self, consumer: Consumer, group_id: str) -> None:
-        super().__init__(consumer, group_id)
+    def __init__(self, client: ClientNode, consumer: IncrementListener, config: ConsumerConfig, group_id: str) -> None:
+        super().__init__(client, consumer, config, group_id)
+        self.consumer: IncrementListener = consumer
         self.state: ConsumerMemberState = ConsumerMemberState.UNSUBSCRIBED  # type: ignore[assignment]
         self.member_epoch = 0
-        self.server_assignor: str | None = consumer.config.group_remote_assignor
+        self.server_assignor: str | None = config.group_remote_assignor
         #: The coordinator's latest assignment for this member (None: none received yet).
         self.target: frozenset[tuple[str, int]] | None = None
         #: The partitions the member owns (reconciled), as the coordinator last heard or will hear.
         self.owned: frozenset[tuple[str, int]] = frozenset()
-        self.interval_ms = consumer.config.heartbeat_interval_ms
+        self.interval_ms = config.heartbeat_interval_ms
         self._sent: dict[str, object] = {}
         self._hb_inflight = False
         self._hb_again = False
@@ -133,7 +157,7 @@ class ConsumerMember(GroupMember):
 
     def _new_member_id(self) -> str:
         """KIP-1082: the client makes its member id (Kafka's ``Uuid.toString``)."""
-        bits = self.consumer.world.rng.stream(f"consumer-member:{self.consumer.name}").getrandbits(128)
+        bits = self.client.world.rng.stream(f"consumer-member:{self.client.name}").getrandbits(128)
         return base64.urlsafe_b64encode(bits.to_bytes(16, "big")).decode().rstrip("=")
 
     def _to(self, state: ConsumerMemberState) -> None:
@@ -205,7 +229,7 @@ class ConsumerMember(GroupMember):
             self.member_id,
             self.member_epoch,
             self.group_instance_id,
-            client_id=self.consumer.name,
+            client_id=self.client.name,
             **changed,  # type: ignore[arg-type]
         )
 
@@ -225,7 +249,7 @@ class ConsumerMember(GroupMember):
         self._hb_inflight = False
         if epoch != self._epoch:
             return
-        code = self.consumer.no_answer if resp is None else resp.error
+        code = self.client.no_answer if resp is None else resp.error
         if resp is None or code is not ErrorCode.NONE:
             self._heartbeat_failed(code)
             return
@@ -249,7 +273,7 @@ class ConsumerMember(GroupMember):
             self._hb_again = False
             self._heartbeat(self._hb_token)
         else:
-            self.consumer.set_timer(self.interval_ms, self._heartbeat, self._hb_token)
+            self.client.set_timer(self.interval_ms, self._heartbeat, self._hb_token)
 
     def _heartbeat_failed(self, code: ErrorCode) -> None:
         self._trace(events.GROUP_HEARTBEAT_FAILED, ("error", code.name))
@@ -261,7 +285,7 @@ class ConsumerMember(GroupMember):
             if code in COORDINATOR_ERRORS:
                 self.coordinator_dead()
             self._hb_token += 1
-            self.consumer.set_timer(self.config.retry_backoff_ms, self._heartbeat, self._hb_token)
+            self.client.set_timer(self.config.retry_backoff_ms, self._heartbeat, self._hb_token)
         elif code in FENCING_ERRORS:
             self._fence(code)
         else:
@@ -357,7 +381,7 @@ class ConsumerMember(GroupMember):
                 static = self.group_instance_id is not None
                 leave_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH if static else LEAVE_GROUP_MEMBER_EPOCH
                 req = ConsumerGroupHeartbeatRequest(
-                    self.group_id, self.member_id, leave_epoch, self.group_instance_id, client_id=self.consumer.name
+                    self.group_id, self.member_id, leave_epoch, self.group_instance_id, client_id=self.client.name
                 )
                 self._send(req, lambda _r: None, self.config.request_timeout_ms)
         self._trace(events.GROUP_LEAVE, ("member", self.member_id), ("reason", reason))
@@ -400,11 +424,11 @@ class ConsumerMember(GroupMember):
             self._send(req, lambda r: answered(gen, r), self.config.request_timeout_ms)
 
         def answered(gen: int, resp: object) -> None:
-            code = self.consumer.no_answer if resp is None else resp.error  # type: ignore[attr-defined]
+            code = self.client.no_answer if resp is None else resp.error  # type: ignore[attr-defined]
             retry = code in COORDINATOR_ERRORS or code in RETRY_ERRORS
             if code is ErrorCode.STALE_MEMBER_EPOCH and gen != self.member_epoch and self.member_epoch > 0:
                 retry = True
-            if retry and self.consumer.world.now_ms < retry_until_ms:
+            if retry and self.client.world.now_ms < retry_until_ms:
                 if code in COORDINATOR_ERRORS:
                     self.coordinator_dead()
                 self._later(self.with_coordinator, send)

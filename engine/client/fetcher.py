@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine import trace_events as events
 from engine.client.list_offsets import EARLIEST, LATEST, list_offsets, missing_text
@@ -59,10 +59,22 @@ from engine.errors import ErrorCode, UnknownTopicOrPartitionException
 from engine.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 
 if TYPE_CHECKING:
-    from engine.client.consumer import Consumer
+    from engine.client.base import ClientNode
+    from engine.client.group_member import GroupMember
+    from engine.config import ConsumerConfig
     from engine.log.records import RecordBatch
 
 Key = tuple[str, int]
+
+
+class Subscriptions(Protocol):
+    """What the fetcher reads of its consumer (Kafka's ``SubscriptionState``): the assignment, the paused
+    partitions, and the group whose committed offsets start a partition with no position.
+    """
+
+    assigned: list[tuple[str, int]]
+    paused_tps: set[tuple[str, int]]
+    group: GroupMember | None
 
 
 #: The coverage mark hit once per transactional batch dropped as part of an aborted transaction.
@@ -72,10 +84,11 @@ ABORTED_BATCH_DROPPED = "consumer: aborted batch dropped (read_committed)"
 class Fetcher:
     """Positions, in-flight requests and fetched records of one consumer's assigned partitions."""
 
-    def __init__(self, consumer: Consumer) -> None:
+    def __init__(self, client: ClientNode, consumer: Subscriptions, config: ConsumerConfig) -> None:
+        self.client = client
         self.consumer = consumer
-        self.config = consumer.config
-        self.isolation: IsolationLevel = consumer.isolation_level
+        self.config = config
+        self.isolation: IsolationLevel = config.isolation_level
         #: The next offset to fetch per partition (absent: not known yet).
         self.positions: dict[Key, int] = {}
         #: Fetched records the application has not taken, in fetch order.
@@ -218,6 +231,7 @@ class Fetcher:
     def _fetch_committed(self, keys: tuple[Key, ...]) -> None:
         """Start ``keys`` from the group's committed offsets (then auto.offset.reset)."""
         c = self.consumer
+        n = self.client
         group = c.group
         if group is None:
             return
@@ -238,7 +252,7 @@ class Fetcher:
                 self.kick()
                 return
             if code is not ErrorCode.NONE:
-                c.set_timer(self.config.retry_backoff_ms, self.kick)
+                n.set_timer(self.config.retry_backoff_ms, self.kick)
                 return
             for key in keys:
                 offset = offsets.get(key, -1)
@@ -246,8 +260,8 @@ class Fetcher:
                     self.positions[key] = offset
                 else:
                     self.no_committed.add(key)
-            c.world.trace.emit(
-                c.name,
+            n.world.trace.emit(
+                n.name,
                 "state",
                 events.CONSUMER_COMMITTED,
                 ("group", c.group.group_id if c.group else ""),
@@ -264,7 +278,7 @@ class Fetcher:
         if key in self.missing or self.metadata_waiting:
             return  # a refresh is on its way (paced by the metadata backoff); _after_metadata kicks
         self.metadata_waiting = True
-        self.consumer.refresh_metadata(self._after_metadata)
+        self.client.refresh_metadata(self._after_metadata)
 
     def _after_metadata(self) -> None:
         """A metadata answer landed: report assigned partitions it shows do not exist, then carry on.
@@ -274,12 +288,13 @@ class Fetcher:
         reading if the topic is created.
         """
         c = self.consumer
+        n = self.client
         self.metadata_waiting = False
         missing = set()
         for key in c.assigned:
-            if c.leader_of(*key) >= 0:
+            if n.leader_of(*key) >= 0:
                 continue
-            count = c.partition_counts.get(key[0])
+            count = n.partition_counts.get(key[0])
             if count is None or key[1] >= count:
                 missing.add(key)
                 if key not in self.reported:
@@ -287,30 +302,30 @@ class Fetcher:
         self.missing = missing
         if missing:
             self.metadata_waiting = True
-            c.refresh_metadata(self._after_metadata)
+            n.refresh_metadata(self._after_metadata)
         self.kick()
 
     def _report_missing(self, key: Key, count: int | None) -> None:
-        c = self.consumer
+        n = self.client
         self.reported.add(key)
-        text = f"{missing_text(key, count)}; {c.name} keeps refreshing metadata and reads it if it is created"
+        text = f"{missing_text(key, count)}; {n.name} keeps refreshing metadata and reads it if it is created"
         error = UnknownTopicOrPartitionException(text, topic=key[0], partition=key[1])
         self.events.append(Message(key[0], key[1], OFFSET_INVALID, None, None, error=error))
-        c.world.trace.emit(c.name, "state", events.CONSUMER_UNKNOWN_PARTITION, ("tp", f"{key[0]}-{key[1]}"))
+        n.world.trace.emit(n.name, "state", events.CONSUMER_UNKNOWN_PARTITION, ("tp", f"{key[0]}-{key[1]}"))
 
     # -- ListOffsets --------------------------------------------------------------------------
 
     def reset_offset(self, key: Key, timestamp: int) -> None:
         """Ask the leader for the earliest or latest offset of ``key`` (:data:`EARLIEST`, :data:`LATEST`)."""
-        c = self.consumer
-        leader = c.leader_of(*key)
+        n = self.client
+        leader = n.leader_of(*key)
         if leader < 0:
             self._await_leader(key)
             return
         self.resetting.add(key)
         gen = self.generation
         req = ListOffsetsRequest(key[0], key[1], timestamp, self.isolation)
-        c.request(
+        n.request(
             f"broker-{leader}",
             req,
             lambda r: self._on_list_offsets(key, gen, r),
@@ -319,10 +334,11 @@ class Fetcher:
 
     def _on_list_offsets(self, key: Key, gen: int, resp: ListOffsetsResponse | None) -> None:
         c = self.consumer
+        n = self.client
         self.resetting.discard(key)
         if resp is None or resp.error is not ErrorCode.NONE:
-            c.refresh_metadata()
-            c.set_timer(self.config.retry_backoff_ms, self.kick)
+            n.refresh_metadata()
+            n.set_timer(self.config.retry_backoff_ms, self.kick)
             return
         if key in c.assigned and gen == self.generation:
             self.positions[key] = resp.offset
@@ -335,14 +351,14 @@ class Fetcher:
         Latest is the HW, or the LSO under read_committed; the errors are those of
         :func:`engine.client.list_offsets.list_offsets`.
         """
-        earliest, latest = list_offsets(self.consumer, key, (EARLIEST, LATEST), self.isolation, end, action)
+        earliest, latest = list_offsets(self.client, key, (EARLIEST, LATEST), self.isolation, end, action)
         return (earliest.offset, latest.offset)
 
     # -- Fetch --------------------------------------------------------------------------------
 
     def _fetch(self, key: Key) -> None:
-        c = self.consumer
-        leader = c.leader_of(*key)
+        n = self.client
+        leader = n.leader_of(*key)
         if leader < 0:
             self._await_leader(key)
             return
@@ -358,7 +374,7 @@ class Fetcher:
             max_bytes=self.config.max_partition_fetch_bytes,
             max_wait_ms=self.config.fetch_max_wait_ms,
         )
-        c.request(
+        n.request(
             f"broker-{leader}",
             req,
             lambda r: self._on_fetch(key, gen, offset, r),
@@ -367,23 +383,24 @@ class Fetcher:
 
     def _on_fetch(self, key: Key, gen: int, offset: int, resp: FetchResponse | None) -> None:
         c = self.consumer
+        n = self.client
         if gen != self.generation or key not in c.assigned:
             return
         self.fetching.discard(key)
         if resp is None or resp.error is not ErrorCode.NONE:
-            code = c.no_answer if resp is None else resp.error
+            code = n.no_answer if resp is None else resp.error
             if code is ErrorCode.OFFSET_OUT_OF_RANGE:
                 self.positions.pop(key, None)
             else:
-                c.refresh_metadata()
-            c.set_timer(self.config.retry_backoff_ms, self.kick)
+                n.refresh_metadata()
+            n.set_timer(self.config.retry_backoff_ms, self.kick)
             return
         if self.positions.get(key) != offset:
             return
-        self.fetch_log.append((c.world.now_ms, key[0], key[1], offset, resp.high_watermark, resp.last_stable_offset))
+        self.fetch_log.append((n.world.now_ms, key[0], key[1], offset, resp.high_watermark, resp.last_stable_offset))
         visible = visible_batches(resp.batches, offset, resp.aborted_transactions, self.isolation)
         for _ in range(visible.aborted_dropped):
-            c.world.trace.mark(c.name, ABORTED_BATCH_DROPPED)
+            n.world.trace.mark(n.name, ABORTED_BATCH_DROPPED)
         records = _records(key, offset, visible.batches)
         next_offset = visible.next_offset
         self.positions[key] = next_offset
@@ -391,8 +408,8 @@ class Fetcher:
         high = resp.last_stable_offset if read_committed else resp.high_watermark
         self.watermarks[key] = (resp.log_start_offset, high)
         self.buffer.extend(records)
-        c.world.trace.emit(
-            c.name,
+        n.world.trace.emit(
+            n.name,
             "state",
             events.CONSUMER_FETCHED,
             ("tp", f"{key[0]}-{key[1]}"),

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine import trace_events as events
 from engine.client import assignors
@@ -69,7 +69,8 @@ from engine.protocol import (
 )
 
 if TYPE_CHECKING:
-    from engine.client.consumer import Consumer
+    from engine.client.base import ClientNode
+    from engine.config import ConsumerConfig, IsolationLevel
 
 
 class MemberState(enum.Enum):
@@ -96,21 +97,48 @@ RETRY_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNST
 Offsets = tuple[tuple[str, int, int], ...]
 
 
+class RebalanceListener(Protocol):
+    """What a group member tells and reads of its consumer (Kafka's ``ConsumerCoordinator`` and the
+    ``ConsumerRebalanceListener`` it invokes): the assignment it owns and the changes the group makes.
+    """
+
+    assigned: list[tuple[str, int]]
+    closed: bool
+    isolation_level: IsolationLevel
+
+    def on_group_assignment(self, tps: list[tuple[str, int]]) -> None:
+        """The group gave the consumer ``tps`` (an eager assignment)."""
+        ...
+
+    def on_group_revoke_partitions(self, tps: list[tuple[str, int]], then: Callable[[], None]) -> None:
+        """The group takes ``tps`` back (cooperative); ``then()`` once the consumer let them go."""
+        ...
+
+    def on_group_add_partitions(self, tps: list[tuple[str, int]]) -> None:
+        """The group adds ``tps`` (cooperative)."""
+        ...
+
+    def on_group_revoke(self, *, lost: bool) -> None:
+        """The whole assignment is revoked (``lost``: taken without a rebalance)."""
+        ...
+
+
 class GroupMember:
     """Membership of one consumer in its group: coordinator, member id, generation, heartbeats."""
 
-    def __init__(self, consumer: Consumer, group_id: str) -> None:
+    def __init__(self, client: ClientNode, consumer: RebalanceListener, config: ConsumerConfig, group_id: str) -> None:
+        self.client = client
         self.consumer = consumer
         self.group_id = group_id
-        self.config = consumer.config
+        self.config = config
         self.coordinator = -1
         self.member_id = ""
         self.generation_id = -1
-        self.group_instance_id: str | None = consumer.config.group_instance_id
+        self.group_instance_id: str | None = config.group_instance_id
         self.state: MemberState = MemberState.UNJOINED
         self.subscription: tuple[str, ...] = ()
         #: The assignors offered, preferred first, and their protocol (EAGER or COOPERATIVE).
-        self.strategies = assignors.strategies(consumer.config.partition_assignment_strategy)
+        self.strategies = assignors.strategies(config.partition_assignment_strategy)
         self.protocol = assignors.protocol_of(self.strategies)
         #: The assignor the coordinator selected for the current generation.
         self.selected = self.strategies[0]
@@ -128,11 +156,11 @@ class GroupMember:
     # -- helpers ----------------------------------------------------------------------------
 
     def _trace(self, name: str, *detail: tuple[str, object]) -> None:
-        c = self.consumer
+        c = self.client
         c.world.trace.emit(c.name, "state", name, ("group", self.group_id), *detail)
 
     def _later(self, fn: Callable[..., None], *args: object) -> None:
-        self.consumer.set_timer(self.config.retry_backoff_ms, fn, *args)
+        self.client.set_timer(self.config.retry_backoff_ms, fn, *args)
 
     def _send(self, body: object, callback: Callable[[Any], None], timeout_ms: int) -> None:
         """Send to the coordinator; the request fails at once (``None``) if the coordinator is marked dead."""
@@ -143,7 +171,7 @@ class GroupMember:
                 self._inflight.pop(box[0], None)
             callback(resp)
 
-        msg_id = self.consumer.request(f"broker-{self.coordinator}", body, answered, timeout_ms=timeout_ms)
+        msg_id = self.client.request(f"broker-{self.coordinator}", body, answered, timeout_ms=timeout_ms)
         box.append(msg_id)
         self._inflight[msg_id] = answered
 
@@ -166,8 +194,8 @@ class GroupMember:
         if self._finding:
             return
         self._finding = True
-        target = self.consumer.pick_broker()
-        self.consumer.request(
+        target = self.client.pick_broker()
+        self.client.request(
             target,
             FindCoordinatorRequest(self.group_id, KEY_TYPE_GROUP),
             self._on_coordinator,
@@ -199,7 +227,7 @@ class GroupMember:
         # Kafka disconnects from the old coordinator: its in-flight requests fail and are retried.
         inflight, self._inflight = self._inflight, {}
         for msg_id in sorted(inflight):
-            self.consumer.cancel_request(msg_id)
+            self.client.cancel_request(msg_id)
             inflight[msg_id](None)
 
     # -- joining ----------------------------------------------------------------------------
@@ -235,7 +263,7 @@ class GroupMember:
             self.group_instance_id,
             CONSUMER_PROTOCOL_TYPE,
             tuple((name, self._subscription()) for name in self.strategies),
-            client_id=self.consumer.name,
+            client_id=self.client.name,
         )
         self._send(req, lambda r: self._on_join(epoch, r), cfg.max_poll_interval_ms + 5_000)
 
@@ -253,7 +281,7 @@ class GroupMember:
     def _on_join(self, epoch: int, resp: JoinGroupResponse | None) -> None:
         if epoch != self._epoch or self.state is not MemberState.JOINING:
             return
-        code = self.consumer.no_answer if resp is None else resp.error
+        code = self.client.no_answer if resp is None else resp.error
         if resp is not None and code is ErrorCode.MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
             self._send_join(epoch)
@@ -296,9 +324,9 @@ class GroupMember:
 
     def _assign_as_leader(self, epoch: int, resp: JoinGroupResponse) -> None:
         topics = sorted({t for m in resp.members for t in m.subscription.topics})
-        counts = self.consumer.partition_counts
+        counts = self.client.partition_counts
         if any(t not in counts for t in topics):
-            self.consumer.refresh_metadata(lambda: self._compute_assignment(epoch, resp))
+            self.client.refresh_metadata(lambda: self._compute_assignment(epoch, resp))
             return
         self._compute_assignment(epoch, resp)
 
@@ -307,7 +335,7 @@ class GroupMember:
             return
         subs = {m.member_id: m.subscription for m in resp.members}
         instances = {m.member_id: m.group_instance_id for m in resp.members}
-        result = assignors.assign(self.selected, subs, self.consumer.partition_counts, instances)
+        result = assignors.assign(self.selected, subs, self.client.partition_counts, instances)
         self._trace(
             events.GROUP_ASSIGNMENT_COMPUTED,
             ("generation", resp.generation_id),
@@ -322,7 +350,7 @@ class GroupMember:
     def _on_sync(self, epoch: int, resp: SyncGroupResponse | None) -> None:
         if epoch != self._epoch or self.state is not MemberState.SYNCING:
             return
-        code = self.consumer.no_answer if resp is None else resp.error
+        code = self.client.no_answer if resp is None else resp.error
         if resp is None or code is not ErrorCode.NONE:
             self.state = MemberState.JOINING  # so _join_failed's bookkeeping applies
             self._join_failed(epoch, code)
@@ -385,7 +413,7 @@ class GroupMember:
         if not self._heartbeating:
             self._heartbeating = True
             self._hb_token += 1
-            self.consumer.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, self._hb_token)
+            self.client.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, self._hb_token)
 
     def _heartbeat(self, token: int) -> None:
         if token != self._hb_token:
@@ -405,8 +433,8 @@ class GroupMember:
     def _on_heartbeat(self, token: int, gen: int, resp: HeartbeatResponse | None) -> None:
         if token != self._hb_token:
             return
-        self.consumer.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, token)
-        code = self.consumer.no_answer if resp is None else resp.error
+        self.client.set_timer(self.config.heartbeat_interval_ms, self._heartbeat, token)
+        code = self.client.no_answer if resp is None else resp.error
         if gen != self.generation_id or code is ErrorCode.NONE:
             return
         if code in COORDINATOR_ERRORS:
@@ -475,9 +503,9 @@ class GroupMember:
             self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetCommitResponse | None) -> None:
-            code = self.consumer.no_answer if resp is None else resp.error
+            code = self.client.no_answer if resp is None else resp.error
             retry = code in COORDINATOR_ERRORS or code in RETRY_ERRORS
-            if retry and self.consumer.world.now_ms < retry_until_ms:
+            if retry and self.client.world.now_ms < retry_until_ms:
                 if code in COORDINATOR_ERRORS:
                     self.coordinator_dead()
                 self._later(self.with_coordinator, send)
@@ -501,10 +529,10 @@ class GroupMember:
             self._send(req, answered, self.config.request_timeout_ms)
 
         def answered(resp: OffsetFetchResponse | None) -> None:
-            code = self.consumer.no_answer if resp is None else resp.error
+            code = self.client.no_answer if resp is None else resp.error
             if resp is not None and code is ErrorCode.NONE:
                 if txn_offsets.any_unstable(resp.partitions):
-                    self.consumer.world.trace.mark(self.consumer.name, txn_offsets.UNSTABLE_OFFSET_RETRIED)
+                    self.client.world.trace.mark(self.client.name, txn_offsets.UNSTABLE_OFFSET_RETRIED)
                     code = ErrorCode.UNSTABLE_OFFSET_COMMIT
                 else:
                     done(ErrorCode.NONE, {(p.topic, p.partition): p.offset for p in resp.partitions})

@@ -24,7 +24,7 @@ producer's ``send_offsets_to_transaction`` (:mod:`engine.group.txn_offsets`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine import trace_events as events
 from engine.client.base import wait_for
@@ -32,19 +32,31 @@ from engine.client.message import OFFSET_INVALID, Message, TopicPartition
 from engine.errors import CommitFailedException, ErrorCode, KafkaError, TimeoutException, exception_for
 
 if TYPE_CHECKING:
-    from engine.client.consumer import Consumer
+    from engine.client.base import ClientNode
+    from engine.client.fetcher import Fetcher
     from engine.client.group_member import GroupMember
+    from engine.config import ConsumerConfig
 
 Key = tuple[str, int]
 Offsets = tuple[tuple[str, int, int], ...]
 
 
+class CommitSource(Protocol):
+    """What the offset commits read of their consumer: the assignment, its fetcher's positions, its group."""
+
+    assigned: list[tuple[str, int]]
+    closed: bool
+    group: GroupMember | None
+    fetcher: Fetcher
+
+
 class OffsetCommits:
     """One consumer's offset store and commits to its group."""
 
-    def __init__(self, consumer: Consumer) -> None:
+    def __init__(self, client: ClientNode, consumer: CommitSource, config: ConsumerConfig) -> None:
+        self.client = client
         self.consumer = consumer
-        self.config = consumer.config
+        self.config = config
         #: Offsets ``store_offsets()`` stored for the next commit (``enable.auto.offset.store`` false).
         self.stored: dict[Key, int] = {}
 
@@ -75,14 +87,14 @@ class OffsetCommits:
 
     def send(self, group: GroupMember, offsets: Offsets) -> None:
         """Commit without waiting; the answer is only traced."""
-        end = self.consumer.world.now_ms + self.config.request_timeout_ms
+        end = self.client.world.now_ms + self.config.request_timeout_ms
         group.commit(offsets, lambda code: self._done(offsets, code), retry_until_ms=end)
 
     def commit_sync(self, group: GroupMember, offsets: Offsets) -> list[TopicPartition]:
         """Commit and run the simulation until the answer; raise its error, or TimeoutException."""
-        end = self.consumer.world.now_ms + self.config.request_timeout_ms
+        end = self.client.world.now_ms + self.config.request_timeout_ms
         code: ErrorCode | None = wait_for(
-            self.consumer, lambda done: group.commit(offsets, done, retry_until_ms=end), end
+            self.client, lambda done: group.commit(offsets, done, retry_until_ms=end), end
         )
         if code is None:
             raise TimeoutException(
@@ -96,11 +108,11 @@ class OffsetCommits:
 
     def committed(self, group: GroupMember, keys: tuple[Key, ...], wait_ms: int) -> list[TopicPartition]:
         """Fetch the group's committed offsets of ``keys`` (-1001 when none), waiting up to ``wait_ms``."""
-        c = self.consumer
+        n = self.client
         answer: tuple[ErrorCode, dict[Key, int]] | None = wait_for(
-            c,
+            n,
             lambda done: group.fetch_committed(keys, lambda code, offs: done((code, offs))),
-            c.world.now_ms + wait_ms,
+            n.world.now_ms + wait_ms,
         )
         if answer is None:
             raise TimeoutException(
@@ -112,9 +124,9 @@ class OffsetCommits:
         return [TopicPartition(t, p, o if (o := offs.get((t, p), -1)) >= 0 else OFFSET_INVALID) for t, p in keys]
 
     def _done(self, offsets: Offsets, code: ErrorCode) -> None:
-        c = self.consumer
-        c.world.trace.emit(
-            c.name,
+        n = self.client
+        n.world.trace.emit(
+            n.name,
             "state",
             events.CONSUMER_COMMIT,
             ("error", code.name),
@@ -126,13 +138,13 @@ class OffsetCommits:
     def start_auto_commit(self) -> None:
         """Start the ``auto.commit.interval.ms`` timer (with ``group.id`` and ``enable.auto.commit``)."""
         if self.consumer.group is not None and self.config.enable_auto_commit:
-            self.consumer.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
+            self.client.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
 
     def _auto_commit_tick(self) -> None:
         if self.consumer.closed:
             return
         self.auto_commit()
-        self.consumer.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
+        self.client.set_timer(self.config.auto_commit_interval_ms, self._auto_commit_tick)
 
     def auto_commit(self) -> None:
         """Commit the positions (or stored offsets) now, unless a rebalance is under way."""
