@@ -4,19 +4,10 @@ Public API (as in confluent-kafka): ``produce``, ``poll``, ``flush``, ``len(prod
 ``produce_batch`` (many values in one call, for benchmarks) and ``metrics()``. Times given to
 ``poll`` and ``flush`` are *simulated* seconds: waiting is what moves the simulation on.
 
-The producer is composed as Kafka's ``KafkaProducer`` is: it builds its parts and hands each the
-collaborators it needs, and no part holds the producer. This module is the API and the record
-accumulator's front (partition choice, batches); the
-:class:`~engine.client.accumulator.RecordAccumulator` holds the batches; the
-:class:`~engine.client.transaction_manager.TransactionManager` holds the producer id, the epoch
-and (with ``transactional.id``) the transaction; the :class:`~engine.client.sender.Sender`
-(handed the network node, the accumulator and the transaction manager, as Kafka's
-``Sender(client, metadata, accumulator, ..., transactionManager)``) sends batches and handles the
-answers; :class:`~engine.client.metadata_wait.MetadataWait` holds records waiting for metadata;
-:class:`~engine.client.deliveries.Deliveries` counts unsettled records and queues the delivery
-reports; the transaction calls that wait are :mod:`engine.client.transactional_calls`. Whether
-the producer is transactional is decided once, by its config (``ProducerConfig.transactional``).
-The drawing is in ``docs/engine.md`` ("The producer, as Kafka's is drawn").
+Composed as Kafka's ``KafkaProducer`` is: it builds its accumulator, transaction manager, sender
+(:mod:`engine.client.sender`), records waiting for metadata and delivery ledger, and hands each the
+collaborators it needs; no part holds the producer (drawn in ``docs/engine.md``, "The producer, as
+Kafka's is drawn"). Whether it is transactional is decided once: ``ProducerConfig.transactional``.
 
 Idempotence (``enable.idempotence``, on by default as in Kafka ≥ 3.0)
 ---------------------------------------------------------------------
@@ -81,6 +72,10 @@ if TYPE_CHECKING:
     from engine.sim.world import World
 
 
+#: The producer's metric totals (Kafka's ``record-send-total`` ...), counted by the producer and its sender.
+_TOTALS = ("records_sent", "records_retried", "records_failed", "records_acked", "requests_sent", "batches_sent")
+
+
 class Producer(ClientNode):
     """A simulated Kafka producer (see the module docstring)."""
 
@@ -103,34 +98,22 @@ class Producer(ClientNode):
         self.observer: ProducerObserver | None = None
         cfg = self.config
         self.idempotent = cfg.enable_idempotence
-        #: whether this producer has ``transactional.id`` (decided by its config)
-        self.transactional = cfg.transactional
-        self.accumulator = RecordAccumulator(self._rng, cfg.batch_size, cfg.delivery_timeout_ms)
+        self.transactional = cfg.transactional  # decided by the config, once
+        self.accumulator = acc = RecordAccumulator(self._rng, cfg.batch_size, cfg.delivery_timeout_ms)
         self.deliveries = Deliveries()
-        #: records waiting for metadata (a topic or partition not known yet)
-        self.metadata_wait = MetadataWait(
-            self, self.accumulator, self.deliveries, cfg.max_block_ms, self._append, self._fail_unsent
-        )
-        self.metrics_totals = {
-            "records_sent": 0,
-            "records_retried": 0,
-            "records_failed": 0,
-            "records_acked": 0,
-            "requests_sent": 0,
-            "batches_sent": 0,
-        }
+        self.metadata_wait = MetadataWait(self, acc, self.deliveries, cfg.max_block_ms, self._append, self._fail_unsent)
+        self.metrics_totals = dict.fromkeys(_TOTALS, 0)
         self._started_ms = world.now_ms
-        self.transaction_manager = TransactionManager(
+        self.transaction_manager = tm = TransactionManager(
             self,
             cfg,
-            self.accumulator,
+            acc,
             wake_sender=self._wake_sender,
             abort_batches=self._abort_batches,
             transaction_version=transaction_version,
             weakenings=weakenings,
         )
-        tm = self.transaction_manager
-        self.sender = Sender(self, cfg, self.accumulator, tm, self.deliveries, self.metrics_totals, self._batch_done)
+        self.sender = Sender(self, cfg, acc, tm, self.deliveries, self.metrics_totals, self._batch_done)
         self.transactional_calls = (
             TransactionalCalls(self, cfg, tm, self.sender, self.metadata_wait, self.deliveries, self._transaction_done)
             if self.transactional
@@ -288,15 +271,7 @@ class Producer(ClientNode):
     def __len__(self) -> int:
         return self.deliveries.outstanding + self.deliveries.ready()
 
-    # -- what views and the drop-in ask ------------------------------------------------------
-
-    def undelivered(self) -> int:
-        """Return how many accepted records are neither written nor failed yet."""
-        return self.deliveries.outstanding
-
-    def reports_ready(self) -> int:
-        """Return how many delivery reports wait for the next ``poll``/``flush``."""
-        return self.deliveries.ready()
+    # -- what views ask (the drop-in reads ``deliveries``) --------------------------------------
 
     def queued_batches(self) -> int:
         """Return how many batches wait in the accumulator (not yet sent, or back for a retry)."""
@@ -445,22 +420,18 @@ class Producer(ClientNode):
 
     # -- what the parts tell the producer (handed to them as callables) -----------------------
 
-    def _wake_sender(self) -> None:
-        """The transaction manager has a producer id, a new epoch or added partitions: send."""
+    def _wake_sender(self) -> None:  # the transaction manager has a producer id, a new epoch or new partitions
         self.sender.wake()
 
-    def _abort_batches(self, err: KafkaError) -> None:
-        """The transaction manager entered a fatal state: every batch fails with ``err``."""
+    def _abort_batches(self, err: KafkaError) -> None:  # the transaction manager entered a fatal state
         self.sender.fail_all(err)
 
-    def _batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:
-        """The sender settled a batch: tell the observer, if any."""
+    def _batch_done(self, b: ProducerBatch, base_offset: int, err: KafkaError | None) -> None:  # the sender's
         obs = self.observer
         if obs is not None:
             obs.on_batch_done(self, b, base_offset, err)
 
-    def _transaction_done(self, action: str, exc: BaseException | None) -> None:
-        """A transaction call ended (``exc``: what it raised): tell the observer, if any."""
+    def _transaction_done(self, action: str, exc: BaseException | None) -> None:  # the transactional calls'
         obs = self.observer
         if obs is not None:
             obs.on_transaction(self, action, exc)

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from engine.client.transaction_manager import TransactionManager
     from engine.config import ProducerConfig
 
-    #: Told of every settled batch: (batch, base offset or -1, error or None); the producer's observer hook.
     BatchDone = Callable[[ProducerBatch, int, KafkaError | None], None]
 
 #: Errors after which the client refreshes metadata before retrying.
@@ -78,10 +77,8 @@ _MAYBE_WRITTEN = frozenset(
 class Sender:
     """One producer's sender: the send loop and the handlers of Produce answers.
 
-    It is handed what Kafka's ``Sender(client, metadata, accumulator, ..., transactionManager)``
-    is: the network node that sends and keeps the metadata (``client``), the accumulator it
-    drains, the transaction manager it consults, and the delivery ledger it settles records in.
-    It knows no producer.
+    Handed what Kafka's ``Sender(client, metadata, accumulator, ..., transactionManager)`` is: the
+    network node with its metadata, the accumulator, the transaction manager, the delivery ledger.
     """
 
     def __init__(

@@ -217,15 +217,17 @@ class Producer(ClosedOnExit):
         if self._closed:
             raise RuntimeError(_CLOSED)
         p = self._p
-        if not p.reports_ready():  # the engine's queue of reports not yet served
+        if not p.deliveries.ready():  # the engine's queue of reports not yet served
             # Time moves through the cluster's own calls, which a notebook session's journal records.
             ms = wait_ms(timeout if timeout is None or timeout >= 0 else None, "poll")
             if ms is None:
-                if p.undelivered():
-                    self._cluster.run_until(lambda: bool(p.reports_ready()) or not p.undelivered() or not p.is_up)
+                if p.deliveries.outstanding:
+                    self._cluster.run_until(
+                        lambda: bool(p.deliveries.ready()) or not p.deliveries.outstanding or not p.is_up
+                    )
             elif ms > 0:
-                if p.undelivered():
-                    self._cluster.run_until(lambda: bool(p.reports_ready()) or not p.is_up, max_ms=ms)
+                if p.deliveries.outstanding:
+                    self._cluster.run_until(lambda: bool(p.deliveries.ready()) or not p.is_up, max_ms=ms)
                 else:
                     self._cluster.run_for(ms)
         served = p.poll(0)
