@@ -1,6 +1,6 @@
 """Kafka's ``TransactionManagerTest``, paraphrased against the simulated cluster.
 
-Goal: the transactional producer (``engine/client/transactional_producer.py`` and its state
+Goal: the transactional producer (``engine/client/transaction_manager.py`` and its state
 machine ``engine/client/transactions.py``) behaves as Kafka's client ``TransactionManager``
 (clients/src/test/java/org/apache/kafka/clients/producer/internals/TransactionManagerTest.java,
 Oct 2024 trunk). Method: each test is named after the Kafka test it paraphrases and drives real
