@@ -152,7 +152,17 @@ class Entry:
 
 
 class Journal:
-    """The calls made on one cluster (see the module docstring); build one with :meth:`new_cluster`."""
+    """The calls made on one cluster (see the module docstring); build one with :meth:`new_cluster`.
+
+    Parameters
+    ----------
+    cluster
+        The cluster whose calls are recorded from now on (its application calls are wrapped here).
+    cluster_kwargs
+        The arguments it was built with, which :meth:`replay` builds the new run's cluster from.
+    replayable
+        False for a cluster built elsewhere (:meth:`attach`): its calls are recorded, not replayed.
+    """
 
     def __init__(self, cluster: Cluster, cluster_kwargs: dict[str, Any], *, replayable: bool = True) -> None:
         self.cluster_kwargs = dict(cluster_kwargs)
