@@ -180,6 +180,11 @@ class TransactionsAdmin:
             self._client = AdminClient(self.cluster, f"admin-{n}")
         return self._client
 
+    @property
+    def existing_client(self) -> AdminClient | None:
+        """Return the admin client node if one was made, else None (reading makes none)."""
+        return self._client
+
     def list(self, duration_filter_ms: int | None = None) -> str:
         """``list [--duration-filter MS]``."""
         return views.list_transactions(self.cluster, duration_filter_ms)

@@ -121,6 +121,9 @@ class Cluster:
         startup too (brokers registering, leaders elected); ``cluster.world.attach`` adds one later.
     name
         The cluster's name, for display (a cluster built by :meth:`beside` has its region's name).
+    world
+        Build in this world instead of a new one (:meth:`beside` passes a region of its source's
+        world); ``seed``, ``network``, ``sites`` and ``keep_trace`` are then the world's own.
     """
 
     def __init__(
@@ -135,11 +138,13 @@ class Cluster:
         weakenings: Weakenings = CORRECT,
         observers: Iterable[Observer] = (),
         name: str = "cluster",
+        world: World | None = None,
     ) -> None:
         _check_cluster_args(seed, brokers, config)
         _check_name(name)
         observers = _check_observers(observers)
-        world = World(seed, network=network, sites=sites, keep_trace=keep_trace, observers=observers)
+        if world is None:
+            world = World(seed, network=network, sites=sites, keep_trace=keep_trace, observers=observers)
         self._build(world, name, brokers, parse_config(BrokerConfig, config, what="broker"), weakenings, observers)
 
     @classmethod
@@ -171,13 +176,11 @@ class Cluster:
             msg = f"a cluster named {name!r} already runs beside {source.name!r}"
             raise ValueError(msg)
         observers = _check_observers(observers)
-        parsed = parse_config(BrokerConfig, config, what="broker")
+        parse_config(BrokerConfig, config, what="broker")  # a bad config fails before the region is made
         world = source.world.region(
             name, network=network or source.world.network.options, sites=sites, observers=observers
         )
-        cluster = cls.__new__(cls)
-        cluster._build(world, name, brokers, parsed, weakenings, observers)
-        return cluster
+        return cls(source.seed, brokers, config, weakenings=weakenings, observers=observers, name=name, world=world)
 
     def _build(
         self,

@@ -210,9 +210,11 @@ class ErrorCode(enum.IntEnum):
     def __new__(cls, value: int, exception_name: str | None, message: str) -> ErrorCode:
         member = int.__new__(cls, value)
         member._value_ = value
-        member._exception_name = exception_name
-        member._default_message = message
         return member
+
+    def __init__(self, value: int, exception_name: str | None, message: str) -> None:
+        self._exception_name = exception_name
+        self._default_message = message
 
     UNKNOWN_SERVER_ERROR = (
         -1,

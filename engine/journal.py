@@ -152,12 +152,22 @@ class Entry:
 
 
 class Journal:
-    """The calls made on one cluster (see the module docstring); build one with :meth:`new_cluster`."""
+    """The calls made on one cluster (see the module docstring); build one with :meth:`new_cluster`.
 
-    def __init__(self, cluster_kwargs: dict[str, Any]) -> None:
+    Parameters
+    ----------
+    cluster
+        The cluster whose calls are recorded from now on (its application calls are wrapped here).
+    cluster_kwargs
+        The arguments it was built with, which :meth:`replay` builds the new run's cluster from.
+    replayable
+        False for a cluster built elsewhere (:meth:`attach`): its calls are recorded, not replayed.
+    """
+
+    def __init__(self, cluster: Cluster, cluster_kwargs: dict[str, Any], *, replayable: bool = True) -> None:
         self.cluster_kwargs = dict(cluster_kwargs)
         self.entries: list[Entry] = []
-        self.cluster: Cluster | None = None
+        self.cluster = cluster
         #: Entered around every recorded call (the notebook layer sets a lock here).
         self.guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
         #: Told of every outermost call: ``on_call_start(entry)`` before it runs and
@@ -172,7 +182,8 @@ class Journal:
         self._replaying = False
         self._foreign_call: str | None = None
         #: False for a journal attached to a cluster it did not build (:meth:`attach`).
-        self.replayable = True
+        self.replayable = replayable
+        self._wrap(cluster, "cluster", "cluster")
 
     # -- building ----------------------------------------------------------------------------
 
@@ -183,10 +194,8 @@ class Journal:
 
         if "observers" in cluster_kwargs:  # pragma: no cover - keyword-only above
             raise TypeError("pass observers to new_cluster() itself")
-        journal = cls(cluster_kwargs)
         cluster = Cluster(**cluster_kwargs, observers=observers)
-        journal._bind(cluster)
-        return cluster, journal
+        return cluster, cls(cluster, cluster_kwargs)
 
     @classmethod
     def attach(cls, cluster: Cluster) -> Journal:
@@ -195,14 +204,7 @@ class Journal:
         Such a journal tells its listeners of every call, but cannot replay: it does not know the
         arguments the cluster was built with (:meth:`new_cluster` does).
         """
-        journal = cls({})
-        journal.replayable = False
-        journal._bind(cluster)
-        return journal
-
-    def _bind(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self._wrap(cluster, "cluster", "cluster")
+        return cls(cluster, {}, replayable=False)
 
     def _wrap(self, obj: Any, target: str, kind: str) -> None:
         if id(obj) in self._wrapped:
@@ -214,31 +216,29 @@ class Journal:
                 setattr(obj, name, self._wrapper(target, name, bound))
 
     def _wrapper(self, target: str, method: str, bound: Callable[..., Any]) -> Callable[..., Any]:
-        journal = self
         adopts = target == "cluster" and method in _ADOPTS
 
         @functools.wraps(bound)
         def call(*args: Any, **kwargs: Any) -> Any:
-            if journal._replaying:
-                journal._foreign_call = f"{target}.{method}()"
+            if self._replaying:
+                self._foreign_call = f"{target}.{method}()"
                 msg = f"{target}.{method}() of the recorded run was called while replaying it"
                 raise ReplayDiverged(msg)
-            if journal._depth:
-                for listener in journal.listeners:
+            if self._depth:
+                for listener in self.listeners:
                     nested = getattr(listener, "on_nested_call", None)
                     if nested is not None:
                         nested(target)
                 result = bound(*args, **kwargs)
             else:
-                with journal.guard:
-                    result = journal._record(target, method, bound, args, kwargs)
-            return journal._adopt(result) if adopts else result
+                with self.guard:
+                    result = self._record(target, method, bound, args, kwargs)
+            return self.adopt(result) if adopts else result
 
         return call
 
     def _record(self, target: str, method: str, bound: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         cluster = self.cluster
-        assert cluster is not None
         trace = cluster.world.trace
         entry = Entry(target, method, args, kwargs, trace.count, cluster.now_ms)
         for listener in self.listeners:
@@ -256,8 +256,12 @@ class Journal:
             for listener in self.listeners:
                 listener.on_call_end(entry)
 
-    def _adopt(self, result: Any) -> Any:
-        """Wrap a client or admin object a cluster call returned, so its calls are recorded too."""
+    def adopt(self, result: Any) -> Any:
+        """Wrap a client or admin object of this journal's cluster, so its calls are recorded too; return it.
+
+        The cluster's calls that return one (:data:`API`'s ``producer``, ``consumer``, ``admin``,
+        ``transactions``) adopt it themselves; anything else is returned as it is.
+        """
         from engine.admin import AdminClient, TransactionsAdmin
         from engine.client.consumer import Consumer
         from engine.client.producer import Producer
@@ -270,8 +274,9 @@ class Journal:
             self._wrap(result, result.name, "admin")
         elif isinstance(result, TransactionsAdmin):
             self._wrap(result, "transactions", "transactions")
-            if result._client is not None:
-                self._wrap(result._client, result._client.name, "admin")
+            client = result.existing_client
+            if client is not None:
+                self._wrap(client, client.name, "admin")
         return result
 
     # -- reading -----------------------------------------------------------------------------
@@ -352,7 +357,7 @@ class Journal:
                 return cluster, journal, trace.count - 1
             _catch_up(cluster, journal, entry.start_index, entry)
             try:
-                journal._replay_entry(cluster, entry)
+                _replay_entry(journal, entry)
             finally:
                 self._check_foreign(entry)
         if stop is not None:
@@ -371,24 +376,27 @@ class Journal:
             self._foreign_call = None
             raise ReplayDiverged(msg)
 
-    def _replay_entry(self, cluster: Cluster, entry: Entry) -> None:
-        trace = cluster.world.trace
-        if entry.method == "run_until" and entry.target == "cluster":
-            _catch_up(cluster, self, entry.end_index, entry)
-            return
-        target = _resolve(cluster, entry.target, self)
-        error = None
-        try:
-            getattr(target, entry.method)(*entry.args, **entry.kwargs)
-        except Exception as exc:
-            error = type(exc).__name__
-        if error != entry.error or trace.count != entry.end_index or cluster.now_ms != entry.end_ms:
-            msg = (
-                f"replay diverged at {entry.describe()}: recorded end event {entry.end_index} at "
-                f"{entry.end_ms} ms ({entry.error or 'no error'}), replayed {trace.count} at {cluster.now_ms} ms "
-                f"({error or 'no error'})"
-            )
-            raise ReplayDiverged(msg)
+
+def _replay_entry(journal: Journal, entry: Entry) -> None:
+    """Make one recorded call on the cluster of ``journal`` (the new run's) and check it ended as recorded."""
+    cluster = journal.cluster
+    trace = cluster.world.trace
+    if entry.method == "run_until" and entry.target == "cluster":
+        _catch_up(cluster, journal, entry.end_index, entry)
+        return
+    target = _resolve(cluster, entry.target, journal)
+    error = None
+    try:
+        getattr(target, entry.method)(*entry.args, **entry.kwargs)
+    except Exception as exc:
+        error = type(exc).__name__
+    if error != entry.error or trace.count != entry.end_index or cluster.now_ms != entry.end_ms:
+        msg = (
+            f"replay diverged at {entry.describe()}: recorded end event {entry.end_index} at "
+            f"{entry.end_ms} ms ({entry.error or 'no error'}), replayed {trace.count} at {cluster.now_ms} ms "
+            f"({error or 'no error'})"
+        )
+        raise ReplayDiverged(msg)
 
 
 def _resolve(cluster: Cluster, target: str, journal: Journal) -> Any:
@@ -396,7 +404,7 @@ def _resolve(cluster: Cluster, target: str, journal: Journal) -> Any:
         return cluster
     if target == "transactions":
         # the unwrapped call: the lookup itself is no call of the replayed run
-        return journal._adopt(getattr(cluster.transactions, "__wrapped__", cluster.transactions)())
+        return journal.adopt(getattr(cluster.transactions, "__wrapped__", cluster.transactions)())
     return cluster.world.node(target)
 
 

@@ -247,7 +247,7 @@ class History(Sequence[Op]):
         return f"History({len(self._ops)} records)"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, History) and self._ops == other._ops
+        return isinstance(other, History) and self._ops == other.ops
 
     __hash__ = None  # type: ignore[assignment]
 

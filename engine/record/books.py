@@ -171,6 +171,13 @@ class ConsumerBook:
             self._record([("subscribe", new)])
 
     @guarded
+    def partitions_moved(self, partitions: Iterable[Any], *, gained: bool) -> None:
+        """The group gave (``gained``) or took back ``partitions`` (the client's TopicPartitions) in a rebalance."""
+        changed = {key_of(tp) for tp in partitions}
+        current = set(self.keys)
+        self.rebalanced(current | changed if gained else current - changed)
+
+    @guarded
     def seeked(self, keys: Iterable[Key]) -> None:
         """A seek of ``keys``: the assignment without them, then with them (their positions are forgotten)."""
         moved = set(keys) & set(self.keys)
@@ -206,7 +213,7 @@ class Passthrough:
 
 
 class ConsumerCalls(Passthrough):
-    """The consumer calls both clients' recording wrappers share: wrap, rebalances, unsubscribe, assign."""
+    """The consumer calls both clients' recording wrappers share: wrap, unsubscribe, assign."""
 
     book: ConsumerBook
     recorder: Recorder
@@ -222,12 +229,6 @@ class ConsumerCalls(Passthrough):
         self._client = consumer
         self.recorder = recorder
         self.book = ConsumerBook(recorder, keys)
-
-    @guarded
-    def _rebalanced(self, partitions: Any, gained: bool) -> None:
-        changed = {key_of(tp) for tp in partitions}
-        current = set(self.book.keys)
-        self.book.rebalanced(current | changed if gained else current - changed)
 
     def unsubscribe(self) -> None:
         """Unsubscribe: a ``subscribe`` op with no keys."""

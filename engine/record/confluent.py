@@ -373,7 +373,7 @@ class RecordingConsumer(ConsumerCalls, _Wrapper):
                 if user is not None:
                     user(self, partitions)
             finally:
-                self._rebalanced(partitions, gained)
+                self.book.partitions_moved(partitions, gained=gained)
 
         return callback
 

@@ -41,7 +41,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from engine.check.client_history import record_key, record_value
 from engine.check.history import Poll
-from engine.record.books import ConsumerCalls, Passthrough, ProducerBook, key_of, wrap_client
+from engine.record.books import ConsumerBook, ConsumerCalls, Passthrough, ProducerBook, key_of, wrap_client
 from engine.record.recorder import PendingRecord, Recorder, guarded
 
 __all__ = ["NOT_WRITTEN", "RecordingKafkaConsumer", "RecordingKafkaProducer", "recording", "send_outcome"]
@@ -170,8 +170,8 @@ class RecordingKafkaProducer(Passthrough):
 class _Listener(ConsumerRebalanceListener):
     """The rebalance listener given to kafka-python: the application's first, then the recorder."""
 
-    def __init__(self, wrapper: RecordingKafkaConsumer, user: ConsumerRebalanceListener | None) -> None:
-        self.wrapper = wrapper
+    def __init__(self, book: ConsumerBook, user: ConsumerRebalanceListener | None) -> None:
+        self.book = book
         self.user = user
 
     def on_partitions_revoked(self, revoked: Any) -> None:
@@ -189,7 +189,7 @@ class _Listener(ConsumerRebalanceListener):
             if self.user is not None:
                 getattr(self.user, callback)(partitions)
         finally:
-            self.wrapper._rebalanced(partitions, gained=gained)
+            self.book.partitions_moved(partitions, gained=gained)
 
 
 def _reads(batches: dict[Any, list[Any]]) -> Iterable[Poll]:
@@ -246,7 +246,7 @@ class RecordingKafkaConsumer(ConsumerCalls):
 
     def subscribe(self, topics: Any = (), pattern: str | None = None, listener: Any = None) -> None:
         """Subscribe; rebalances are recorded through a listener chained before ``listener``."""
-        self._client.subscribe(topics=topics, pattern=pattern, listener=_Listener(self, listener))
+        self._client.subscribe(topics=topics, pattern=pattern, listener=_Listener(self.book, listener))
         self.book.subscription(True)
 
     def seek(self, partition: Any, offset: int) -> None:

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from heapq import heappush
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.sim import events
@@ -240,8 +239,7 @@ class Network:
             # Fixed latency: every message of a connection is due ``latency`` after its send, so
             # sends in order are due in order and the FIFO bookkeeping has nothing to enforce.
             sched = self._sched
-            seq = sched._seq = sched._seq + 1
-            heappush(sched._heap, (sched.now_ms + self._fixed_ms, seq, None, self._deliver, (m,)))
+            sched.call_at_fast(sched.now_ms + self._fixed_ms, self._deliver, m)
             return m
         self._schedule(m)
         return m
@@ -338,9 +336,7 @@ class Network:
             connected = getattr(peer, "connected_to", None)
             if connected is None or not connected(name):
                 continue
-            self._sched.call_at_fast(
-                self._sched.now_ms + self._latency(), peer._fire, peer.incarnation, self._disconnected, (peer, name)
-            )
+            peer.call_after(self._latency(), self._disconnected, peer, name)
 
     def _disconnected(self, peer: Any, name: str) -> None:
         self._trace.emit(peer.name, "drop", events.DISCONNECT, ("from", name))

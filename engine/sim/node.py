@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from engine.sim.disk import Disk
@@ -98,23 +97,12 @@ class Node:
         Cancelling the returned timer also stops it when it came due during a pause and is
         waiting for the resume.
         """
-        sched = self._sched
-        now = sched.now_ms
-        due_ms = now + delay_ms if delay_ms > 0 else now
-        seq = sched._seq = sched._seq + 1
-        timer = Timer(due_ms, seq, sched)
-        heappush(sched._heap, (due_ms, seq, timer, self._fire, (self.incarnation, callback, args, timer)))
-        return timer
+        return self._sched.call_later_with_timer(delay_ms, self._fire, self.incarnation, callback, args)
 
     def call_after(self, delay_ms: int, callback: Callable[..., Any], *args: Any) -> None:
         """Like :meth:`set_timer` for a callback that is never cancelled: no handle, no :class:`Timer`."""
         sched = self._sched
-        now = sched.now_ms
-        seq = sched._seq = sched._seq + 1
-        heappush(
-            sched._heap,
-            (now + delay_ms if delay_ms > 0 else now, seq, None, self._fire, (self.incarnation, callback, args, None)),
-        )
+        sched.call_at_fast(sched.now_ms + delay_ms, self._fire, self.incarnation, callback, args)
 
     def _fire(
         self,
@@ -146,33 +134,45 @@ class Node:
         return False
 
     # -- life cycle (called by the world) ---------------------------------------------------
+    #
+    # The world drives these (``World.crash``/``restart``/``pause``/``resume``): it names the node,
+    # traces the fault and does what reaches past the node (the disk's unflushed tail, peers'
+    # connections). Each checks the state table first and raises IllegalNodeTransitionError.
 
-    def _check_transition(self, operation: str) -> None:
-        """Raise :class:`IllegalNodeTransitionError` unless ``operation`` may start from the status now."""
+    def check_transition(self, operation: str) -> None:
+        """Raise :class:`IllegalNodeTransitionError` unless ``operation`` may start from the status now.
+
+        ``operation`` is ``"crash"``, ``"restart"``, ``"pause"`` or ``"resume"``; the world asks
+        before it traces a restart or a resume, so that one that cannot happen is not traced.
+        """
         if self.status not in _VALID_PREVIOUS[operation]:
             allowed = " or ".join(s.value for s in _VALID_PREVIOUS[operation])
             msg = f"cannot {operation} {self.name}: it is {self.status.value}, {operation} needs {allowed}"
             raise IllegalNodeTransitionError(msg)
 
     def _transition_to(self, operation: str, target: NodeStatus) -> None:
-        self._check_transition(operation)
+        self.check_transition(operation)
         self.status = target
 
-    def _crash(self) -> None:
+    def crash_process(self) -> None:
+        """Go DOWN: a new incarnation (every timer set before is void), queued work and volatile state dropped."""
         self._transition_to("crash", NodeStatus.DOWN)
         self.incarnation += 1
         self._deferred.clear()
         self.on_crash()
 
-    def _restart(self) -> None:
+    def restart_process(self) -> None:
+        """Come back UP from DOWN and rebuild volatile state from the disk (:meth:`on_restart`)."""
         self._transition_to("restart", NodeStatus.UP)
         self.machine_lost = False
         self.on_restart()
 
-    def _pause(self) -> None:
+    def pause_process(self) -> None:
+        """Go PAUSED: messages and timers queue up until :meth:`resume_process`."""
         self._transition_to("pause", NodeStatus.PAUSED)
 
-    def _resume(self) -> None:
+    def resume_process(self) -> None:
+        """Come back UP from PAUSED; what queued up runs now, in the order it queued."""
         self._transition_to("resume", NodeStatus.UP)
         deferred, self._deferred = self._deferred, []
         incarnation = self.incarnation

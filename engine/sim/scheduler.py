@@ -57,7 +57,11 @@ class Timer:
             sched = self._sched
             if sched is not None:
                 self._sched = None
-                sched._cancelled_one()
+                sched.timer_cancelled()
+
+    def taken(self) -> None:
+        """The scheduler took this timer out of its heap to run it: a later cancel has nothing to tell it."""
+        self._sched = None
 
     def __repr__(self) -> str:
         state = " cancelled" if self.cancelled else ""
@@ -132,10 +136,22 @@ class Scheduler:
         seq = self._seq = self._seq + 1
         heappush(self._heap, (due_ms if due_ms > now else now, seq, None, callback, args))
 
+    def call_later_with_timer(self, delay_ms: int, callback: Callable[..., Any], *args: Any) -> Timer:
+        """Like :meth:`call_later`, and the callback is given the returned :class:`Timer` last.
+
+        ``callback(*args, timer)``: a caller that runs the callback later itself (a node holding it
+        through a pause, :meth:`engine.sim.node.Node.set_timer`) can still tell it was cancelled.
+        """
+        due_ms = self.now_ms + (delay_ms if delay_ms > 0 else 0)
+        seq = self._seq = self._seq + 1
+        timer = Timer(due_ms, seq, self)
+        heappush(self._heap, (due_ms, seq, timer, callback, (*args, timer)))
+        return timer
+
     # -- cancelled entries ------------------------------------------------------------------
 
-    def _cancelled_one(self) -> None:
-        """A timer in the heap was cancelled; compact when cancelled entries dominate."""
+    def timer_cancelled(self) -> None:
+        """A timer in the heap was cancelled (:meth:`Timer.cancel` says so); compact when cancelled entries dominate."""
         n = self._cancelled = self._cancelled + 1
         if n > COMPACT_MIN_CANCELLED and 2 * n > len(self._heap):
             self._compact()
@@ -171,7 +187,7 @@ class Scheduler:
                 if timer.cancelled:
                     self._cancelled -= 1
                     continue
-                timer._sched = None
+                timer.taken()
             watch = self.watch
             if watch is not None and due_ms != self.now_ms:
                 watch.advance(self.now_ms, due_ms)
@@ -211,7 +227,7 @@ class Scheduler:
                     if ran >= max_events:
                         push(heap, entry)
                         raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
-                    timer._sched = None
+                    timer.taken()
                 elif ran >= max_events:
                     push(heap, entry)
                     raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)

@@ -227,7 +227,7 @@ class World:
         unflushed tail and is silent: peers learn only from their timeouts, as with ``isolate``.
         """
         node = self.node(name)
-        node._crash()
+        node.crash_process()
         node.machine_lost = lose_unflushed_tail
         lost = node.disk.lose_unflushed() if lose_unflushed_tail else {}
         self.trace.emit(
@@ -243,21 +243,21 @@ class World:
     def restart(self, name: str) -> None:
         """Restart a crashed node; it rebuilds volatile state from its disk."""
         node = self.node(name)
-        node._check_transition("restart")  # traced only if it happens
+        node.check_transition("restart")  # traced only if it happens
         self.trace.emit(name, "fault", events.RESTART, ("incarnation", node.incarnation))
-        node._restart()
+        node.restart_process()
 
     def pause(self, name: str) -> None:
         """Pause a node: it runs nothing until resumed, while time goes on for everyone else."""
-        self.node(name)._pause()
+        self.node(name).pause_process()
         self.trace.emit(name, "fault", events.PAUSE)
 
     def resume(self, name: str) -> None:
         """Resume a paused node; what queued up for it runs now."""
         node = self.node(name)
-        node._check_transition("resume")  # traced only if it happens
+        node.check_transition("resume")  # traced only if it happens
         self.trace.emit(name, "fault", events.RESUME)
-        node._resume()
+        node.resume_process()
 
     # -- faults and phases ------------------------------------------------------------------
 
@@ -268,10 +268,10 @@ class World:
     def heal(self) -> None:
         """End every fault here and in every region: the network heals, paused nodes resume, crashed nodes restart."""
         self.set_phase("heal")
-        self._end_faults()
+        self.end_faults()
 
-    def _end_faults(self) -> None:
-        """End this world's faults, then its regions'."""
+    def end_faults(self) -> None:
+        """End this world's faults, then its regions' (:meth:`heal` without entering a phase)."""
         self.faults.active = False
         self.network.heal()
         for name in list(self.nodes):
@@ -281,7 +281,7 @@ class World:
             elif node.status is NodeStatus.DOWN:
                 self.restart(name)
         for region in self.regions.values():
-            region._end_faults()
+            region.end_faults()
 
     def set_phase(self, phase: str) -> None:
         """Enter a phase and tell the observers; the regions enter it too."""

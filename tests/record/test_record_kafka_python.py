@@ -92,3 +92,36 @@ def test_kafka_python_sends_and_transactions_are_recorded_and_judged_with_conflu
 )
 def test_a_kafka_python_send_error_maps_as_confluent_delivery_errors_do(error, outcome):
     assert send_outcome(error) == outcome
+
+
+def test_a_kafka_python_group_assignment_is_recorded_through_the_rebalance_listener(mock_cluster, topic):
+    """The group's assignment reaches the history by the listener chained before the application's."""
+    rec = Recorder()
+    kp = {"bootstrap_servers": mock_cluster.bootstrap_servers.split(","), "api_version": (2, 3)}
+    producer = RecordingKafkaProducer(rec, **kp)
+    producer.send(topic, b"g-0", partition=0).get(10)
+    producer.close()
+
+    assigned: list[object] = []
+
+    class Listener:
+        def on_partitions_revoked(self, revoked):
+            pass
+
+        def on_partitions_assigned(self, partitions):
+            assigned.append(sorted((tp.topic, tp.partition) for tp in partitions))
+
+    consumer = RecordingKafkaConsumer(
+        recorder=rec, group_id=f"{topic}-g", auto_offset_reset="earliest", enable_auto_commit=False, **kp
+    )
+    consumer.subscribe([topic], listener=Listener())
+    for _ in range(40):
+        if sum(len(records) for records in consumer.poll(250).values()):
+            break
+    consumer.close()
+
+    keys = [(topic, p) for p in range(4)]  # the mock creates a topic with four partitions
+    assert assigned == [keys]  # the application's listener still hears of it
+    subscribes = [op.keys for op in rec.history() if op.f == "subscribe" and op.type == "ok"]
+    assert subscribes[:2] == [(), tuple(keys)]  # subscribe() with nothing yet, then the group's assignment
+    assert rec.faults == ()
