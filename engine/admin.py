@@ -38,7 +38,7 @@ from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
+    from engine.views.lookup import ClusterState
     from engine.views.transactions import (
         HangingTransaction,
         ProducerStateRow,
@@ -59,7 +59,7 @@ class AbortTransactionError(KafkaError):
 class AdminClient(RpcNode):
     """An admin client of one cluster (``kafka-transactions.sh``)."""
 
-    def __init__(self, cluster: Cluster, name: str = "admin-1") -> None:
+    def __init__(self, cluster: ClusterState, name: str = "admin-1") -> None:
         super().__init__(cluster.world, name)
         self.cluster = cluster
 
@@ -137,7 +137,7 @@ class AdminClient(RpcNode):
         )
         deadline = self.world.now_ms + timeout_ms
         while True:
-            leader = self.cluster.leader(topic, partition)
+            leader = lookup.require_partition(self.cluster, topic, partition).leader
             if leader >= 0:
                 resp: WriteTxnMarkersResponse | None = wait_for(
                     self,
@@ -166,7 +166,7 @@ class TransactionsAdmin:
     changes the world.
     """
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self._client: AdminClient | None = None
 
