@@ -52,7 +52,11 @@ from engine.coordinator_lookup import (
 from engine.errors import ErrorCode
 from engine.protocol import (
     BrokerHeartbeatRequest,
+    CreateTopicRequest,
+    CreateTopicResponse,
     CreateTopicsRequest,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     FetchRequest,
     FetchResponse,
     FindCoordinatorRequest,
@@ -148,6 +152,8 @@ class Broker(RpcNode):
             InitProducerIdRequest: self._on_init_producer_id,
             FindCoordinatorRequest: self._on_find_coordinator,
             OffsetForLeaderEpochRequest: self._on_offset_for_leader_epoch,
+            DescribeProducersRequest: self._on_describe_producers,
+            CreateTopicRequest: self._forward_to_controller,
         }
         for ext in self.extensions:
             ext.install(self)
@@ -408,6 +414,29 @@ class Broker(RpcNode):
             return
         epoch, end = r.log.end_offset_for_epoch(req.leader_epoch)
         self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, ErrorCode.NONE, epoch, end))
+
+    def _on_describe_producers(self, m: Message) -> None:
+        """Answer from the hosted replica's producer state (``ReplicaManager.activeProducerState``)."""
+        req: DescribeProducersRequest = m.body
+        code, producers = self.replica_manager.active_producers(req.topic, req.partition)
+        self.respond(m, DescribeProducersResponse(req.topic, req.partition, code, producers))
+
+    def _forward_to_controller(self, m: Message) -> None:
+        """Forward a client's CreateTopics to the controller and relay its answer (KIP-590's forwarding).
+
+        No answer within the request's ``timeout_ms`` (the controller down or cut off) is
+        ``REQUEST_TIMED_OUT``, as Kafka's ``ForwardingManager`` answers a forwarded request it
+        could not deliver.
+        """
+
+        def relay(resp: CreateTopicResponse | None) -> None:
+            if resp is None:
+                resp = CreateTopicResponse(
+                    ErrorCode.REQUEST_TIMED_OUT, "The controller did not answer the forwarded request in time."
+                )
+            self.respond(m, resp)
+
+        self.request(CONTROLLER, m.body, relay, timeout_ms=m.body.timeout_ms)
 
     def _on_metadata(self, m: Message) -> None:
         req: MetadataRequest = m.body

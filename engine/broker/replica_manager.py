@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from engine.broker.purgatory import Purgatory
 from engine.broker.replica import Replica
 from engine.errors import ErrorCode
+from engine.protocol import ActiveProducer
 
 if TYPE_CHECKING:
     from engine.config import BrokerConfig, TopicConfig
@@ -115,6 +116,30 @@ class ReplicaManager:
         if not r.is_leader:
             return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
         return r, ErrorCode.NONE
+
+    def active_producers(self, topic: str, partition: int) -> tuple[ErrorCode, tuple[ActiveProducer, ...]]:
+        """Return a hosted replica's producer-state table, by producer id (Kafka's ``activeProducerState``).
+
+        Any hosted replica answers, the leader or a follower (``describe-producers --broker-id``);
+        a partition not hosted here is ``NOT_LEADER_OR_FOLLOWER``, one unknown here
+        ``UNKNOWN_TOPIC_OR_PARTITION`` (``ReplicaManager.getPartitionOrError``).
+        """
+        r = self.replicas.get((topic, partition))
+        if r is None:
+            known = (topic, partition) in self.metadata
+            return (ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), ()
+        table = r.producers.producers
+        return ErrorCode.NONE, tuple(
+            ActiveProducer(
+                pid,
+                e.producer_epoch,
+                e.last_seq,
+                e.last_timestamp,
+                e.coordinator_epoch,
+                e.current_txn_first_offset,
+            )
+            for pid, e in sorted(table.items())
+        )
 
     def min_insync_replicas(self, topic: str) -> int:
         """Return the topic's min.insync.replicas."""
