@@ -1,11 +1,13 @@
 """An admin client node: ``kafka-transactions.sh`` in the simulated cluster, abort included.
 
 :class:`AdminClient` is a node of the world (name ``admin-1`` …) that sends its requests over the
-simulated network, so faults apply to it like to any client. The read-only subcommands (``list``,
-``describe``, ``describe-producers``, ``find-hanging``) are answered by the views of
-:mod:`engine.views.transactions`, which read exactly the state a broker would answer from; the
-engine has no ListTransactions, DescribeTransactions or DescribeProducers RPC, so sending them
-would only add latency.
+simulated network, so faults apply to it like to any client. ``describe-producers`` (and the
+lookup ``abort`` starts with) is a DescribeProducers request to the partition's leader, or to
+``broker_id``'s broker, answered by its replica manager (Kafka's ``ReplicaManager.activeProducerState``):
+that broker down or cut off is ``TimeoutException``, one hosting no replica
+``NotLeaderOrFollowerException``. ``list``, ``describe`` and ``find-hanging`` are answered by the
+views of :mod:`engine.views.transactions`, which read exactly the state the coordinators and
+replicas would answer from.
 
 ``abort`` is the operator's way to clear a hanging transaction (KIP-664):
 ``kafka-transactions.sh abort --topic T --partition P --start-offset O``
@@ -32,13 +34,18 @@ from engine import args
 from engine import trace_events as events
 from engine.client.base import wait_for
 from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
-from engine.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from engine.protocol import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from engine.rpc import RpcNode
 from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
+    from engine.views.lookup import ClusterState
     from engine.views.transactions import (
         HangingTransaction,
         ProducerStateRow,
@@ -59,7 +66,7 @@ class AbortTransactionError(KafkaError):
 class AdminClient(RpcNode):
     """An admin client of one cluster (``kafka-transactions.sh``)."""
 
-    def __init__(self, cluster: Cluster, name: str = "admin-1") -> None:
+    def __init__(self, cluster: ClusterState, name: str = "admin-1") -> None:
         super().__init__(cluster.world, name)
         self.cluster = cluster
 
@@ -79,10 +86,51 @@ class AdminClient(RpcNode):
         return views.describe_transaction_row(self.cluster, transactional_id)
 
     def describe_producers(
-        self, topic: str, partition: int = 0, broker_id: int | None = None
+        self,
+        topic: str,
+        partition: int = 0,
+        broker_id: int | None = None,
+        *,
+        timeout_ms: int = DEFAULT_API_TIMEOUT_MS,
     ) -> tuple[ProducerStateRow, ...]:
-        """Return the ``describe-producers`` rows."""
-        return views.describe_producers_rows(self.cluster, topic, partition, broker_id)
+        """Return the ``describe-producers`` rows: a DescribeProducers to the leader (or ``broker_id``).
+
+        ``UnknownTopicOrPartitionException``, ``ValueError`` (no such broker) and
+        ``LeaderNotAvailableException`` (no leader, no ``broker_id``) before sending; the broker's
+        error (``NotLeaderOrFollowerException``: it hosts no replica) as an exception; and
+        ``TimeoutException`` when no answer comes within ``timeout_ms`` (the broker down or cut off).
+        """
+        b = lookup.hosting_broker(self.cluster, topic, partition, broker_id)
+        deadline = self.world.now_ms + timeout_ms
+        resp: DescribeProducersResponse | None = wait_for(
+            self,
+            lambda done: self.request(
+                f"broker-{b}",
+                DescribeProducersRequest(topic, partition),
+                done,
+                timeout_ms=min(REQUEST_TIMEOUT_MS, timeout_ms),
+            ),
+            deadline,
+        )
+        if resp is None:
+            msg = f"describe-producers of {topic}-{partition} not answered by broker {b} in {timeout_ms} ms"
+            raise TimeoutException(msg)
+        if resp.error is not ErrorCode.NONE:
+            raise exception_for(resp.error, None, topic=topic, partition=partition)
+        return tuple(
+            views.ProducerStateRow(
+                topic,
+                partition,
+                b,
+                x.producer_id,
+                x.producer_epoch,
+                None if x.coordinator_epoch < 0 else x.coordinator_epoch,
+                x.last_sequence,
+                x.last_timestamp,
+                x.current_txn_start_offset,
+            )
+            for x in resp.producers
+        )
 
     def find_hanging(
         self,
@@ -105,7 +153,7 @@ class AdminClient(RpcNode):
         """
         lookup.require_partition(self.cluster, topic, partition)
         args.check_int(start_offset, "start offset", minimum=0)
-        for s in views.describe_producers_rows(self.cluster, topic, partition):
+        for s in self.describe_producers(topic, partition):
             if s.current_txn_start_offset == start_offset:
                 coordinator_epoch = 0 if s.coordinator_epoch is None else s.coordinator_epoch
                 return WriteTxnMarkersRequest(
@@ -137,7 +185,7 @@ class AdminClient(RpcNode):
         )
         deadline = self.world.now_ms + timeout_ms
         while True:
-            leader = self.cluster.leader(topic, partition)
+            leader = lookup.require_partition(self.cluster, topic, partition).leader
             if leader >= 0:
                 resp: WriteTxnMarkersResponse | None = wait_for(
                     self,
@@ -162,11 +210,11 @@ class AdminClient(RpcNode):
 class TransactionsAdmin:
     """``kafka-transactions.sh`` bound to a cluster: each method prints like the subcommand.
 
-    The :class:`AdminClient` node is created only when ``abort`` needs it, so reading never
-    changes the world.
+    The :class:`AdminClient` node is created only when a request needs it (``describe-producers``,
+    ``abort``); ``list``, ``describe`` and ``find-hanging`` read the views and never change the world.
     """
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self._client: AdminClient | None = None
 
@@ -194,8 +242,9 @@ class TransactionsAdmin:
         return views.describe_transaction(self.cluster, transactional_id)
 
     def describe_producers(self, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
-        """``describe-producers --topic T --partition P [--broker-id B]``."""
-        return views.describe_producers(self.cluster, topic, partition, broker_id)
+        """``describe-producers --topic T --partition P [--broker-id B]``: asked of the broker over the network."""
+        rows = self.client.describe_producers(topic, partition, broker_id)
+        return views.format_table(views.PRODUCERS_HEADERS, [r.cells() for r in rows])
 
     def find_hanging(
         self,

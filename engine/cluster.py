@@ -38,18 +38,21 @@ from engine.config import BrokerConfig, TopicConfig, parse_config
 from engine.coordinator.txn_coordinator import TransactionCoordinator
 from engine.errors import (
     ConfigError,
+    ErrorCode,
     InvalidPartitionsException,
     InvalidReplicaAssignmentException,
     InvalidReplicationFactorException,
     InvalidRequestException,
+    KafkaError,
 )
 from engine.group import GroupCoordinator
+from engine.protocol import CreateTopicRequest, CreateTopicResponse
 from engine.sim.faults import FaultPlan
 from engine.sim.network import MessageRule, NetworkOptions
 from engine.sim.observer import OBSERVER_HOOKS, Observer
 from engine.sim.sites import SiteOptions
 from engine.sim.world import World
-from engine.views import lookup, snapshots
+from engine.views import configs, lookup, snapshots
 from engine.weakenings import CORRECT, Weakenings
 
 #: Time given to a new cluster for brokers to register and leaders to be elected.
@@ -198,7 +201,7 @@ class Cluster:
         self.topic_configs: dict[str, TopicConfig] = {}
         self.topics: dict[str, int] = {}
         self.weakenings = weakenings
-        self.controller = Controller(self.world, self.config, self.topic_configs)
+        self.controller = Controller(self.world, self.config, self.topic_configs, self.answer_create_topic)
         self.brokers: dict[int, Broker] = {
             b: Broker(self.world, b, self.config, self.topic_configs, weakenings) for b in range(1, brokers + 1)
         }
@@ -279,6 +282,32 @@ class Cluster:
         self.topic_configs[name] = topic_config
         self.topics[name] = len(assignments)
         self.controller.create_partitions(name, assignments)
+
+    def answer_create_topic(self, req: CreateTopicRequest) -> CreateTopicResponse:
+        """Check and create a client's topic as the controller answers a forwarded CreateTopics.
+
+        The checks of :meth:`add_topic` (``validate_only``: nothing is created); a refusal is
+        answered with its Kafka error, a bad config value with ``INVALID_CONFIG``.
+        """
+        config = dict(req.config) if req.config else None
+        assignments = [tuple(a) for a in req.assignments] if req.assignments else None
+        try:
+            if req.validate_only:
+                lookup.check_new_topic(req.name, self.topics)
+                if assignments is None:
+                    self._replication_factor(req.replication_factor)
+                else:
+                    self._check_assignments(assignments, req.partitions, req.replication_factor)
+                parse_config(TopicConfig, config, what="topic")
+            else:
+                self.add_topic(req.name, req.partitions, req.replication_factor, config, assignments=assignments)
+        except KafkaError as exc:
+            return CreateTopicResponse(exc.code, str(exc))
+        except (TypeError, ValueError) as exc:
+            return CreateTopicResponse(ErrorCode.INVALID_CONFIG, str(exc))
+        rf = len(assignments[0]) if assignments else self._replication_factor(req.replication_factor)
+        rows = () if req.validate_only else tuple(configs.topic_configs(self, req.name))
+        return CreateTopicResponse(ErrorCode.NONE, None, len(assignments) if assignments else req.partitions, rf, rows)
 
     def create_topic(
         self,

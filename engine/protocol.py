@@ -400,6 +400,65 @@ class CreateTopicsRequest:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class CreateTopicRequest:
+    """A client's CreateTopics for one topic, forwarded by a broker to the controller (KIP-590).
+
+    ``partitions`` and ``replication_factor`` are as asked, ``None`` for the default; ``assignments``
+    (one replica list per partition) set both when given. ``timeout_ms`` is the request's: the
+    broker answers ``REQUEST_TIMED_OUT`` when the controller has not answered by then.
+    """
+
+    name: str
+    partitions: int
+    replication_factor: int | None
+    config: tuple[tuple[str, Any], ...] | None
+    assignments: tuple[tuple[int, ...], ...] | None
+    validate_only: bool
+    timeout_ms: int = 30_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CreateTopicResponse:
+    """The controller's answer: the topic's partition count and replication factor, or why not."""
+
+    error: ErrorCode
+    error_message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+    #: the created topic's configs as DescribeConfigs lists them (CreateTopics v5+), else empty
+    configs: tuple[dict[str, Any], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribeProducersRequest:
+    """The active producers of a partition replica (KIP-664), asked of a broker hosting it."""
+
+    topic: str
+    partition: int
+
+
+class ActiveProducer(NamedTuple):
+    """One producer of a :class:`DescribeProducersResponse` (``coordinator_epoch`` -1: no marker yet)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribeProducersResponse:
+    """A replica's producer-state table by producer id, or why not (``NOT_LEADER_OR_FOLLOWER`` ...)."""
+
+    topic: str
+    partition: int
+    error: ErrorCode
+    producers: tuple[ActiveProducer, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnOffsetCommitRequest:
     """Offsets committed inside a transaction; they become visible with the COMMIT marker (KIP-98, KIP-447)."""
 

@@ -10,6 +10,7 @@ module                              mechanism
 :mod:`engine.broker.isr`            followers' fetches on the leader, their progress, the HW, the ISR
 :mod:`engine.broker.replica_fetcher` the follower side: one fetch loop per leader (ReplicaFetcherThread)
 :mod:`engine.broker.producer_ids`   producer-id blocks
+:mod:`engine.broker.replica_manager` the hosted replicas, their purgatories, pushed partition states
 :mod:`engine.broker.replica`        one replica: log, producer state, HW, LSO, role
 ==================================  =================================================================
 
@@ -35,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine import trace_events as events
 from engine.broker.consumer_fetch import ConsumerFetches
-from engine.broker.isr import CONTROLLER, LeaderReplication
+from engine.broker.isr import LeaderReplication
+from engine.broker.names import CONTROLLER, broker_name
 from engine.broker.produce import ProduceCall, ProducePath
 from engine.broker.producer_ids import MAX_BROKERS, allocate_producer_id
-from engine.broker.purgatory import Purgatory
-from engine.broker.replica import Replica
 from engine.broker.replica_fetcher import ReplicaFetchers
+from engine.broker.replica_manager import ReplicaManager
 from engine.config import IsolationLevel
 from engine.coordinator_lookup import (
     CONSUMER_OFFSETS_TOPIC,
@@ -51,7 +52,11 @@ from engine.coordinator_lookup import (
 from engine.errors import ErrorCode
 from engine.protocol import (
     BrokerHeartbeatRequest,
+    CreateTopicRequest,
+    CreateTopicResponse,
     CreateTopicsRequest,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     FetchRequest,
     FetchResponse,
     FindCoordinatorRequest,
@@ -74,6 +79,8 @@ from engine.rpc import RpcNode
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
+    from engine.broker.purgatory import Purgatory
+    from engine.broker.replica import Replica
     from engine.config import BrokerConfig, TopicConfig
     from engine.sim.network import Message
     from engine.sim.world import World
@@ -81,13 +88,15 @@ if TYPE_CHECKING:
 __all__ = ["CONTROLLER", "MAX_BROKERS", "Broker", "broker_name"]
 
 
-def broker_name(broker_id: int) -> str:
-    """Return the node name of a broker id."""
-    return f"broker-{broker_id}"
-
-
 class Broker(RpcNode):
-    """One broker of the simulated cluster."""
+    """One broker of the simulated cluster (Kafka's ``KafkaBroker``).
+
+    It holds its :class:`~engine.broker.replica_manager.ReplicaManager` and hands it, with itself
+    as the network node, the scheduler and its config, to each room it builds: the produce path,
+    the consumer fetches, the leader's replication (followers' fetches, HW, ISR) and the replica
+    fetchers. No room holds the broker; what a room's event sets off in the others comes back
+    through the callbacks it was given (:meth:`after_append`, :meth:`leader_hw_moved`).
+    """
 
     def __init__(
         self,
@@ -102,18 +111,35 @@ class Broker(RpcNode):
         self.broker_id = broker_id
         self.config = config
         self.topic_configs = topic_configs
-        self.replicas: dict[tuple[str, int], Replica] = {}
-        self.purgatory: dict[tuple[str, int], Purgatory] = {}
-        self.metadata: dict[tuple[str, int], PartitionState] = {}
+        self.replica_manager = ReplicaManager(broker_id, self.name, config, topic_configs, self.disk, world.trace, weak)
         self.live_brokers: tuple[int, ...] = ()
         self.error_counts: dict[str, int] = {}
         self.extensions: list[Any] = []
-        self.produce = ProducePath(self)
-        self.consumer_fetches = ConsumerFetches(self)
-        self.replication = LeaderReplication(self)
-        self.fetchers = ReplicaFetchers(self)
+        manager = self.replica_manager
+        self.produce = ProducePath(self, manager, self.extensions, self.count_error, self.after_append)
+        self.consumer_fetches = ConsumerFetches(self, manager, weak, self.count_error)
+        self.replication = LeaderReplication(self, world.scheduler, manager, config, self.leader_hw_moved)
+        self.fetchers = self._new_fetchers()
         self._install_handlers()
         self._start()
+
+    def _new_fetchers(self) -> ReplicaFetchers:
+        return ReplicaFetchers(self, self.world.scheduler, self.replica_manager, self.config)
+
+    @property
+    def replicas(self) -> dict[tuple[str, int], Replica]:
+        """The replicas hosted here, by (topic, partition) (the replica manager's)."""
+        return self.replica_manager.replicas
+
+    @property
+    def purgatory(self) -> dict[tuple[str, int], Purgatory]:
+        """Each hosted replica's purgatory (the replica manager's)."""
+        return self.replica_manager.purgatory
+
+    @property
+    def metadata(self) -> dict[tuple[str, int], PartitionState]:
+        """The partition states the controller pushed, by (topic, partition)."""
+        return self.replica_manager.metadata
 
     def _install_handlers(self) -> None:
         self.handlers = {
@@ -126,6 +152,8 @@ class Broker(RpcNode):
             InitProducerIdRequest: self._on_init_producer_id,
             FindCoordinatorRequest: self._on_find_coordinator,
             OffsetForLeaderEpochRequest: self._on_offset_for_leader_epoch,
+            DescribeProducersRequest: self._on_describe_producers,
+            CreateTopicRequest: self._forward_to_controller,
         }
         for ext in self.extensions:
             ext.install(self)
@@ -156,12 +184,10 @@ class Broker(RpcNode):
     def on_crash(self) -> None:
         """Drop volatile state: roles, producer tables, purgatory, metadata."""
         super().on_crash()
-        self.replicas = {}
-        self.purgatory = {}
-        self.metadata = {}
+        self.replica_manager.on_crash()
         self.live_brokers = ()
         self.replication.on_crash()
-        self.fetchers = ReplicaFetchers(self)
+        self.fetchers = self._new_fetchers()
         for ext in self.extensions:
             ext.on_crash()
 
@@ -196,60 +222,19 @@ class Broker(RpcNode):
         """Count an error answered (the bench and tests read ``error_counts``)."""
         self.error_counts[code.name] = self.error_counts.get(code.name, 0) + 1
 
-    @staticmethod
-    def leader_name(broker_id: int) -> str:
-        """Return the node name of a broker id."""
-        return broker_name(broker_id)
-
     # -- replicas ---------------------------------------------------------------------------
 
     def replica(self, topic: str, partition: int) -> Replica:
         """Return the replica of a partition hosted here, creating it from disk if needed."""
-        key = (topic, partition)
-        r = self.replicas.get(key)
-        if r is None:
-            seg = self.topic_configs.get(topic)
-            segment_bytes = (
-                seg.segment_bytes if seg is not None and seg.segment_bytes else self.config.log_segment_bytes
-            )
-            r = Replica(
-                topic,
-                partition,
-                self.broker_id,
-                self.disk,
-                segment_bytes=segment_bytes,
-                weak=self.weak,
-                offset_hooks=self.world.trace.offset_hooks,
-                trace=self.world.trace,
-                node=self.name,
-            )
-            self.replicas[key] = r
-            self.purgatory[key] = Purgatory()
-        return r
-
-    def min_insync_replicas(self, topic: str) -> int:
-        """Return the topic's min.insync.replicas."""
-        tc = self.topic_configs.get(topic)
-        if tc is not None and tc.min_insync_replicas is not None:
-            return tc.min_insync_replicas
-        return self.config.min_insync_replicas
-
-    def max_message_bytes(self, topic: str) -> int:
-        """Return the largest batch the topic's leader appends (``max.message.bytes``, else ``message.max.bytes``)."""
-        tc = self.topic_configs.get(topic)
-        if tc is not None and tc.max_message_bytes is not None:
-            return tc.max_message_bytes
-        return self.config.message_max_bytes
+        return self.replica_manager.replica(topic, partition)
 
     def leader_replica(self, topic: str, partition: int) -> tuple[Replica | None, ErrorCode]:
         """Return the replica if this broker leads the partition, else the error to answer."""
-        r = self.replicas.get((topic, partition))
-        if r is None:
-            known = (topic, partition) in self.metadata
-            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if not r.is_leader:
-            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return r, ErrorCode.NONE
+        return self.replica_manager.leader_replica(topic, partition)
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """Return the topic's min.insync.replicas."""
+        return self.replica_manager.min_insync_replicas(topic)
 
     # -- controller -------------------------------------------------------------------------
 
@@ -338,8 +323,7 @@ class Broker(RpcNode):
             self.fetchers.unfollow(key)
             self._fail_parked(key, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             self.replication.wake(key)
-            del self.replicas[key]
-            del self.purgatory[key]
+            self.replica_manager.drop(key)
         prefix = f"{topic}-"
         for name in self.disk.names():
             kind, _, tp = name.partition(":")
@@ -430,6 +414,29 @@ class Broker(RpcNode):
             return
         epoch, end = r.log.end_offset_for_epoch(req.leader_epoch)
         self.respond(m, OffsetForLeaderEpochResponse(req.topic, req.partition, ErrorCode.NONE, epoch, end))
+
+    def _on_describe_producers(self, m: Message) -> None:
+        """Answer from the hosted replica's producer state (``ReplicaManager.activeProducerState``)."""
+        req: DescribeProducersRequest = m.body
+        code, producers = self.replica_manager.active_producers(req.topic, req.partition)
+        self.respond(m, DescribeProducersResponse(req.topic, req.partition, code, producers))
+
+    def _forward_to_controller(self, m: Message) -> None:
+        """Forward a client's CreateTopics to the controller and relay its answer (KIP-590's forwarding).
+
+        No answer within the request's ``timeout_ms`` (the controller down or cut off) is
+        ``REQUEST_TIMED_OUT``, as Kafka's ``ForwardingManager`` answers a forwarded request it
+        could not deliver.
+        """
+
+        def relay(resp: CreateTopicResponse | None) -> None:
+            if resp is None:
+                resp = CreateTopicResponse(
+                    ErrorCode.REQUEST_TIMED_OUT, "The controller did not answer the forwarded request in time."
+                )
+            self.respond(m, resp)
+
+        self.request(CONTROLLER, m.body, relay, timeout_ms=m.body.timeout_ms)
 
     def _on_metadata(self, m: Message) -> None:
         req: MetadataRequest = m.body

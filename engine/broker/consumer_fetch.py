@@ -16,6 +16,7 @@ Mutants M10 (the LSO taken as an inclusive bound) and the one that withholds the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine.broker.purgatory import DelayedFetch
@@ -24,39 +25,51 @@ from engine.errors import ErrorCode
 from engine.protocol import FetchRequest, FetchResponse
 
 if TYPE_CHECKING:
-    from engine.broker.broker import Broker
     from engine.broker.replica import Replica
+    from engine.broker.replica_manager import ReplicaManager
+    from engine.rpc import RpcNode
     from engine.sim.network import Message
+    from engine.weakenings import Weakenings
 
 
 class ConsumerFetches:
-    """Consumer fetch handling for every partition one broker leads."""
+    """Consumer fetch handling for every partition one broker leads.
 
-    __slots__ = ("broker",)
+    Handed, as Kafka's ``DelayedFetch`` is, what it reads and answers through: the broker's
+    network ``node`` (answers, timers), its :class:`~engine.broker.replica_manager.ReplicaManager`,
+    the switched weakenings and the broker's error counter.
+    """
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    __slots__ = ("count_error", "manager", "node", "weak")
+
+    def __init__(
+        self, node: RpcNode, manager: ReplicaManager, weak: Weakenings, count_error: Callable[[ErrorCode], None]
+    ) -> None:
+        self.node = node
+        self.manager = manager
+        self.weak = weak
+        self.count_error = count_error
 
     def on_fetch(self, m: Message) -> None:
         """Answer a consumer's fetch now, or park it until data is readable under its isolation level."""
-        broker = self.broker
+        node = self.node
         req: FetchRequest = m.body
-        r, code = broker.leader_replica(req.topic, req.partition)
+        r, code = self.manager.leader_replica(req.topic, req.partition)
         if r is None:
-            broker.count_error(code)
-            broker.respond(m, FetchResponse(req.topic, req.partition, code))
+            self.count_error(code)
+            node.respond(m, FetchResponse(req.topic, req.partition, code))
             return
         if req.fetch_offset > r.log_end_offset or req.fetch_offset < r.log.log_start_offset:
-            broker.count_error(ErrorCode.OFFSET_OUT_OF_RANGE)
-            broker.respond(m, self._response(req, r, ErrorCode.OFFSET_OUT_OF_RANGE, leader_epoch=-1))
+            self.count_error(ErrorCode.OFFSET_OUT_OF_RANGE)
+            node.respond(m, self._response(req, r, ErrorCode.OFFSET_OUT_OF_RANGE, leader_epoch=-1))
             return
         if req.max_wait_ms > 0 and not self.has_data_for(req, r):
             key = (req.topic, req.partition)
             holder: list[DelayedFetch] = []
-            timer = broker.set_timer(req.max_wait_ms, self._expired, key, holder)
+            timer = node.set_timer(req.max_wait_ms, self._expired, key, holder)
             parked = DelayedFetch(m, timer)
             holder.append(parked)
-            broker.purgatory[key].consumer_fetches.append(parked)
+            self.manager.purgatory[key].consumer_fetches.append(parked)
             return
         self.answer(m, r)
 
@@ -64,7 +77,7 @@ class ConsumerFetches:
         """Return the exclusive upper offset a consumer's fetch may read: the HW, or the LSO."""
         if req.isolation_level == IsolationLevel.READ_COMMITTED:
             lso = r.last_stable_offset
-            if self.broker.weak.lso_inclusive and lso < r.high_watermark:
+            if self.weak.lso_inclusive and lso < r.high_watermark:
                 return lso + 1  # mutant M10: the LSO read as an inclusive bound (Redpanda #3036)
             return lso
         return r.high_watermark
@@ -79,13 +92,9 @@ class ConsumerFetches:
         upper = self.upper_bound(req, r)
         batches = tuple(r.log.read(req.fetch_offset, req.max_bytes, upper)) if upper > req.fetch_offset else ()
         aborted = None
-        if (
-            req.isolation_level == IsolationLevel.READ_COMMITTED
-            and batches
-            and self.broker.weak.send_aborted_transactions
-        ):
+        if req.isolation_level == IsolationLevel.READ_COMMITTED and batches and self.weak.send_aborted_transactions:
             aborted = tuple(r.txn_index.collect(req.fetch_offset, upper))
-        self.broker.respond(
+        self.node.respond(
             m,
             self._response(
                 req,
@@ -99,7 +108,7 @@ class ConsumerFetches:
 
     def wake(self, r: Replica) -> None:
         """The HW (and maybe the LSO) moved: answer the parked fetches that can read now."""
-        purg = self.broker.purgatory[(r.topic, r.partition)]
+        purg = self.manager.purgatory[(r.topic, r.partition)]
         if not purg.consumer_fetches:
             return
         parked, purg.consumer_fetches = purg.consumer_fetches, []
@@ -116,13 +125,14 @@ class ConsumerFetches:
         return FetchResponse(req.topic, req.partition, code, r.high_watermark, r.last_stable_offset, **fields)  # type: ignore[arg-type]
 
     def _expired(self, key: tuple[str, int], holder: list[DelayedFetch]) -> None:
-        broker = self.broker
-        purg = broker.purgatory.get(key)
-        r = broker.replicas.get(key)
+        purg = self.manager.purgatory.get(key)
+        r = self.manager.replicas.get(key)
         if purg is None or r is None or not purg.remove_fetch(holder[0]):
             return
         if r.is_leader:
             self.answer(holder[0].request, r)
         else:
             req: FetchRequest = holder[0].request.body
-            broker.respond(holder[0].request, FetchResponse(req.topic, req.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER))
+            self.node.respond(
+                holder[0].request, FetchResponse(req.topic, req.partition, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            )

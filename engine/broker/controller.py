@@ -16,10 +16,14 @@ What this simplifies compared with KRaft
   stays leaderless (leader -1) and its ISR keeps the last members, so one of them is elected
   when it comes back. KIP-966's eligible leader replicas are not modelled.
 - A fenced broker is removed from the ISR of partitions it follows (KRaft does the same).
+- A client's CreateTopics reaches the controller forwarded by the broker it was sent to (KIP-590).
+  The checks are the cluster's (``Cluster.add_topic``'s, Kafka's
+  ``ReplicationControlManager.createTopic``): the controller is handed them as ``create_topic``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from engine import trace_events as events
@@ -30,6 +34,8 @@ from engine.protocol import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
+    CreateTopicRequest,
+    CreateTopicResponse,
     CreateTopicsRequest,
     LeaderAndIsrRequest,
     PartitionState,
@@ -47,9 +53,17 @@ NO_LEADER = -1
 class Controller(RpcNode):
     """The cluster controller node (named ``controller``)."""
 
-    def __init__(self, world: World, config: BrokerConfig, topic_configs: dict[str, TopicConfig]) -> None:
+    def __init__(
+        self,
+        world: World,
+        config: BrokerConfig,
+        topic_configs: dict[str, TopicConfig],
+        create_topic: Callable[[CreateTopicRequest], CreateTopicResponse] | None = None,
+    ) -> None:
         super().__init__(world, "controller")
         self.config = config
+        #: checks and creates a client's topic (the cluster's ``add_topic``), or None: not served.
+        self.create_topic = create_topic
         self.topic_configs = topic_configs
         self.brokers: dict[int, int] = {}  # broker id -> last heartbeat ms
         self.incarnations: dict[int, int] = {}
@@ -62,6 +76,7 @@ class Controller(RpcNode):
             BrokerHeartbeatRequest: self._on_heartbeat,
             AlterPartitionRequest: self._on_alter_partition,
             CreateTopicsRequest: self._on_create_topics,
+            CreateTopicRequest: self._on_create_topic,
         }
         self.set_timer(config.broker_heartbeat_interval_ms, self._liveness_tick)
 
@@ -112,6 +127,13 @@ class Controller(RpcNode):
             )
         assignments = [tuple(live[(p + i) % len(live)] for i in range(rf)) for p in range(req.partitions)]
         self.create_partitions(req.topic, assignments)
+
+    def _on_create_topic(self, m: Message) -> None:
+        """Check and create a client's topic (forwarded by a broker), and answer."""
+        if self.create_topic is None:
+            self.respond(m, CreateTopicResponse(ErrorCode.INVALID_REQUEST, "topic creation is not served here"))
+            return
+        self.respond(m, self.create_topic(m.body))
 
     def unclean_allowed(self, topic: str) -> bool:
         """Return the topic's unclean.leader.election.enable."""

@@ -21,9 +21,11 @@ Kafka keeps this in ``Partition`` (``updateFollowerFetchState``, ``maybeIncremen
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from engine import trace_events as events
+from engine.broker.names import CONTROLLER
 from engine.errors import ErrorCode, IllegalStateError
 from engine.protocol import (
     AlterPartitionRequest,
@@ -33,13 +35,16 @@ from engine.protocol import (
 )
 
 if TYPE_CHECKING:
-    from engine.broker.broker import Broker
     from engine.broker.replica import Replica
+    from engine.broker.replica_manager import ReplicaManager
+    from engine.config import BrokerConfig
     from engine.protocol import ReplicaFetchPartition, ReplicaFetchRequest
+    from engine.rpc import RpcNode
     from engine.sim.network import Message
-    from engine.sim.scheduler import Timer
+    from engine.sim.scheduler import Scheduler, Timer
 
-CONTROLLER = "controller"
+__all__ = ["CONTROLLER", "LeaderReplication", "ParkedReplicaFetch"]
+
 _NONE = ErrorCode.NONE
 
 
@@ -52,12 +57,29 @@ class ParkedReplicaFetch(NamedTuple):
 
 
 class LeaderReplication:
-    """Followers' fetches, progress, HW and ISR proposals for the partitions one broker leads."""
+    """Followers' fetches, progress, HW and ISR proposals for the partitions one broker leads.
 
-    __slots__ = ("broker", "parked")
+    Handed what Kafka's ``Partition`` works with: the broker's network ``node`` (answers, timers,
+    the ``AlterPartition`` request to the controller), the scheduler's clock, the broker's
+    :class:`~engine.broker.replica_manager.ReplicaManager` and config, and ``hw_moved``: what a
+    leader's HW move sets off (produces released, consumers' fetches woken, coordinators told).
+    """
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    __slots__ = ("config", "hw_moved", "manager", "node", "parked", "sched")
+
+    def __init__(
+        self,
+        node: RpcNode,
+        sched: Scheduler,
+        manager: ReplicaManager,
+        config: BrokerConfig,
+        hw_moved: Callable[[Replica], None],
+    ) -> None:
+        self.node = node
+        self.sched = sched
+        self.manager = manager
+        self.config = config
+        self.hw_moved = hw_moved
         #: follower broker id → its parked fetch.
         self.parked: dict[int, ParkedReplicaFetch] = {}
 
@@ -77,7 +99,7 @@ class LeaderReplication:
             self._answer(m)
             return
         keys = frozenset((p.topic, p.partition) for p in req.partitions)
-        timer = self.broker.set_timer(req.max_wait_ms, self._expired, req.replica_id, m)
+        timer = self.node.set_timer(req.max_wait_ms, self._expired, req.replica_id, m)
         self.parked[req.replica_id] = ParkedReplicaFetch(m, keys, timer)
 
     def _check(self, p: ReplicaFetchPartition) -> Replica | ReplicaFetchPartitionData:
@@ -87,7 +109,7 @@ class LeaderReplication:
         log's tail not matching this leader's epoch history (diverging: the answer names the end
         of the epoch it shares, KIP-279).
         """
-        r, code = self.broker.leader_replica(p.topic, p.partition)
+        r, code = self.manager.leader_replica(p.topic, p.partition)
         if r is None or r.state is None:
             code = code if r is None else ErrorCode.NOT_LEADER_OR_FOLLOWER
             return ReplicaFetchPartitionData(p.topic, p.partition, code)
@@ -116,16 +138,14 @@ class LeaderReplication:
         log = r.log
         leo = log.log_end_offset
         batches = (
-            tuple(log.read(p.fetch_offset, self.broker.config.replica_fetch_max_bytes, leo))
-            if leo > p.fetch_offset
-            else ()
+            tuple(log.read(p.fetch_offset, self.config.replica_fetch_max_bytes, leo)) if leo > p.fetch_offset else ()
         )
         return ReplicaFetchPartitionData(p.topic, p.partition, _NONE, r.high_watermark, batches)
 
     def _answer(self, m: Message) -> None:
         req: ReplicaFetchRequest = m.body
         answer = self._partition_answer
-        self.broker.respond(m, ReplicaFetchResponse(tuple([answer(p) for p in req.partitions])))
+        self.node.respond(m, ReplicaFetchResponse(tuple([answer(p) for p in req.partitions])))
 
     def _expired(self, follower: int, m: Message) -> None:
         parked = self.parked.get(follower)
@@ -154,7 +174,7 @@ class LeaderReplication:
         leo = r.log.log_end_offset
         r.follower_leo[follower] = fetch_offset if fetch_offset < leo else leo
         if fetch_offset >= leo:
-            r.follower_caught_up_ms[follower] = self.broker._sched.now_ms
+            r.follower_caught_up_ms[follower] = self.sched.now_ms
         state = r.state
         if state is None:
             raise IllegalStateError(f"{r.tp}: follower progress on a replica with no partition state")
@@ -165,22 +185,21 @@ class LeaderReplication:
         ):
             self.propose_isr(r, (*state.isr, follower))
         elif r.maybe_advance_hw():
-            self.broker.leader_hw_moved(r)
+            self.hw_moved(r)
 
     # -- ISR changes ------------------------------------------------------------------------
 
     def shrink_lagging(self) -> None:
         """Propose out of the ISR every follower not caught up for ``replica.lag.time.max.ms``."""
-        broker = self.broker
-        now = broker.world.now_ms
-        lag_max = broker.config.replica_lag_time_max_ms
-        for key in sorted(broker.replicas):
-            r = broker.replicas[key]
+        replicas = self.manager.replicas
+        me = self.manager.broker_id
+        now = self.sched.now_ms
+        lag_max = self.config.replica_lag_time_max_ms
+        for key in sorted(replicas):
+            r = replicas[key]
             if not r.is_leader or r.state is None or r.pending_isr_change:
                 continue
-            lagging = [
-                b for b in r.state.isr if b != broker.broker_id and now - r.follower_caught_up_ms.get(b, now) > lag_max
-            ]
+            lagging = [b for b in r.state.isr if b != me and now - r.follower_caught_up_ms.get(b, now) > lag_max]
             if lagging:
                 self.propose_isr(r, tuple(b for b in r.state.isr if b not in lagging))
 
@@ -189,18 +208,23 @@ class LeaderReplication:
         state = r.state
         if state is None:
             raise IllegalStateError(f"{r.tp}: ISR proposal on a replica with no partition state")
-        broker = self.broker
+        node = self.node
         r.pending_isr_change = True
         r.joining_isr = tuple(b for b in new_isr if b not in state.isr)
-        broker.world.trace.emit(broker.name, "state", events.ISR_PROPOSE, ("tp", r.tp), ("isr", list(new_isr)))
+        node.world.trace.emit(node.name, "state", events.ISR_PROPOSE, ("tp", r.tp), ("isr", list(new_isr)))
         req = AlterPartitionRequest(
-            broker.broker_id, r.topic, r.partition, state.leader_epoch, state.partition_epoch, tuple(sorted(new_isr))
+            self.manager.broker_id,
+            r.topic,
+            r.partition,
+            state.leader_epoch,
+            state.partition_epoch,
+            tuple(sorted(new_isr)),
         )
-        broker.request(
+        node.request(
             CONTROLLER,
             req,
             lambda resp, r=r: self._isr_answer(r, resp),
-            timeout_ms=broker.config.broker_session_timeout_ms,
+            timeout_ms=self.config.broker_session_timeout_ms,
         )
 
     def _isr_answer(self, r: Replica, resp: AlterPartitionResponse | None) -> None:
@@ -208,8 +232,8 @@ class LeaderReplication:
         r.joining_isr = ()
         if resp is None or resp.error is not _NONE or resp.state is None:
             return
-        self.broker.metadata[(r.topic, r.partition)] = resp.state
+        self.manager.metadata[(r.topic, r.partition)] = resp.state
         if r.is_leader and r.state is not None and resp.state.leader_epoch == r.state.leader_epoch:
             r.state = resp.state
             if r.maybe_advance_hw():
-                self.broker.leader_hw_moved(r)
+                self.hw_moved(r)

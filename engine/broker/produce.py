@@ -26,7 +26,8 @@ waits for every partition).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from engine import trace_events as events
 from engine.broker.purgatory import DelayedProduce
@@ -35,9 +36,10 @@ from engine.log.producer_state import AppendOrigin, LogValidationError
 from engine.protocol import PartitionProduceResponse, ProduceResponse
 
 if TYPE_CHECKING:
-    from engine.broker.broker import Broker
     from engine.broker.replica import Replica
+    from engine.broker.replica_manager import ReplicaManager
     from engine.protocol import ProducePartition, ProduceRequest
+    from engine.rpc import RpcNode
     from engine.sim.network import Message
     from engine.sim.scheduler import Timer
 
@@ -63,12 +65,30 @@ class ProduceCall:
 
 
 class ProducePath:
-    """Produce handling for every partition one broker leads."""
+    """Produce handling for every partition one broker leads.
 
-    __slots__ = ("broker",)
+    Handed, as Kafka's ``ReplicaManager.appendRecords`` works with them, the broker's network
+    ``node`` (answers, timers, the world's trace and fault sites), its
+    :class:`~engine.broker.replica_manager.ReplicaManager`, the broker's extensions (which may
+    take a partition first), its error counter, and ``after_append``: what a leader's append
+    sets off (followers woken, the HW maybe moved).
+    """
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    __slots__ = ("after_append", "count_error", "extensions", "manager", "node")
+
+    def __init__(
+        self,
+        node: RpcNode,
+        manager: ReplicaManager,
+        extensions: list[Any],
+        count_error: Callable[[ErrorCode], None],
+        after_append: Callable[[Replica], None],
+    ) -> None:
+        self.node = node
+        self.manager = manager
+        self.extensions = extensions
+        self.count_error = count_error
+        self.after_append = after_append
 
     def on_produce(self, m: Message) -> None:
         """Handle a produce request: every partition in order (extensions may intercept each)."""
@@ -79,24 +99,24 @@ class ProducePath:
 
     def continue_produce(self, call: ProduceCall, index: int, *, verified: bool) -> None:
         """Validate and append one partition; extensions may intercept it first (``verified=False``)."""
-        broker = self.broker
+        manager = self.manager
         req: ProduceRequest = call.request.body
         part = req.partitions[index]
-        r, code = broker.leader_replica(part.topic, part.partition)
+        r, code = manager.leader_replica(part.topic, part.partition)
         if r is None:
             self.error(call, index, code, None)
             return
         if req.acks == -1:
-            err = r.check_min_isr(broker.min_insync_replicas(part.topic))
+            err = r.check_min_isr(manager.min_insync_replicas(part.topic))
             if err is not None:
                 self.error(call, index, err.code, err.message)
                 return
         if not verified:
-            for ext in broker.extensions:
+            for ext in self.extensions:
                 if ext.intercept_produce(call, index, r):
                     return
         batch = part.batch
-        limit = broker.max_message_bytes(part.topic)
+        limit = manager.max_message_bytes(part.topic)
         if batch.size_bytes > limit:
             # Kafka's UnifiedLog.analyzeAndValidateRecords: before the CRC and producer-state checks.
             self.error(
@@ -112,14 +132,15 @@ class ProducePath:
         except LogValidationError as exc:
             self.error(call, index, exc.code, exc.message)
             return
+        node = self.node
         if duplicate:
-            broker.world.trace.mark(broker.name, "dedup: duplicate batch answered from cache")
-        if broker.world.sites.fire("broker.produce.not_leader_after_append", broker.name):
+            node.world.trace.mark(node.name, "dedup: duplicate batch answered from cache")
+        if node.world.sites.fire("broker.produce.not_leader_after_append", node.name):
             # BUGGIFY: the batch is in the log, but the answer says it may not be (KAFKA-13574).
-            broker.after_append(r)
+            self.after_append(r)
             self.error(call, index, ErrorCode.NOT_LEADER_OR_FOLLOWER, "injected after append")
             return
-        broker.after_append(r)
+        self.after_append(r)
         last = base_offset + len(batch.values)
         if req.acks != -1 or last <= r.high_watermark:
             self.answer(
@@ -128,11 +149,11 @@ class ProducePath:
                 PartitionProduceResponse(part.topic, part.partition, _NONE, base_offset, duplicate=duplicate),
             )
             return
-        broker.purgatory[(part.topic, part.partition)].produces.append(
+        manager.purgatory[(part.topic, part.partition)].produces.append(
             DelayedProduce(last, call, index, base_offset, duplicate)
         )
         if call.timer is None:
-            call.timer = broker.set_timer(req.timeout_ms, self._expired, call)
+            call.timer = node.set_timer(req.timeout_ms, self._expired, call)
 
     def answer(self, call: ProduceCall, index: int, answer: PartitionProduceResponse) -> None:
         """Fill one slot; the last one sends the response (none for acks=0)."""
@@ -144,11 +165,11 @@ class ProducePath:
             call.timer.cancel()
         m = call.request
         if m.body.acks != 0:
-            self.broker.respond(m, ProduceResponse(tuple(call.answers)))  # type: ignore[arg-type]
+            self.node.respond(m, ProduceResponse(tuple(call.answers)))  # type: ignore[arg-type]
 
     def release(self, r: Replica) -> None:
         """The HW moved: answer the partitions whose records are all below it now."""
-        purg = self.broker.purgatory[(r.topic, r.partition)]
+        purg = self.manager.purgatory[(r.topic, r.partition)]
         if not purg.produces:
             return
         for p in purg.ready_produces(r.high_watermark):
@@ -160,18 +181,18 @@ class ProducePath:
 
     def error(self, call: ProduceCall, index: int, code: ErrorCode, message: str | None) -> None:
         """Answer one partition of a produce with an error (traced and counted)."""
-        broker = self.broker
+        node = self.node
         part = call.part(index)
-        broker.count_error(code)
-        broker.world.trace.emit(
-            broker.name, "state", events.PRODUCE_ERROR, ("tp", f"{part.topic}-{part.partition}"), ("error", code.name)
+        self.count_error(code)
+        node.world.trace.emit(
+            node.name, "state", events.PRODUCE_ERROR, ("tp", f"{part.topic}-{part.partition}"), ("error", code.name)
         )
         self.answer(call, index, PartitionProduceResponse(part.topic, part.partition, code, error_message=message))
 
     def _expired(self, call: ProduceCall) -> None:
         """The request's timeout passed: its partitions still in purgatory time out."""
         call.timer = None
-        purgatory = self.broker.purgatory
+        purgatory = self.manager.purgatory
         for index, part in enumerate(call.request.body.partitions):
             if call.answers[index] is not None:
                 continue
@@ -181,7 +202,7 @@ class ProducePath:
             for p in purg.produces:
                 if p.call is call and p.index == index:
                     purg.produces.remove(p)
-                    self.broker.count_error(ErrorCode.REQUEST_TIMED_OUT)
+                    self.count_error(ErrorCode.REQUEST_TIMED_OUT)
                     self.answer(
                         call,
                         index,

@@ -25,35 +25,53 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine import trace_events as events
+from engine.broker.names import broker_name
 from engine.errors import ErrorCode
 from engine.protocol import ReplicaFetchPartition, ReplicaFetchRequest
 
 if TYPE_CHECKING:
-    from engine.broker.broker import Broker
+    from engine.broker.replica_manager import ReplicaManager
+    from engine.config import BrokerConfig
     from engine.protocol import ReplicaFetchResponse
+    from engine.rpc import RpcNode
+    from engine.sim.scheduler import Scheduler
 
 _NONE = ErrorCode.NONE
 
 
 class ReplicaFetcher:
-    """The fetch loop of one broker from one leader."""
+    """The fetch loop of one broker from one leader.
+
+    Handed, as Kafka's ``ReplicaFetcherThread`` is handed its ``BlockingSend`` and the
+    ``ReplicaManager``: the broker's network ``node`` (requests, timers, the trace), the
+    scheduler's clock, the :class:`~engine.broker.replica_manager.ReplicaManager` whose logs it
+    appends to, and the broker's config.
+    """
 
     __slots__ = (
         "_kick_pending",
         "_order",
         "_wake_at",
-        "broker",
+        "config",
         "delayed",
         "in_flight",
         "leader_id",
         "leader_node",
+        "manager",
+        "node",
         "partitions",
+        "sched",
     )
 
-    def __init__(self, broker: Broker, leader_id: int) -> None:
-        self.broker = broker
+    def __init__(
+        self, node: RpcNode, sched: Scheduler, manager: ReplicaManager, config: BrokerConfig, leader_id: int
+    ) -> None:
+        self.node = node
+        self.sched = sched
+        self.manager = manager
+        self.config = config
         self.leader_id = leader_id
-        self.leader_node = broker.leader_name(leader_id)
+        self.leader_node = broker_name(leader_id)
         #: (topic, partition) → the leader epoch followed, in the order partitions joined.
         self.partitions: dict[tuple[str, int], int] = {}
         #: Partitions answered with an error: fetched again from this simulated time on.
@@ -83,12 +101,12 @@ class ReplicaFetcher:
         """Restart the fetch once the current handler returns (many partitions join at once)."""
         if not self._kick_pending:
             self._kick_pending = True
-            self.broker.call_after(0, self._restart)
+            self.node.call_after(0, self._restart)
 
     def _restart(self) -> None:
         self._kick_pending = False
         if self.in_flight is not None:
-            self.broker.cancel_request(self.in_flight)
+            self.node.cancel_request(self.in_flight)
             self.in_flight = None
         self.fetch()
 
@@ -98,9 +116,8 @@ class ReplicaFetcher:
         """Send one fetch for every partition not backing off, unless one is in flight."""
         if self.in_flight is not None or not self.partitions:
             return
-        broker = self.broker
-        replicas = broker.replicas
-        now = broker._sched.now_ms
+        replicas = self.manager.replicas
+        now = self.sched.now_ms
         delayed = self.delayed
         entries = []
         next_wake = None
@@ -121,10 +138,10 @@ class ReplicaFetcher:
             if next_wake is not None:
                 self._wake(next_wake)
             return
-        config = broker.config
+        config = self.config
         wait = config.replica_fetch_wait_max_ms
-        req = ReplicaFetchRequest(broker.broker_id, tuple(entries), wait, config.replica_fetch_max_bytes)
-        self.in_flight = broker.request(
+        req = ReplicaFetchRequest(self.manager.broker_id, tuple(entries), wait, config.replica_fetch_max_bytes)
+        self.in_flight = self.node.request(
             self.leader_node, req, self._on_response, wait + config.broker_session_timeout_ms
         )
 
@@ -132,7 +149,7 @@ class ReplicaFetcher:
         if self._wake_at is not None and self._wake_at <= at_ms:
             return
         self._wake_at = at_ms
-        self.broker.call_after(at_ms - self.broker._sched.now_ms, self._woken, at_ms)
+        self.node.call_after(at_ms - self.sched.now_ms, self._woken, at_ms)
 
     def _woken(self, at_ms: int) -> None:
         if self._wake_at != at_ms:
@@ -142,13 +159,12 @@ class ReplicaFetcher:
 
     def _on_response(self, resp: ReplicaFetchResponse | None) -> None:
         self.in_flight = None
-        broker = self.broker
         if resp is None:
             # Lost, or the leader is gone: back off, as Kafka's fetcher does after a failed request.
-            self._wake(broker._sched.now_ms + broker.config.replica_fetch_backoff_ms)
+            self._wake(self.sched.now_ms + self.config.replica_fetch_backoff_ms)
             return
         partitions = self.partitions
-        replicas = broker.replicas
+        replicas = self.manager.replicas
         for d in resp.partitions:
             key = (d.topic, d.partition)
             epoch = partitions.get(key)
@@ -156,7 +172,7 @@ class ReplicaFetcher:
             if epoch is None or r is None or r.is_leader or r.state is None or r.state.leader_epoch != epoch:
                 continue  # no longer followed here in that epoch: the answer is stale for it
             if d.error is not _NONE:
-                self.delayed[key] = broker._sched.now_ms + broker.config.replica_fetch_backoff_ms
+                self.delayed[key] = self.sched.now_ms + self.config.replica_fetch_backoff_ms
                 continue
             if d.diverging_epoch is not None:
                 self._truncate(key, d.diverging_epoch)
@@ -170,13 +186,13 @@ class ReplicaFetcher:
 
     def _truncate(self, key: tuple[str, int], diverging: tuple[int, int]) -> None:
         """Cut the log back to where it agrees with the leader's epoch history (KIP-101/279)."""
-        r = self.broker.replicas[key]
+        r = self.manager.replicas[key]
         epoch, end = diverging
         # The leader knows no epoch at or below the follower's last one (-1): nothing is shared.
         cut = end if epoch >= 0 else 0
         removed = r.truncate_to(min(cut, r.log_end_offset))
-        self.broker.world.trace.emit(
-            self.broker.name,
+        self.node.world.trace.emit(
+            self.node.name,
             "state",
             events.REPLICA_TRUNCATE,
             ("tp", r.tp),
@@ -186,12 +202,18 @@ class ReplicaFetcher:
 
 
 class ReplicaFetchers:
-    """All fetchers of one broker, by leader; a partition is in at most one of them."""
+    """All fetchers of one broker, by leader; a partition is in at most one of them (``ReplicaFetcherManager``).
 
-    __slots__ = ("broker", "by_leader", "leader_of")
+    Handed what each of its fetchers is handed (see :class:`ReplicaFetcher`).
+    """
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    __slots__ = ("by_leader", "config", "leader_of", "manager", "node", "sched")
+
+    def __init__(self, node: RpcNode, sched: Scheduler, manager: ReplicaManager, config: BrokerConfig) -> None:
+        self.node = node
+        self.sched = sched
+        self.manager = manager
+        self.config = config
         self.by_leader: dict[int, ReplicaFetcher] = {}
         #: (topic, partition) → the leader it is fetched from.
         self.leader_of: dict[tuple[str, int], int] = {}
@@ -203,7 +225,7 @@ class ReplicaFetchers:
             return
         f = self.by_leader.get(leader)
         if f is None:
-            f = self.by_leader[leader] = ReplicaFetcher(self.broker, leader)
+            f = self.by_leader[leader] = ReplicaFetcher(self.node, self.sched, self.manager, self.config, leader)
         self.leader_of[key] = leader
         f.add(key, leader_epoch)
 

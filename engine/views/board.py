@@ -68,8 +68,8 @@ if TYPE_CHECKING:
     from engine.broker.replica import Replica
     from engine.client.consumer import Consumer
     from engine.client.producer import Producer
-    from engine.cluster import Cluster
     from engine.log.records import RecordBatch
+    from engine.views.lookup import ClientsCluster
 
 
 #: How many batches of each partition leader's log a board keeps (the newest ones).
@@ -261,7 +261,7 @@ def _find(rows: tuple[Any, ...], key: Any, key_of: Callable[[Any], Any], what: s
 # -- reading rows from the engine -----------------------------------------------------------------
 
 
-def broker_row(cluster: Cluster, broker_id: int) -> BrokerRow:
+def broker_row(cluster: ClientsCluster, broker_id: int) -> BrokerRow:
     """Read one broker's row."""
     broker = cluster.brokers[broker_id]
     txn: list[int] = []
@@ -282,12 +282,12 @@ def broker_row(cluster: Cluster, broker_id: int) -> BrokerRow:
     )
 
 
-def user_partitions(cluster: Cluster) -> list[Key]:
+def user_partitions(cluster: ClientsCluster) -> list[Key]:
     """Return every user-topic partition the controller knows, sorted."""
     return sorted(k for k in cluster.controller.partitions if not k[0].startswith("__"))
 
 
-def leader_replica(cluster: Cluster, key: Key) -> Replica | None:
+def leader_replica(cluster: ClientsCluster, key: Key) -> Replica | None:
     """Return the replica that leads ``key`` now, or None (no leader, or it is not up)."""
     state = cluster.controller.partitions.get(key)
     if state is None:
@@ -299,7 +299,7 @@ def leader_replica(cluster: Cluster, key: Key) -> Replica | None:
     return r if r is not None and r.is_leader else None
 
 
-def partition_row(cluster: Cluster, key: Key) -> PartitionRow:
+def partition_row(cluster: ClientsCluster, key: Key) -> PartitionRow:
     """Read one partition's row: the controller's leader, epoch and ISR, the leader's offsets."""
     state = cluster.controller.partitions[key]
     r = leader_replica(cluster, key)
@@ -320,7 +320,7 @@ def partition_row(cluster: Cluster, key: Key) -> PartitionRow:
     )
 
 
-def leader_log(cluster: Cluster, key: Key) -> list[RecordBatch]:
+def leader_log(cluster: ClientsCluster, key: Key) -> list[RecordBatch]:
     """Return the batches of the log of the broker the controller names leader (the engine's list).
 
     Read from that broker's disk, so a crashed leader's log still shows (as ``kafka-dump-log.sh``
@@ -334,7 +334,7 @@ def leader_log(cluster: Cluster, key: Key) -> list[RecordBatch]:
     return [] if log is None else log.batches
 
 
-def log_tail(cluster: Cluster, key: Key) -> LogTail:
+def log_tail(cluster: ClientsCluster, key: Key) -> LogTail:
     """Read the tail of the leader's log."""
     return LogTail(key[0], key[1], tuple(leader_log(cluster, key)[-LOG_TAIL:]))
 
@@ -398,7 +398,7 @@ def consumer_row(consumer: Consumer) -> ConsumerRow:
     return ConsumerRow(consumer.name, consumer.status.value, consumer.isolation_level, group, positions)
 
 
-def all_producer_rows(cluster: Cluster) -> tuple[ProducerRow, ...]:
+def all_producer_rows(cluster: ClientsCluster) -> tuple[ProducerRow, ...]:
     """Every producer the cluster knows: its own clients, then the outside ones of a served cluster.
 
     The one list of which producers exist: an outside client (a real Kafka client on the wire,
@@ -409,14 +409,14 @@ def all_producer_rows(cluster: Cluster) -> tuple[ProducerRow, ...]:
     return rows if outside is None else rows + outside.producer_rows()
 
 
-def all_consumer_rows(cluster: Cluster) -> tuple[ConsumerRow, ...]:
+def all_consumer_rows(cluster: ClientsCluster) -> tuple[ConsumerRow, ...]:
     """Every consumer the cluster knows: its own clients, then the outside ones of a served cluster."""
     rows = tuple(consumer_row(c) for c in cluster.consumers)
     outside = cluster.outside_clients
     return rows if outside is None else rows + outside.consumer_rows()
 
 
-def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
+def all_txn_rows(cluster: ClientsCluster) -> tuple[TxnRow, ...]:
     """Read every up coordinator's loaded entries, one row per transactional id (sorted by id).
 
     Two brokers may both hold an id for a moment (the old coordinator has not unloaded yet);
@@ -443,12 +443,12 @@ def all_txn_rows(cluster: Cluster) -> tuple[TxnRow, ...]:
     return tuple(rows[t] for t in sorted(rows))
 
 
-def _leads(cluster: Cluster, row: TxnRow) -> bool:
+def _leads(cluster: ClientsCluster, row: TxnRow) -> bool:
     state = cluster.controller.partitions.get((TRANSACTION_STATE_TOPIC, row.txn_partition))
     return state is not None and state.leader == row.coordinator
 
 
-def event_time(cluster: Cluster, index: int) -> int:
+def event_time(cluster: ClientsCluster, index: int) -> int:
     """Return the simulated time of trace event ``index`` (the clock now when the trace keeps no events)."""
     trace = cluster.world.trace
     if trace.keep and 0 <= index < len(trace.events):
@@ -456,7 +456,7 @@ def event_time(cluster: Cluster, index: int) -> int:
     return cluster.now_ms if index >= 0 else 0
 
 
-def board_state(cluster: Cluster, event_index: int | None = None) -> BoardState:
+def board_state(cluster: ClientsCluster, event_index: int | None = None) -> BoardState:
     """Read the whole board from the live cluster now (``event_index``: the trace's last index)."""
     index = cluster.world.trace.count - 1 if event_index is None else event_index
     keys = user_partitions(cluster)

@@ -23,7 +23,7 @@ from engine.group.coordinator import GroupCoordinator
 from engine.views.consumer_groups import group_view, leader_offsets
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
+    from engine.views.lookup import ClusterState
 
 Key = tuple[str, int]
 
@@ -56,7 +56,7 @@ class GroupRow:
     lag: int | None
 
 
-def all_group_rows(cluster: Cluster) -> tuple[GroupRow, ...]:
+def all_group_rows(cluster: ClusterState) -> tuple[GroupRow, ...]:
     """Read every consumer group the up coordinators hold, one row per group id (sorted by id).
 
     A group id is read as :func:`~engine.views.consumer_groups.group_view` answers for it (from

@@ -36,14 +36,21 @@ Configs are listed sorted by name; the same cluster state gives the same answer.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine.config import BrokerConfig, TopicConfig, parse_config
 from engine.errors import ErrorCode, exception_for
 from engine.views import lookup
 
-if TYPE_CHECKING:
-    from engine.cluster import Cluster
+
+class ConfiguredCluster(lookup.ClusterState, Protocol):
+    """What the config views read and alter of a cluster: its broker config and topic overrides."""
+
+    @property
+    def topic_configs(self) -> dict[str, TopicConfig]:
+        """Each topic's overrides (altered in place)."""
+        ...
+
 
 #: Kafka's ``ConfigSource`` ids (DescribeConfigsResponse.json).
 DYNAMIC_TOPIC_CONFIG = 1
@@ -120,7 +127,7 @@ def _entry(
     }
 
 
-def broker_configs(cluster: Cluster, broker_id: int) -> list[dict[str, Any]]:
+def broker_configs(cluster: ConfiguredCluster, broker_id: int) -> list[dict[str, Any]]:
     """Return every broker config the engine models, as DescribeConfigs lists them for ``broker_id``."""
     config = cluster.config
     out = [
@@ -138,7 +145,7 @@ def broker_configs(cluster: Cluster, broker_id: int) -> list[dict[str, Any]]:
     return sorted(out, key=lambda e: e["name"])
 
 
-def topic_configs(cluster: Cluster, topic: str) -> list[dict[str, Any]]:
+def topic_configs(cluster: ConfiguredCluster, topic: str) -> list[dict[str, Any]]:
     """Return the topic configs the engine models for ``topic`` (its overrides, else the broker's)."""
     overrides = cluster.topic_configs.get(topic) or TopicConfig()
     out = []
@@ -228,7 +235,7 @@ _KAFKA_TOPIC_CONFIGS = frozenset(
 )
 
 
-def describe(cluster: Cluster, resource_type: int, name: str, broker_id: int) -> list[dict[str, Any]]:
+def describe(cluster: ConfiguredCluster, resource_type: int, name: str, broker_id: int) -> list[dict[str, Any]]:
     """Return the configs of one resource as ``broker_id`` answers DescribeConfigs (with synonyms).
 
     Raises the exception for Kafka's code: UNKNOWN_TOPIC_OR_PARTITION for a
@@ -248,7 +255,11 @@ def describe(cluster: Cluster, resource_type: int, name: str, broker_id: int) ->
 
 
 def alter(
-    cluster: Cluster, resource_type: int, name: str, changes: list[tuple[str, int, str | None]], validate_only: bool
+    cluster: ConfiguredCluster,
+    resource_type: int,
+    name: str,
+    changes: list[tuple[str, int, str | None]],
+    validate_only: bool,
 ) -> None:
     """Apply IncrementalAlterConfigs' ``(name, operation, value)`` changes to a topic (unless ``validate_only``).
 

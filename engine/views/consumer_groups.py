@@ -67,8 +67,8 @@ from engine import args
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, partition_for
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
     from engine.group.coordinator import GroupCoordinator
+    from engine.views.lookup import ClusterState
 
 TopicPartitions = tuple[tuple[str, int], ...]
 
@@ -154,7 +154,7 @@ STATE_HEADER = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#M
 STATE_VERBOSE = ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")
 
 
-def _coordinator(cluster: Cluster, group_id: str) -> tuple[int, GroupCoordinator | None]:
+def _coordinator(cluster: ClusterState, group_id: str) -> tuple[int, GroupCoordinator | None]:
     n = cluster.config.offsets_topic_num_partitions
     state = cluster.controller.partitions.get((CONSUMER_OFFSETS_TOPIC, partition_for(group_id, n)))
     if state is None or state.leader < 0:
@@ -170,7 +170,7 @@ def _coordinator(cluster: Cluster, group_id: str) -> tuple[int, GroupCoordinator
     return state.leader, None
 
 
-def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
+def group_view(cluster: ClusterState, group_id: str) -> GroupView | None:
     """Return the group as its coordinator holds it now, or None if no coordinator knows it.
 
     None also while the group's coordinator is down or loading: a view reads what a broker would
@@ -239,7 +239,7 @@ def group_view(cluster: Cluster, group_id: str) -> GroupView | None:
     )
 
 
-def leader_offsets(cluster: Cluster | None, topic: str, partition: int) -> tuple[int | None, int | None]:
+def leader_offsets(cluster: ClusterState | None, topic: str, partition: int) -> tuple[int | None, int | None]:
     """Return the leader's (HW, LSO) of a partition, or Nones when it has no live leader."""
     if cluster is None:
         return None, None
@@ -272,7 +272,7 @@ def _notice(view: GroupView) -> str:
 
 
 def describe_group(
-    cluster: Cluster, group_id: str, *, members: bool = False, state: bool = False, verbose: bool = False
+    cluster: ClusterState, group_id: str, *, members: bool = False, state: bool = False, verbose: bool = False
 ) -> str:
     """Return ``kafka-consumer-groups.sh --describe --group <id>`` (``--members``, ``--state`` variants)."""
     return render(group_view(cluster, group_id), cluster, group_id, members=members, state=state, verbose=verbose)
@@ -280,7 +280,7 @@ def describe_group(
 
 def render(
     view: GroupView | None,
-    cluster: Cluster,
+    cluster: ClusterState,
     group_id: str,
     *,
     members: bool = False,
@@ -298,7 +298,7 @@ def render(
 
 
 def describe_offsets(
-    cluster: Cluster | None, view: GroupView, *, ends: dict[tuple[str, int], tuple[int, int]] | None = None
+    cluster: ClusterState | None, view: GroupView, *, ends: dict[tuple[str, int], tuple[int, int]] | None = None
 ) -> str:
     """The default ``--describe`` table (``--offsets``), with LSO and LAG-TO-LSO added on the right.
 
@@ -375,7 +375,7 @@ def assignment_text(tps: TopicPartitions) -> str:
     return ";".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items()))
 
 
-def describe_state(cluster: Cluster, view: GroupView, *, verbose: bool = False) -> str:
+def describe_state(cluster: ClusterState, view: GroupView, *, verbose: bool = False) -> str:
     """``--describe --state``: coordinator as ``host:port  (id)``, strategy, state, member count.
 
     ``--verbose`` adds the group epoch and target assignment epoch (``-`` for a classic group).

@@ -18,8 +18,8 @@ from engine.log.records import RecordBatch
 from engine.views import lookup
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
     from engine.log.producer_state import ProducerSnapshot
+    from engine.views.lookup import ClusterState
 
 
 def _show(x: Any) -> str:
@@ -92,7 +92,7 @@ def dump_batches(batches: list[RecordBatch], file_name: str, *, print_data: bool
 
 
 def dump_log(
-    cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None, *, print_data: bool = True
+    cluster: ClusterState, topic: str, partition: int = 0, broker: int | None = None, *, print_data: bool = True
 ) -> str:
     """Dump one replica's log (the leader's by default) like ``kafka-dump-log.sh --print-data-log``.
 

@@ -32,8 +32,8 @@ from engine.log.records import COMMIT
 from engine.views import lookup
 
 if TYPE_CHECKING:
-    from engine.cluster import Cluster
     from engine.log.records import RecordBatch
+    from engine.views.lookup import ClusterState
 
 
 #: Every kind a batch summary can have, in legend order.
@@ -133,7 +133,7 @@ def summarize(batches: list[RecordBatch]) -> tuple[BatchSummary, ...]:
     return tuple(out)
 
 
-def replica_log(cluster: Cluster, topic: str, partition: int = 0, broker: int | None = None) -> ReplicaLog:
+def replica_log(cluster: ClusterState, topic: str, partition: int = 0, broker: int | None = None) -> ReplicaLog:
     """Return one replica's log (the leader's by default) as batch summaries with its offsets.
 
     Raises as :func:`~engine.views.lookup.hosting_broker` does: ``UnknownTopicOrPartitionException``,

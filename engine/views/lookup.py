@@ -25,13 +25,18 @@ The internal topics ``__consumer_offsets`` and ``__transaction_state`` are the c
 creates them on first use, so a user may not.
 
 Nothing here changes the cluster: every check runs before anything is created or sent.
+
+What the views read of the cluster that owns them is :class:`ClusterState`, a protocol defined
+here: the views and the admin are handed the cluster's world, config, brokers and controller
+and never import :class:`~engine.cluster.Cluster` (which imports them).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.args import check_int, check_str
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
@@ -45,8 +50,61 @@ from engine.errors import (
 
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
-    from engine.cluster import Cluster
+    from engine.broker.controller import Controller
+    from engine.client.consumer import Consumer
+    from engine.client.producer import Producer
+    from engine.config import BrokerConfig
     from engine.protocol import PartitionState
+    from engine.sim.world import World
+
+
+class ClusterState(Protocol):
+    """What the views and the admin read of a cluster: its world, config, brokers and controller."""
+
+    @property
+    def world(self) -> World:
+        """The simulated world."""
+        ...
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The brokers' config."""
+        ...
+
+    @property
+    def brokers(self) -> Mapping[int, Broker]:
+        """The brokers, by id."""
+        ...
+
+    @property
+    def controller(self) -> Controller:
+        """The controller (its partition states are the cluster's)."""
+        ...
+
+    @property
+    def now_ms(self) -> int:
+        """The simulated time."""
+        ...
+
+
+class ClientsCluster(ClusterState, Protocol):
+    """A cluster with its clients, as the dashboard and the recorder read them."""
+
+    @property
+    def producers(self) -> Sequence[Producer]:
+        """The engine's producers, in creation order."""
+        ...
+
+    @property
+    def consumers(self) -> Sequence[Consumer]:
+        """The engine's consumers, in creation order."""
+        ...
+
+    @property
+    def outside_clients(self) -> Any:
+        """The served clients' board source (``eos serve``), or None."""
+        ...
+
 
 #: Kafka's ``Topic.MAX_NAME_LENGTH``: 255 minus room for a partition suffix in directory names.
 MAX_TOPIC_NAME_LENGTH = 249
@@ -112,7 +170,7 @@ def check_new_topic(name: Any, existing: dict[str, Any]) -> str:
 # -- topics and partitions of a cluster ---------------------------------------------------------
 
 
-def partition_counts(cluster: Cluster) -> dict[str, int]:
+def partition_counts(cluster: ClusterState) -> dict[str, int]:
     """Return every topic the controller knows (internal ones once created) and its partition count."""
     counts: dict[str, int] = {}
     for t, p in cluster.controller.partitions:
@@ -131,7 +189,7 @@ def _partition_range(n: int) -> str:
     return "only partition 0" if n == 1 else f"partitions 0-{n - 1}"
 
 
-def require_partition(cluster: Cluster, topic: Any, partition: Any) -> PartitionState:
+def require_partition(cluster: ClusterState, topic: Any, partition: Any) -> PartitionState:
     """Return the controller's state of ``topic``-``partition``; raise if the cluster has no such partition."""
     check_str(topic, "topic")
     check_partition(partition)
@@ -146,7 +204,7 @@ def require_partition(cluster: Cluster, topic: Any, partition: Any) -> Partition
     raise UnknownTopicOrPartitionException(msg, topic=topic, partition=partition)
 
 
-def require_topic(cluster: Cluster, topic: Any) -> int:
+def require_topic(cluster: ClusterState, topic: Any) -> int:
     """Return the partition count of ``topic``; raise UnknownTopicOrPartitionException if it does not exist."""
     check_str(topic, "topic")
     counts = partition_counts(cluster)
@@ -159,11 +217,11 @@ def require_topic(cluster: Cluster, topic: Any) -> int:
 # -- brokers and nodes --------------------------------------------------------------------------
 
 
-def _broker_list(cluster: Cluster) -> str:
+def _broker_list(cluster: ClusterState) -> str:
     return ", ".join(str(b) for b in sorted(cluster.brokers))
 
 
-def require_broker(cluster: Cluster, broker_id: Any) -> Broker:
+def require_broker(cluster: ClusterState, broker_id: Any) -> Broker:
     """Return the broker with this id; ValueError listing the brokers if there is none."""
     check_int(broker_id, "broker id")
     broker = cluster.brokers.get(broker_id)
@@ -173,7 +231,7 @@ def require_broker(cluster: Cluster, broker_id: Any) -> Broker:
     return broker
 
 
-def replica_broker(cluster: Cluster, topic: Any, partition: Any, broker_id: Any) -> tuple[PartitionState, int]:
+def replica_broker(cluster: ClusterState, topic: Any, partition: Any, broker_id: Any) -> tuple[PartitionState, int]:
     """Return the partition's state and the broker whose replica a view reads: ``broker_id``, else the leader.
 
     Raises ``LeaderNotAvailableException`` naming the replicas when no broker is given and the
@@ -190,7 +248,7 @@ def replica_broker(cluster: Cluster, topic: Any, partition: Any, broker_id: Any)
     return state, state.leader
 
 
-def hosting_broker(cluster: Cluster, topic: Any, partition: Any, broker_id: Any) -> int:
+def hosting_broker(cluster: ClusterState, topic: Any, partition: Any, broker_id: Any) -> int:
     """Like :func:`replica_broker`, and a given broker must be one of the partition's replicas.
 
     Raises ``NotLeaderOrFollowerException`` naming the replicas otherwise (what a broker answers
@@ -204,7 +262,7 @@ def hosting_broker(cluster: Cluster, topic: Any, partition: Any, broker_id: Any)
     return b
 
 
-def node_name(cluster: Cluster, node: Any) -> str:
+def node_name(cluster: ClusterState, node: Any) -> str:
     """Return the world's name of a node given as a broker id or a node name; ValueError if none exists."""
     if isinstance(node, bool) or not isinstance(node, (int, str)):
         msg = f"a node is a broker id (int) or a node name (str) such as 'broker-1' or 'producer-1', got {node!r}"
@@ -222,5 +280,5 @@ def node_name(cluster: Cluster, node: Any) -> str:
     return node
 
 
-def _node_list(cluster: Cluster) -> str:
+def _node_list(cluster: ClusterState) -> str:
     return ", ".join(cluster.world.nodes)

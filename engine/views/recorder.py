@@ -69,10 +69,10 @@ from engine.views.board import LOG_TAIL, BoardState, LogTail
 
 if TYPE_CHECKING:
     from engine.broker.replica import Replica
-    from engine.cluster import Cluster
     from engine.log.records import RecordBatch
     from engine.sim.trace import TraceEvent
     from engine.sim.world import World
+    from engine.views.lookup import ClientsCluster
 
 _INTERNAL = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
 
@@ -195,7 +195,7 @@ class Recorder:
     """
 
     def __init__(self) -> None:
-        self.cluster: Cluster | None = None
+        self.cluster: ClientsCluster | None = None
         self._series: dict[tuple[str, Any], Series] = {}
         self._logs: dict[tuple[str, int], _LogTrack] = {}
         #: client name -> "producer" or "consumer" (a broker's changes come through its events)
@@ -225,7 +225,7 @@ class Recorder:
     # -- binding ------------------------------------------------------------------------------
 
     @classmethod
-    def attach(cls, cluster: Cluster) -> Recorder:
+    def attach(cls, cluster: ClientsCluster) -> Recorder:
         """Start recording ``cluster`` now (its board from this moment on)."""
         rec = cls()
         cluster.world.attach(rec)
@@ -237,7 +237,7 @@ class Recorder:
         if self.cluster is not None and self in self.cluster.world.trace.observers:
             self.cluster.world.detach(self)
 
-    def on_cluster(self, cluster: Cluster) -> None:
+    def on_cluster(self, cluster: ClientsCluster) -> None:
         """Bind to the cluster (called by ``Cluster`` before its startup runs) and read everything."""
         if self.cluster is not None:
             msg = "this recorder already records a cluster; make a new Recorder for another"
@@ -412,7 +412,7 @@ class Recorder:
 
     # -- internals ---------------------------------------------------------------------------
 
-    def _bound(self) -> Cluster:
+    def _bound(self) -> ClientsCluster:
         if self.cluster is None:
             msg = "this recorder is not bound to a cluster: use Recorder.attach(cluster) or Cluster(observers=[...])"
             raise ValueError(msg)
@@ -422,7 +422,7 @@ class Recorder:
         self._brokers = self._txns = self._groups = self._controller = self._all_partitions = True
         self._clients_dirty()
 
-    def _new_clients(self, cluster: Cluster) -> None:
+    def _new_clients(self, cluster: ClientsCluster) -> None:
         seen = (len(cluster.producers), len(cluster.consumers))
         if seen == self._clients_seen:
             return

@@ -16,7 +16,7 @@ from engine.views import lookup
 if TYPE_CHECKING:
     from engine.broker.broker import Broker
     from engine.broker.replica import Replica
-    from engine.cluster import Cluster
+    from engine.views.lookup import ClusterState
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ def _replica_view(broker: Broker, r: Replica) -> ReplicaView:
     )
 
 
-def partition_view(cluster: Cluster, topic: str, partition: int) -> PartitionView:
+def partition_view(cluster: ClusterState, topic: str, partition: int) -> PartitionView:
     """Return the view of one partition (``UnknownTopicOrPartitionException`` if the cluster has none)."""
     key = (topic, partition)
     s = lookup.require_partition(cluster, topic, partition)
@@ -159,7 +159,7 @@ def partition_view(cluster: Cluster, topic: str, partition: int) -> PartitionVie
     )
 
 
-def broker_views(cluster: Cluster) -> list[BrokerView]:
+def broker_views(cluster: ClusterState) -> list[BrokerView]:
     """Return the view of every broker."""
     out = []
     for b in sorted(cluster.brokers):
@@ -179,7 +179,7 @@ def broker_views(cluster: Cluster) -> list[BrokerView]:
     return out
 
 
-def producer_state_view(cluster: Cluster, topic: str, partition: int, broker: int | None) -> ProducerStateView:
+def producer_state_view(cluster: ClusterState, topic: str, partition: int, broker: int | None) -> ProducerStateView:
     """Return the producer-state table of a replica (the leader's by default).
 
     Empty when the broker hosts the partition but has not loaded it (it is down, or just

@@ -58,11 +58,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from engine.broker.broker import Broker
-    from engine.cluster import Cluster
     from engine.coordinator.txn_log import TxnLogValue
     from engine.coordinator.txn_metadata import TransactionMetadata
     from engine.log.records import RecordBatch
     from engine.log.txn_index import AbortedTxn
+    from engine.views.lookup import ClusterState
 
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
@@ -266,7 +266,7 @@ def _coordinator(broker: Broker) -> TransactionCoordinator | None:
     return None
 
 
-def loaded_transactions(cluster: Cluster) -> list[tuple[int, TransactionMetadata]]:
+def loaded_transactions(cluster: ClusterState) -> list[tuple[int, TransactionMetadata]]:
     """Return ``(coordinator id, metadata)`` of every loaded id, by coordinator then id."""
     out = []
     for b in sorted(cluster.brokers):
@@ -279,7 +279,7 @@ def loaded_transactions(cluster: Cluster) -> list[tuple[int, TransactionMetadata
     return out
 
 
-def _find(cluster: Cluster, transactional_id: str) -> tuple[int, TransactionMetadata] | None:
+def _find(cluster: ClusterState, transactional_id: str) -> tuple[int, TransactionMetadata] | None:
     """Return the coordinator and metadata of an id, as DescribeTransactions would answer."""
     try:
         return _describe(cluster, transactional_id)
@@ -287,7 +287,7 @@ def _find(cluster: Cluster, transactional_id: str) -> tuple[int, TransactionMeta
         return None
 
 
-def _describe(cluster: Cluster, transactional_id: str) -> tuple[int, TransactionMetadata]:
+def _describe(cluster: ClusterState, transactional_id: str) -> tuple[int, TransactionMetadata]:
     """Return the coordinator and metadata of an id, or raise what DescribeTransactions would answer.
 
     ``TransactionalIdNotFoundException`` when the coordinator is up and does not know the id (or no
@@ -337,7 +337,7 @@ def _current_partitions(md: TransactionMetadata) -> tuple[tuple[str, int], ...]:
 
 
 def list_transactions_rows(
-    cluster: Cluster, duration_filter_ms: int | None = None, *, producer_ids: Sequence[int] | None = None
+    cluster: ClusterState, duration_filter_ms: int | None = None, *, producer_ids: Sequence[int] | None = None
 ) -> tuple[TransactionListing, ...]:
     """Return every transactional id known to a coordinator, by coordinator id then id.
 
@@ -359,7 +359,7 @@ def list_transactions_rows(
     return tuple(rows)
 
 
-def list_transactions(cluster: Cluster, duration_filter_ms: int | None = None) -> str:
+def list_transactions(cluster: ClusterState, duration_filter_ms: int | None = None) -> str:
     """Return ``kafka-transactions.sh list [--duration-filter MS]``."""
     return format_table(LIST_HEADERS, [r.cells() for r in list_transactions_rows(cluster, duration_filter_ms)])
 
@@ -367,7 +367,7 @@ def list_transactions(cluster: Cluster, duration_filter_ms: int | None = None) -
 # -- describe -------------------------------------------------------------------------------
 
 
-def describe_transaction_row(cluster: Cluster, transactional_id: str) -> TransactionDescription:
+def describe_transaction_row(cluster: ClusterState, transactional_id: str) -> TransactionDescription:
     """Return the ``describe`` row of an id; raise as DescribeTransactions answers (see :func:`_describe`)."""
     args.check_str(transactional_id, "transactional id")
     coordinator, md = _describe(cluster, transactional_id)
@@ -385,7 +385,7 @@ def describe_transaction_row(cluster: Cluster, transactional_id: str) -> Transac
     )
 
 
-def describe_transaction(cluster: Cluster, transactional_id: str) -> str:
+def describe_transaction(cluster: ClusterState, transactional_id: str) -> str:
     """Return ``kafka-transactions.sh describe --transactional-id ID``."""
     return format_table(DESCRIBE_HEADERS, [describe_transaction_row(cluster, transactional_id).cells()])
 
@@ -393,7 +393,7 @@ def describe_transaction(cluster: Cluster, transactional_id: str) -> str:
 # -- describe-producers ---------------------------------------------------------------------
 
 
-def _replica_broker(cluster: Cluster, topic: str, partition: int, broker_id: int | None) -> int:
+def _replica_broker(cluster: ClusterState, topic: str, partition: int, broker_id: int | None) -> int:
     """Return the broker DescribeProducers goes to; raise what it would answer.
 
     ``UnknownTopicOrPartitionException`` (no such partition), ``ValueError`` (no such broker),
@@ -410,7 +410,7 @@ def _replica_broker(cluster: Cluster, topic: str, partition: int, broker_id: int
 
 
 def describe_producers_rows(
-    cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None
+    cluster: ClusterState, topic: str, partition: int = 0, broker_id: int | None = None
 ) -> tuple[ProducerStateRow, ...]:
     """Return the active producers of a replica (the leader's unless ``broker_id``), by producer id."""
     b = _replica_broker(cluster, topic, partition, broker_id)
@@ -434,7 +434,7 @@ def describe_producers_rows(
     return tuple(rows)
 
 
-def describe_producers(cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
+def describe_producers(cluster: ClusterState, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
     """Return ``kafka-transactions.sh describe-producers --topic T --partition P [--broker-id B]``."""
     return format_table(
         PRODUCERS_HEADERS, [r.cells() for r in describe_producers_rows(cluster, topic, partition, broker_id)]
@@ -445,7 +445,7 @@ def describe_producers(cluster: Cluster, topic: str, partition: int = 0, broker_
 
 
 def _partitions_to_search(
-    cluster: Cluster, broker_id: int | None, topic: str | None, partition: int | None
+    cluster: ClusterState, broker_id: int | None, topic: str | None, partition: int | None
 ) -> list[tuple[str, int]]:
     keys = sorted(cluster.controller.partitions)
     if broker_id is not None:
@@ -465,7 +465,7 @@ def _partitions_to_search(
 
 
 def find_hanging_rows(
-    cluster: Cluster,
+    cluster: ClusterState,
     broker_id: int | None = None,
     topic: str | None = None,
     partition: int | None = None,
@@ -526,7 +526,7 @@ def find_hanging_rows(
 
 
 def find_hanging(
-    cluster: Cluster,
+    cluster: ClusterState,
     broker_id: int | None = None,
     topic: str | None = None,
     partition: int | None = None,
@@ -545,7 +545,7 @@ def _segment_path(broker_id: int, tp: str, suffix: str) -> str:
 
 
 def txn_index_rows(
-    cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None
+    cluster: ClusterState, topic: str, partition: int = 0, broker_id: int | None = None
 ) -> tuple[AbortedTxn, ...]:
     """Return the aborted-transaction index of a replica (the leader's unless ``broker_id``), read from its disk."""
     b = lookup.hosting_broker(cluster, topic, partition, broker_id)
@@ -553,7 +553,7 @@ def txn_index_rows(
     return tuple(index.entries) if index is not None else ()
 
 
-def dump_txn_index(cluster: Cluster, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
+def dump_txn_index(cluster: ClusterState, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
     """Return ``kafka-dump-log.sh --files …/T-P/00000000000000000000.txnindex``.
 
     ``Dumping <file>``, then one ``version: 0 producerId: … firstOffset: … lastOffset: …
@@ -565,7 +565,7 @@ def dump_txn_index(cluster: Cluster, topic: str, partition: int = 0, broker_id: 
     return "\n".join(lines)
 
 
-def _txn_state_logs(cluster: Cluster, transactional_id: str | None) -> list[tuple[int, int, list[RecordBatch]]]:
+def _txn_state_logs(cluster: ClusterState, transactional_id: str | None) -> list[tuple[int, int, list[RecordBatch]]]:
     """Return ``(partition, leader, batches)`` of the ``__transaction_state`` partitions to read."""
     n = cluster.config.transaction_state_log_num_partitions
     wanted = range(n) if transactional_id is None else [partition_for(transactional_id, n)]
@@ -580,7 +580,7 @@ def _txn_state_logs(cluster: Cluster, transactional_id: str | None) -> list[tupl
     return out
 
 
-def transaction_state_rows(cluster: Cluster, transactional_id: str | None = None) -> tuple[TxnLogRecord, ...]:
+def transaction_state_rows(cluster: ClusterState, transactional_id: str | None = None) -> tuple[TxnLogRecord, ...]:
     """Return every ``__transaction_state`` record (of one id if given), oldest first.
 
     Read from each partition leader's log on disk: the whole history, not only the latest state.
@@ -620,7 +620,7 @@ def _value_size(value: TxnLogValue | None) -> int:
     return size
 
 
-def dump_transaction_state(cluster: Cluster, transactional_id: str | None = None) -> str:
+def dump_transaction_state(cluster: ClusterState, transactional_id: str | None = None) -> str:
     """Return ``kafka-dump-log.sh --transaction-log-decoder`` on the ``__transaction_state`` partitions.
 
     One file per non-empty partition (only the id's partition, and only its records, when

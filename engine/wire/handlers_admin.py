@@ -2,10 +2,13 @@
 
 Role
 ----
-A topic is created at the controller as the engine's ``Cluster.create_topic`` creates it, with the
-checks of ``Cluster.add_topic`` (Kafka's ``ReplicationControlManager.createTopic``); the answer
-goes out 10 ms of simulated time later, when the controller has elected the leaders (Kafka answers
-once the topic is in the metadata). ``validate_only`` runs the same checks and creates nothing.
+A topic is created at the controller, to which the connected broker forwards the request over the
+simulated network (Kafka's ``KafkaApis`` forwards CreateTopics to the KRaft controller, KIP-590),
+with the checks of ``Cluster.add_topic`` (Kafka's ``ReplicationControlManager.createTopic``); the
+answer goes out 10 ms of simulated time later, when the controller has elected the leaders (Kafka
+answers once the topic is in the metadata). A broker or controller down or cut off shows: the
+topic is answered ``REQUEST_TIMED_OUT`` after the request's ``timeout_ms``. ``validate_only`` runs
+the same checks and creates nothing.
 -1 partitions or replication factor mean the broker's default (``num.partitions`` is 1 here); 0 and
 other negatives are refused as Kafka refuses them (INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR).
 DeleteTopics deletes through ``Cluster.delete_topic`` and answers 10 ms later, once the brokers
@@ -14,8 +17,9 @@ AdminClient does.
 
 Invariants
 ----------
-These act on the cluster directly, as the engine's admin client does, not through a simulated RPC
-to the controller; every answer is a pure function of the cluster's state and the request.
+CreateTopics crosses the simulated network (broker, then controller). DeleteTopics and the
+configs act on the cluster directly, as the engine's admin client does; each of their answers is a
+pure function of the cluster's state and the request.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ErrorCode, KafkaError
-from engine.views import configs, lookup
+from engine.protocol import CreateTopicRequest, CreateTopicResponse
+from engine.views import configs
+from engine.wire.shape import millis
 
 if TYPE_CHECKING:
     from engine.wire.frames import Request
@@ -43,13 +49,26 @@ MISMATCHED_ENDPOINT_TYPE = 114
 
 
 def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Create each topic, or answer why not (TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, ...)."""
+    """Create each topic at the controller, through the connected broker, or answer why not.
+
+    Each topic goes as a :class:`~engine.protocol.CreateTopicRequest` to the connected broker,
+    which forwards it to the controller (KIP-590); the reply goes out once every topic is
+    answered, 10 ms of simulated time later (the leaders' election). A controller that does not
+    answer in the request's ``timeout_ms`` gives the topic ``REQUEST_TIMED_OUT``.
+    """
     b = request.body
-    cluster = conn.service.cluster
-    results = []
-    for t in b.topics:
-        assignments = [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] or None
-        config = {c.name: c.value for c in t.configs} or None
+    results: list[dict[str, Any] | None] = [None] * len(b.topics)
+    left = [len(b.topics)]
+
+    def settle(i: int, entry: dict[str, Any]) -> None:
+        results[i] = entry
+        left[0] -= 1
+        if not left[0]:
+            conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "topics": results})
+
+    if not b.topics:
+        conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "topics": []})
+    for i, t in enumerate(b.topics):
         entry: dict[str, Any] = {
             "name": t.name,
             "error_code": ErrorCode.NONE,
@@ -57,27 +76,39 @@ def create_topics(conn: WireConnection, request: Request, reply: Reply) -> None:
             "num_partitions": -1,
             "replication_factor": -1,
         }
+        assignments = [tuple(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)] or None
+        config = {c.name: c.value for c in t.configs} or None
         try:
             partitions, rf = _counts(t.num_partitions, t.replication_factor, assignments)
             config = _modelled(config)
-            _validate(cluster, t.name, partitions, rf, config, assignments)
-            if not b.validate_only:
-                cluster.add_topic(t.name, partitions, rf, config, assignments=assignments)
-            entry["num_partitions"] = len(assignments) if assignments else partitions
-            entry["replication_factor"] = len(assignments[0]) if assignments else cluster._replication_factor(rf)
-            if not b.validate_only:
-                entry["configs"] = [
-                    {**c, "is_sensitive": False}
-                    for c in configs.select(configs.topic_configs(cluster, t.name), None, False)
-                ]
         except KafkaError as exc:
-            entry["error_code"] = exc.code
-            entry["error_message"] = str(exc)
+            settle(i, {**entry, "error_code": exc.code, "error_message": str(exc)})
+            continue
         except (TypeError, ValueError) as exc:
-            entry["error_code"] = ErrorCode.INVALID_CONFIG
-            entry["error_message"] = str(exc)
-        results.append(entry)
-    conn.call_after(ELECTION_MS, reply, {"throttle_time": 0, "topics": results})
+            settle(i, {**entry, "error_code": ErrorCode.INVALID_CONFIG, "error_message": str(exc)})
+            continue
+        ask = CreateTopicRequest(
+            t.name,
+            partitions,
+            rf,
+            tuple(sorted(config.items())) if config else None,
+            tuple(assignments) if assignments else None,
+            bool(b.validate_only),
+            max(millis(b.timeout), 1),
+        )
+        conn.ask(ask, lambda a, i=i, entry=entry, ask=ask: settle(i, _created(entry, ask, a)))
+
+
+def _created(entry: dict[str, Any], ask: CreateTopicRequest, a: CreateTopicResponse | None) -> dict[str, Any]:
+    """Return a topic's CreateTopics result from the controller's answer (None: the broker is gone)."""
+    if a is None:
+        return {**entry, "error_code": ErrorCode.REQUEST_TIMED_OUT, "error_message": "no answer from the broker"}
+    if a.error is not ErrorCode.NONE:
+        return {**entry, "error_code": a.error, "error_message": a.error_message}
+    out = {**entry, "num_partitions": a.num_partitions, "replication_factor": a.replication_factor}
+    if not ask.validate_only:
+        out["configs"] = [{**c, "is_sensitive": False} for c in configs.select(list(a.configs), None, False)]
+    return out
 
 
 #: Topic configs Kafka clients set at creation that the engine does not model, with the values whose
@@ -123,18 +154,6 @@ def _counts(partitions: int, rf: int, assignments: Any) -> tuple[int, int | None
             "Replication factor must be larger than 0, or -1 to use the default value."
         )
     return (DEFAULT_PARTITIONS if partitions == -1 else partitions), (None if rf == -1 else rf)
-
-
-def _validate(cluster: Any, name: str, partitions: int, rf: int | None, config: Any, assignments: Any) -> None:
-    """Run the checks of ``add_topic`` without creating anything."""
-    from engine.config import TopicConfig, parse_config
-
-    lookup.check_new_topic(name, cluster.topics)
-    if assignments is None:
-        cluster._replication_factor(rf)
-    else:
-        cluster._check_assignments(assignments, partitions, rf)
-    parse_config(TopicConfig, config, what="topic")
 
 
 def delete_topics(conn: WireConnection, request: Request, reply: Reply) -> None:

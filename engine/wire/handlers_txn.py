@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from engine.errors import ErrorCode, KafkaError
 from engine.protocol import (
+    ActiveProducer,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    DescribeProducersRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
@@ -260,35 +262,53 @@ def describe_transactions(conn: WireConnection, request: Request, reply: Reply) 
 
 
 def describe_producers(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """The active producers of each partition on its leader (``kafka-transactions.sh describe-producers``)."""
-    cluster = conn.service.cluster
-    topics = []
-    for t in request.body.topics:
-        parts = []
-        for p in t.partition_indexes:
-            try:
-                rows = txn_views.describe_producers_rows(cluster, t.name, p)
-            except KafkaError as exc:
-                parts.append({"partition_index": p, "error_code": exc.code, "error_message": str(exc)})
-                continue
-            parts.append(
-                {
-                    "partition_index": p,
-                    "error_code": ErrorCode.NONE,
-                    "active_producers": [
-                        {
-                            "producer_id": r.producer_id,
-                            "producer_epoch": r.producer_epoch,
-                            "last_sequence": r.last_sequence,
-                            "last_timestamp": r.last_timestamp,
-                            "coordinator_epoch": r.coordinator_epoch if r.coordinator_epoch is not None else -1,
-                            "current_txn_start_offset": (
-                                r.current_txn_start_offset if r.current_txn_start_offset is not None else -1
-                            ),
-                        }
-                        for r in rows
-                    ],
-                }
-            )
-        topics.append({"name": t.name, "partitions": parts})
-    reply({"throttle_time": 0, "topics": topics})
+    """Each partition's active producers, asked of the connected broker (``ReplicaManager.activeProducerState``).
+
+    Kafka's admin client sends DescribeProducers to the partition's leader (or ``--broker-id``'s
+    broker); the broker answers from its replica, leader or follower, and a partition it does not
+    host is ``NOT_LEADER_OR_FOLLOWER``. No answer (the broker cut off) is ``REQUEST_TIMED_OUT``.
+    """
+    asked = [(t.name, p) for t in request.body.topics for p in t.partition_indexes]
+    answers: dict[tuple[str, int], Any] = {}
+    left = [len(asked)]
+
+    def done() -> None:
+        topics = []
+        for t in request.body.topics:
+            parts = []
+            for p in t.partition_indexes:
+                a = answers[(t.name, p)]
+                code = answer_error(a)
+                parts.append(
+                    {
+                        "partition_index": p,
+                        "error_code": code,
+                        "error_message": None,
+                        "active_producers": [] if code is not ErrorCode.NONE else [_active(x) for x in a.producers],
+                    }
+                )
+            topics.append({"name": t.name, "partitions": parts})
+        reply({"throttle_time": 0, "topics": topics})
+
+    if not asked:
+        done()
+    for topic, partition in asked:
+
+        def answered(a: Any, key: tuple[str, int] = (topic, partition)) -> None:
+            answers[key] = a
+            left[0] -= 1
+            if not left[0]:
+                done()
+
+        conn.ask(DescribeProducersRequest(topic, partition), answered)
+
+
+def _active(x: ActiveProducer) -> dict[str, Any]:
+    return {
+        "producer_id": x.producer_id,
+        "producer_epoch": x.producer_epoch,
+        "last_sequence": x.last_sequence,
+        "last_timestamp": x.last_timestamp,
+        "coordinator_epoch": x.coordinator_epoch,
+        "current_txn_start_offset": -1 if x.current_txn_start_offset is None else x.current_txn_start_offset,
+    }

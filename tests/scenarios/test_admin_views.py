@@ -18,7 +18,7 @@ import pytest
 from engine import Cluster
 from engine.admin import AbortTransactionError
 from engine.coordinator_lookup import partition_for
-from engine.errors import TransactionalIdNotFoundException
+from engine.errors import TimeoutException, TransactionalIdNotFoundException
 from engine.views import transactions as views
 from engine.views.transactions import format_table
 
@@ -387,7 +387,7 @@ def test_views_do_not_change_the_run() -> None:
             tx = c.transactions()
             tx.list()
             tx.describe("tx-1")
-            tx.describe_producers("t", 0)
+            # describe-producers is a DescribeProducers request to the leader: it crosses the network.
             tx.find_hanging(broker_id=1, max_transaction_timeout_min=0)
             c.dump_txn_index("t", 0)
             c.dump_transaction_state()
@@ -396,3 +396,22 @@ def test_views_do_not_change_the_run() -> None:
         return c.fingerprint()
 
     assert run(look=True) == run(look=False)
+
+
+def test_describe_producers_asks_the_leader_so_a_cut_off_leader_shows() -> None:
+    # DescribeProducers is answered by the leader's replica manager over the simulated network
+    # (Kafka's ReplicaManager.activeProducerState): the admin cut off from the leader gets no
+    # answer, where reading the cluster's state directly answered as if nothing were wrong.
+    c = _cluster(seed=5)
+    p = _txn_producer(c)
+    p.begin_transaction()
+    p.produce("t", value=b"a", partition=0)
+    p.flush()
+    admin = c.admin()
+    assert [r.current_txn_start_offset for r in admin.describe_producers("t", 0)] == [0]
+    leader = c.leader("t", 0)
+    c.partition([admin.name], [leader])
+    with pytest.raises(TimeoutException):
+        admin.describe_producers("t", 0, timeout_ms=2_000)
+    c.heal()
+    assert [r.current_txn_start_offset for r in admin.describe_producers("t", 0)] == [0]

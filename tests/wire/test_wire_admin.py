@@ -47,6 +47,22 @@ def test_admin_client_creates_topics_and_gets_kafka_s_refusals(served, ck) -> No
     assert closes == [], closes
 
 
+def test_create_topics_goes_to_the_controller_so_a_cut_off_controller_shows(served, ck) -> None:
+    # The broker forwards CreateTopics to the controller (KIP-590): with the controller cut off, no
+    # answer comes within the request's timeout and the topic is REQUEST_TIMED_OUT, not created.
+    server = served([("t", 1, 3)])
+    admin = AdminClient(ck(server))
+    with server.locked() as cluster:
+        cluster.isolate("controller")
+    futures = admin.create_topics([NewTopic("cut", 1, 1)], operation_timeout=1.0, request_timeout=20.0)
+    with pytest.raises(KafkaException, match="REQUEST_TIMED_OUT"):
+        futures["cut"].result(20)
+    with server.locked() as cluster:
+        assert "cut" not in cluster.topics
+        cluster.heal()
+    admin.create_topics([NewTopic("cut", 1, 1)], request_timeout=20.0)["cut"].result(20)
+
+
 def test_the_topic_configs_kafka_streams_sets_are_accepted_where_the_log_honours_them(served, ck) -> None:
     """Streams' changelog configs (``InternalTopicManager``) create the topic; values the log cannot honour do not."""
     server = served([("t", 1, 3)])
