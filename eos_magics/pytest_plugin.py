@@ -21,7 +21,7 @@ Role
   an :class:`EosTestCluster`.
 * ``@pytest.mark.eos_check(mode="eos")`` judges the history once the test body returned: every
   fault healed, the cluster given ``settle_ms`` of simulated time, every partition read to its
-  end (:func:`eos_magics.session.final_read`); forbidden anomalies fail the test with the
+  end (:func:`engine.scenarios.supervisor.final_read`); forbidden anomalies fail the test with the
   checker's report.
 * Any failure of a test that used the fixture carries an ``eos`` section: the seed, the run's
   fingerprint and a one-line replay command.
@@ -220,7 +220,7 @@ class EosTestCluster(AppClients, MessageFaults):
         committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
             from engine.scenarios.supervisor import check_reader_id
-            from eos_magics.session import final_read as read_all
+            from engine.scenarios.supervisor import final_read as read_all
 
             committed = []
 
@@ -373,7 +373,7 @@ def eos_cluster(request: pytest.FixtureRequest) -> Iterator[EosTestCluster]:
     """
     from engine import Cluster
     from engine.check.client_history import ClientHistory
-    from eos_magics.session import cluster_config
+    from engine.config import cluster_config
 
     item = request.node
     seed, source = item_seed(item)

@@ -45,13 +45,13 @@ from typing import Any
 
 from eos_magics.rooms.catalog import Catalog
 from eos_magics.rooms.databases import Databases
-from eos_magics.rooms.entries import ClusterEntry, Defaults, cluster_config
+from eos_magics.rooms.entries import ClusterEntry, Defaults
 from eos_magics.rooms.faults import TimeAndFaults
-from eos_magics.rooms.judge import Judge, final_read
+from eos_magics.rooms.judge import Judge
 from eos_magics.rooms.outlets import Outlets
 from eos_magics.rooms.producing import Producing
 
-__all__ = ["ClusterEntry", "Defaults", "Session", "cluster_config", "final_read"]
+__all__ = ["ClusterEntry", "Defaults", "Session"]
 
 
 class Session(Producing, TimeAndFaults, Judge, Outlets, Catalog, Databases):

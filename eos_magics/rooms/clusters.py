@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError, unknown_name
 from eos_magics.rooms.calls import call_engine, check_int, check_name
-from eos_magics.rooms.entries import ClusterEntry, Defaults, client_kind, cluster_config, stop_feed, stop_served
+from eos_magics.rooms.entries import ClusterEntry, Defaults, client_kind, stop_feed, stop_served
 
 if TYPE_CHECKING:
     from engine import Cluster
@@ -67,7 +67,12 @@ class Clusters:
         seed = self.defaults.seed if seed is None else check_int(seed, "--seed")
         if config is not None and not isinstance(config, Mapping):
             raise EosUsageError(f"config must be a dict of Kafka broker settings, got {config!r}")
-        cfg = cluster_config(brokers, config, self.defaults)
+        from engine.config import cluster_config
+
+        d = self.defaults
+        cfg = cluster_config(
+            brokers, config, min_insync_replicas=d.min_insync_replicas, replication_factor=d.replication_factor
+        )
         run = self._build(brokers, seed, cfg)
         cluster = run.cluster
         if name in self.entries:

@@ -16,12 +16,9 @@ from eos_magics.rooms.calls import check_writable
 from eos_magics.rooms.clusters import Clusters
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from engine import Cluster
     from eos_magics.rooms.entries import ClusterEntry
 
-__all__ = ["CHECK_MODES", "Judge", "final_read"]
+__all__ = ["CHECK_MODES", "Judge"]
 
 CHECK_MODES = ("eos", "subscribe", "at-least-once")
 
@@ -70,32 +67,6 @@ class Judge(Clusters):
     def _final_read(self, entry: ClusterEntry) -> None:
         if entry.cluster.topics:
             entry.readers += 1
-            from engine.scenarios.supervisor import check_reader_id
+            from engine.scenarios.supervisor import check_reader_id, final_read
 
             final_read(entry.cluster, check_reader_id(entry.readers))
-
-
-def final_read(cluster: Cluster, client_id: str, on_message: Callable[[Any], None] | None = None) -> None:
-    """Read every partition of every topic to its end with a read_committed consumer.
-
-    Jepsen's final reads: without them an acknowledged record that no consumer has read yet is
-    reported ``unseen``. The reader is a real client of the cluster (so a cluster's
-    ``ClientHistory`` records it) and moves simulated time on by its polls: it stops after three
-    empty polls of one simulated second each, then closes.
-
-    Parameters
-    ----------
-    cluster : Cluster
-        The cluster to read; nothing happens when it has no topic.
-    client_id : str
-        The reader's ``client.id`` (``eos-check-reader-N`` for :meth:`Session.check`).
-    on_message : callable, optional
-        Called with each record read (the engine's message), in the order read: the committed
-        records an end-to-end promise is judged on (:mod:`engine.check.promises`).
-    """
-    keys = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
-    if not keys:
-        return
-    from engine.scenarios.supervisor import read_until_idle
-
-    read_until_idle(cluster, keys, client_id, on_message, max_records=1000, timeout_s=1.0, idle_polls=3)
