@@ -9,29 +9,40 @@ matches none is a usage error with the nearest names, raised before anything cha
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError, did_you_mean, unknown_name
-from eos_magics.rooms.calls import check_int
-from eos_magics.rooms.clusters import Clusters
+from eos_magics.rooms.calls import call_engine, check_int
+
+if TYPE_CHECKING:
+    from eos_magics.rooms.clusters import Clusters
 
 __all__ = ["TimeAndFaults"]
 
 
-class TimeAndFaults(Clusters):
-    """Break the current cluster's nodes and network, and move its simulated time."""
+class TimeAndFaults:
+    """Break the current cluster's nodes and network, and move its simulated time.
+
+    Parameters
+    ----------
+    clusters : Clusters
+        The session's clusters: faults and time act on the current one.
+    """
+
+    def __init__(self, clusters: Clusters) -> None:
+        self.clusters = clusters
 
     def node(self, node: Any) -> int | str:
         """A broker id (``2``, ``"2"``) or any node name (``broker-2``, ``producer-1``, a client's name)."""
-        c = self.cluster
+        c = self.clusters.cluster
         if isinstance(node, str) and node.isdigit():
             node = int(node)
-        if isinstance(node, str) and node in self.entry().clients:
-            return self.entry().clients[node].name
+        if isinstance(node, str) and node in self.clusters.entry().clients:
+            return self.clusters.entry().clients[node].name
         if isinstance(node, int) and node not in c.brokers:
             raise EosUsageError(f"no broker {node}; brokers are {', '.join(str(b) for b in sorted(c.brokers))}")
         if isinstance(node, str) and node not in c.world.nodes:
-            names = sorted({*c.world.nodes, *self.entry().clients})
+            names = sorted({*c.world.nodes, *self.clusters.entry().clients})
             raise unknown_name("node", node, names, how="name a broker id (1, 2, …) or a node name")
         return node
 
@@ -41,7 +52,7 @@ class TimeAndFaults(Clusters):
         ``power`` (crash only): the machine loses power, not just the process: the unflushed tail
         is lost and nobody is told (peers time out), where a process crash closes its connections.
         """
-        c = self.cluster
+        c = self.clusters.cluster
         if power and action != "crash":
             raise EosUsageError("--power goes with crash: %eos_fault crash 2 --power")
         actions: dict[str, Callable[..., None]] = {
@@ -62,13 +73,14 @@ class TimeAndFaults(Clusters):
         if len(nodes) != 1:
             raise EosUsageError(f"{action} takes one node: a broker id or a node name")
         if power:
-            self.call_engine(c.crash, self.node(nodes[0]), lose_unflushed_tail=True)
+            call_engine(c.crash, self.node(nodes[0]), lose_unflushed_tail=True)
             return
-        self.call_engine(fn, self.node(nodes[0]))
+        call_engine(fn, self.node(nodes[0]))
 
     def cut(self, a: Sequence[Any], b: Sequence[Any], *, one_way: bool = False) -> None:
         """Cut the network between two groups of nodes."""
-        self.call_engine(self.cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
+        cluster = self.clusters.cluster
+        call_engine(cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
 
     def message_rule(
         self,
@@ -103,25 +115,25 @@ class TimeAndFaults(Clusters):
             fields["dst"] = self.node(dst)
         if delay_ms is not None:
             fields["delay_ms"] = delay_ms
-        return self.call_engine(self.cluster.add_rule, action, **fields)
+        return call_engine(self.clusters.cluster.add_rule, action, **fields)
 
     def release(self, rule_id: int | None = None) -> list[int]:
         """Deliver held messages (of one rule, or all)."""
-        return self.call_engine(self.cluster.release, rule_id)
+        return call_engine(self.clusters.cluster.release, rule_id)
 
     # -- time -------------------------------------------------------------------------------
 
     def run(self, ms: int) -> int:
         """Let ``ms`` simulated milliseconds pass; return how many events ran."""
-        return self.call_engine(self.cluster.run_for, check_int(ms, "milliseconds", 0))
+        return call_engine(self.clusters.cluster.run_for, check_int(ms, "milliseconds", 0))
 
     def step(self, events: int = 1) -> int:
         """Run the next ``events`` events; return how many ran (fewer if the world went idle)."""
-        return self.call_engine(self.cluster.step, check_int(events, "events", 1))
+        return call_engine(self.clusters.cluster.step, check_int(events, "events", 1))
 
     def until(self, predicate: Callable[[], bool], max_ms: int = 60_000) -> int:
         """Run until ``predicate()`` is true; a usage error if it is still false after ``max_ms``."""
-        c = self.cluster
+        c = self.clusters.cluster
         check_int(max_ms, "--max-ms", 1)
         try:
             predicate()
