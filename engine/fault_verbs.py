@@ -132,7 +132,7 @@ def message_rule(
             raise FaultError(f"no message type {body_type!r}; e.g. ProduceResponse, EndTxnRequest")
         natural = "response" if body_type.endswith("Response") else "request"
         if kind is not None and kind != natural and not (kind == "oneway" and natural == "request"):
-            raise FaultError(f"{body_type} is a {natural}, so kind {kind} would never match; drop the kind")
+            raise FaultError(f"{body_type} is a {natural}, so a rule of kind {kind} (--kind) would never match")
         kind = kind or natural
     if delay_ms is not None and verb != "delay":
         raise FaultError(f"delay_ms is for delay, not {verb}")

@@ -51,36 +51,29 @@ class TimeAndFaults:
 
         ``power`` (crash only): the machine loses power, not just the process: the unflushed tail
         is lost and nobody is told (peers time out), where a process crash closes its connections.
+        The verbs are the engine's (:mod:`engine.fault_verbs`).
         """
-        c = self.clusters.cluster
+        from engine import fault_verbs
+
         if power and action != "crash":
             raise EosUsageError("--power goes with crash: %eos_fault crash 2 --power")
-        actions: dict[str, Callable[..., None]] = {
-            "crash": c.crash,
-            "restart": c.restart,
-            "pause": c.pause,
-            "resume": c.resume,
-            "isolate": c.isolate,
-        }
         if action == "heal":
             if nodes:
                 raise EosUsageError("heal takes no node: it ends every fault at once")
-            c.heal()
+            fault_verbs.heal(self.clusters.cluster)
             return
-        fn = actions.get(action)
-        if fn is None:
-            raise EosUsageError(f"unknown fault '{action}'{did_you_mean(action, [*actions, 'heal'])}")
+        if action not in fault_verbs.NODE_VERBS:
+            raise EosUsageError(f"unknown fault '{action}'{did_you_mean(action, [*fault_verbs.NODE_VERBS, 'heal'])}")
         if len(nodes) != 1:
             raise EosUsageError(f"{action} takes one node: a broker id or a node name")
-        if power:
-            call_engine(c.crash, self.node(nodes[0]), lose_unflushed_tail=True)
-            return
-        call_engine(fn, self.node(nodes[0]))
+        call_engine(fault_verbs.node_fault, self.clusters.cluster, action, self.node(nodes[0]), power=power)
 
     def cut(self, a: Sequence[Any], b: Sequence[Any], *, one_way: bool = False) -> None:
         """Cut the network between two groups of nodes."""
+        from engine import fault_verbs
+
         cluster = self.clusters.cluster
-        call_engine(cluster.partition, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
+        call_engine(fault_verbs.cut, cluster, [self.node(x) for x in a], [self.node(x) for x in b], one_way=one_way)
 
     def message_rule(
         self,
@@ -95,31 +88,31 @@ class TimeAndFaults:
         delay_ms: int | None = None,
     ) -> int:
         """Drop, delay, hold or duplicate the next ``count`` messages of a type; return the rule id."""
-        from engine import protocol
+        from engine import fault_verbs
 
-        if body_type is not None:
-            names = sorted(n for n in vars(protocol) if n.endswith(("Request", "Response")) and n[0].isupper())
-            if body_type not in names:
-                raise unknown_name("message type", body_type, names, how="e.g. ProduceResponse, EndTxnRequest")
-        if body_type is not None:
-            natural = "response" if body_type.endswith("Response") else "request"
-            if kind is not None and kind != natural and not (kind == "oneway" and natural == "request"):
-                raise EosUsageError(f"{body_type} is a {natural}, so --kind {kind} would never match; drop --kind")
-            kind = kind or natural
+        if body_type is not None and body_type not in fault_verbs.message_types():
+            names = fault_verbs.message_types()
+            raise unknown_name("message type", body_type, names, how="e.g. ProduceResponse, EndTxnRequest")
         if delay_ms is not None and action != "delay":
             raise EosUsageError(f"--ms is for delay, not {action}")
-        fields: dict[str, Any] = {"kind": kind, "body_type": body_type, "count": count, "skip": skip}
-        if src is not None:
-            fields["src"] = self.node(src)
-        if dst is not None:
-            fields["dst"] = self.node(dst)
-        if delay_ms is not None:
-            fields["delay_ms"] = delay_ms
-        return call_engine(self.clusters.cluster.add_rule, action, **fields)
+        return call_engine(
+            fault_verbs.message_rule,
+            self.clusters.cluster,
+            action,
+            body_type,
+            kind=kind,
+            src=None if src is None else self.node(src),
+            dst=None if dst is None else self.node(dst),
+            count=count,
+            skip=skip,
+            delay_ms=delay_ms,
+        )
 
     def release(self, rule_id: int | None = None) -> list[int]:
         """Deliver held messages (of one rule, or all)."""
-        return call_engine(self.clusters.cluster.release, rule_id)
+        from engine import fault_verbs
+
+        return call_engine(fault_verbs.release, self.clusters.cluster, rule_id)
 
     # -- time -------------------------------------------------------------------------------
 
