@@ -117,6 +117,40 @@ class BrokerConfig:
             raise ConfigError("message.max.bytes", self.message_max_bytes, "must be at least 0")
 
 
+def cluster_config(
+    brokers: int,
+    config: Mapping[str, Any] | None = None,
+    *,
+    min_insync_replicas: int = 2,
+    replication_factor: int = 3,
+) -> dict[str, Any]:
+    """Return the broker settings a new test or notebook cluster gets: a durable shape its size allows.
+
+    Kafka's own defaults (``min.insync.replicas=1``) would let an acked write live on one replica;
+    the notebook's and the pytest plugin's clusters ask for 2 of 3, each capped at ``brokers``.
+
+    Parameters
+    ----------
+    brokers : int
+        How many brokers the cluster has.
+    config : mapping, optional
+        Kafka broker settings; they win over the shape.
+    min_insync_replicas, replication_factor : int
+        ``min.insync.replicas`` and ``default.replication.factor`` (each at most ``brokers``).
+
+    Returns
+    -------
+    dict
+        The configuration to build the cluster with.
+    """
+    cfg: dict[str, Any] = {
+        "min.insync.replicas": min(min_insync_replicas, brokers),
+        "default.replication.factor": min(replication_factor, brokers),
+    }
+    cfg.update(config or {})
+    return cfg
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class TopicConfig:
     """Per-topic overrides."""

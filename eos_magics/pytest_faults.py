@@ -3,15 +3,17 @@
 Role
 ----
 :class:`MessageFaults` is a base of :class:`eos_magics.pytest_plugin.EosTestCluster`. Each helper
-installs one rule of the simulated network (:meth:`engine.Cluster.add_rule`) that acts on the
-next matching message, so a fault set between two of the application's calls hits exactly the
-next one. ``drop_response`` has the name and meaning of ``eos_server.drop_response`` and of
-``eos fault --server ... wire-fault drop-response``: one vocabulary for the simulated and the
-served fixture.
+is a verb of the engine's one fault vocabulary (:mod:`engine.fault_verbs`, also spoken by
+``%eos_fault``, the dashboard and the served cluster's control channel): it installs one rule of
+the simulated network that acts on the next matching message, so a fault set between two of the
+application's calls hits exactly the next one. ``drop_response`` has the name and meaning of
+``eos_server.drop_response`` and of ``eos fault --server ... wire-fault drop-response``: one
+vocabulary for the simulated and the served fixture.
 
 Invariants
 ----------
-Every helper returns the rule's id; nothing here reads the cluster's private state.
+Every helper returns the rule's id; a bad argument is a ``ValueError`` of one line
+(:class:`engine.fault_verbs.FaultError`); nothing here reads the cluster's private state.
 """
 
 from __future__ import annotations
@@ -37,10 +39,9 @@ class MessageFaults:
         int
             The rule's id (``remove_rule`` takes it back before it acts).
         """
-        if topic is not None and topic not in self.cluster.topics:
-            raise ValueError(f"no topic {topic!r}; topics: {', '.join(self.cluster.topics) or 'none'}")
-        where = None if topic is None else (lambda m: any(p.topic == topic for p in m.body.partitions))
-        return self.cluster.add_rule("drop", kind="response", body_type="ProduceResponse", where=where)
+        from engine import fault_verbs
+
+        return fault_verbs.lose_next_ack(self.cluster, topic)
 
     def drop_response(self, api: str, nth: int = 1) -> int:
         """Carry out the ``nth`` next ``api`` request and lose its answer, as ``eos_server.drop_response``.
@@ -59,15 +60,9 @@ class MessageFaults:
         int
             The rule's id (``remove_rule`` takes it back before it acts).
         """
-        import engine.protocol as protocol
+        from engine import fault_verbs
 
-        body = f"{api}Response"
-        if not isinstance(getattr(protocol, body, None), type) or api.startswith(("Partition", "Replica")):
-            known = sorted(n[: -len("Response")] for n in vars(protocol) if n.endswith("Response") and n[0].isupper())
-            raise ValueError(f"no request {api!r} in the simulation; one of: {', '.join(known)}")
-        if isinstance(nth, bool) or not isinstance(nth, int) or nth < 1:
-            raise ValueError(f"nth must be a positive int (1: the next one), got {nth!r}")
-        return self.cluster.add_rule("drop", kind="response", body_type=body, skip=nth - 1, count=1)
+        return fault_verbs.drop_response(self.cluster, api, nth)
 
     def hold_end_txn(self) -> int:
         """Hold the next EndTxnResponse: the coordinator ended the transaction, the producer does not know.
@@ -77,8 +72,12 @@ class MessageFaults:
         int
             The rule's id; :meth:`release` delivers the held response.
         """
-        return self.cluster.add_rule("hold", kind="response", body_type="EndTxnResponse")
+        from engine import fault_verbs
+
+        return fault_verbs.hold_end_txn(self.cluster)
 
     def release(self, rule_id: int | None = None) -> list[int]:
         """Deliver held messages: those of one hold rule, or all; return their message ids."""
-        return self.cluster.release(rule_id)
+        from engine import fault_verbs
+
+        return fault_verbs.release(self.cluster, rule_id)

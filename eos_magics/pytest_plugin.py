@@ -21,7 +21,7 @@ Role
   an :class:`EosTestCluster`.
 * ``@pytest.mark.eos_check(mode="eos")`` judges the history once the test body returned: every
   fault healed, the cluster given ``settle_ms`` of simulated time, every partition read to its
-  end (:func:`eos_magics.session.final_read`); forbidden anomalies fail the test with the
+  end (:func:`engine.scenarios.supervisor.final_read`); forbidden anomalies fail the test with the
   checker's report.
 * Any failure of a test that used the fixture carries an ``eos`` section: the seed, the run's
   fingerprint and a one-line replay command.
@@ -51,7 +51,7 @@ import contextlib
 import importlib.util
 import shlex
 import zlib
-from collections.abc import Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -108,12 +108,30 @@ def derived_seed(nodeid: str) -> int:
     return zlib.crc32(nodeid.encode("utf-8"))
 
 
+def _cluster_call(name: str) -> Callable[..., Any]:
+    """A method of :class:`EosTestCluster` that is the test cluster's ``Cluster.<name>``."""
+
+    def call(self: EosTestCluster, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.cluster, name)(*args, **kwargs)
+
+    call.__name__ = name
+    call.__doc__ = f"The test cluster's ``Cluster.{name}`` (:class:`engine.Cluster`)."
+    return call
+
+
+def _cluster_value(name: str) -> property:
+    """A read-only attribute of :class:`EosTestCluster` that is the test cluster's ``Cluster.<name>``."""
+    return property(lambda self: getattr(self.cluster, name), doc=f"The test cluster's ``Cluster.{name}``.")
+
+
 class EosTestCluster(AppClients, MessageFaults):
     """One test's simulated cluster, its client history and fault helpers.
 
-    Attributes the class does not define are the :class:`engine.Cluster`'s (``producer``,
-    ``consumer``, ``create_topic``, ``crash``, ``isolate``, ``heal``, ``add_rule``, ``release``,
-    ``run_for``, ``leader``, ``fingerprint``, ...). ``pause``, ``resume`` and ``restart`` take the
+    The :class:`engine.Cluster` calls a test makes are named here and call the test's cluster
+    (``producer``, ``consumer``, ``create_topic``, ``crash``, ``isolate``, ``heal``, ``add_rule``,
+    ``run_for``, ``leader``, ``fingerprint``, ``world``, ...); ``cluster`` is the Cluster itself, for
+    the rest. The fault helpers speak the engine's one fault vocabulary (:mod:`engine.fault_verbs`).
+    ``pause``, ``resume`` and ``restart`` take the
     cluster's broker ids and node names too, and also the clients the application holds;
     ``kill`` and ``restart`` crash and restart the application's clients.
 
@@ -139,13 +157,33 @@ class EosTestCluster(AppClients, MessageFaults):
         self._readers = 0
         self._killed: list[Any] = []  # the clients kill() killed (AppClients)
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "cluster":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.cluster, name)
+    # -- the Cluster's calls a test makes, each named (:class:`engine.Cluster`; ``cluster`` has the rest)
 
-    def __dir__(self) -> list[str]:
-        return sorted({*super().__dir__(), *dir(self.cluster)})
+    producer = _cluster_call("producer")
+    consumer = _cluster_call("consumer")
+    create_topic = _cluster_call("create_topic")
+    crash = _cluster_call("crash")
+    isolate = _cluster_call("isolate")
+    partition = _cluster_call("partition")
+    heal = _cluster_call("heal")
+    add_rule = _cluster_call("add_rule")
+    remove_rule = _cluster_call("remove_rule")
+    run_for = _cluster_call("run_for")
+    run_until = _cluster_call("run_until")
+    step = _cluster_call("step")
+    leader = _cluster_call("leader")
+    describe_partition = _cluster_call("describe_partition")
+    describe_group = _cluster_call("describe_group")
+    group_view = _cluster_call("group_view")
+    fingerprint = _cluster_call("fingerprint")
+    transactions = _cluster_call("transactions")
+    world = _cluster_value("world")
+    config = _cluster_value("config")
+    topics = _cluster_value("topics")
+    topic_configs = _cluster_value("topic_configs")
+    brokers = _cluster_value("brokers")
+    seed = _cluster_value("seed")
+    now_ms = _cluster_value("now_ms")
 
     def __repr__(self) -> str:
         c = self.cluster
@@ -220,7 +258,7 @@ class EosTestCluster(AppClients, MessageFaults):
         committed: list[CommittedRecord] | None = None
         if final_read and self.cluster.topics:
             from engine.scenarios.supervisor import check_reader_id
-            from eos_magics.session import final_read as read_all
+            from engine.scenarios.supervisor import final_read as read_all
 
             committed = []
 
@@ -373,7 +411,7 @@ def eos_cluster(request: pytest.FixtureRequest) -> Iterator[EosTestCluster]:
     """
     from engine import Cluster
     from engine.check.client_history import ClientHistory
-    from eos_magics.session import cluster_config
+    from engine.config import cluster_config
 
     item = request.node
     seed, source = item_seed(item)

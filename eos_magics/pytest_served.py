@@ -297,10 +297,10 @@ def _served(
     config: Mapping[str, Any] | None,
     topics: tuple[tuple[str, int, int | None], ...],
 ) -> Iterator[EosTestServer]:
+    from engine.config import cluster_config
     from engine.errors import ConfigError, KafkaError
     from engine.serve import serve
     from engine.wire.journal import ServeSpec
-    from eos_magics.session import cluster_config
 
     item = request.node
     seed, source = item_seed(item)

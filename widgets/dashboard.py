@@ -97,6 +97,14 @@ RUN_ACTIONS = {
     "resume": "resume {node}",
     "drop-ack": "drop the next acknowledgement to {node}",
 }
+#: The break buttons (their ops in ``dashboard.js``) and the verb of :mod:`engine.fault_verbs` each speaks.
+FAULT_BUTTONS = {
+    "crash": "crash",
+    "restart": "restart",
+    "pause-node": "pause",
+    "resume": "resume",
+    "drop-ack": "lose-next-ack",
+}
 #: Journaled calls a fork can stop inside (the others it stops before).
 #: How many of the clients a fork drops the question names (then "and N more").
 _NAMED = 3
@@ -566,20 +574,15 @@ class Dashboard(anywidget.AnyWidget):
             return "playing"
         if op in ("step", "step-request"):
             return self._step(op)
-        cluster = self.run.cluster
-        if op == "crash":
-            cluster.crash(node)
-        elif op == "restart":
-            cluster.restart(node)
-        elif op == "pause-node":
-            cluster.pause(node)
-        elif op == "resume":
-            cluster.resume(node)
-        else:
-            cluster.add_rule("drop", dst=node, body_type="ProduceResponse", count=1)
+        from engine import fault_verbs
+
+        verb = FAULT_BUTTONS[op]
+        if verb == "lose-next-ack":
+            fault_verbs.lose_next_ack(self.run.cluster, dst=node)
             return f"{node}: next ProduceResponse dropped"
-        done = {"pause-node": "paused", "crash": "crashed", "restart": "restarted", "resume": "resumed"}
-        return f"{node} {done[op]}"
+        fault_verbs.node_fault(self.run.cluster, verb, node)
+        done = {"pause": "paused", "crash": "crashed", "restart": "restarted", "resume": "resumed"}
+        return f"{node} {done[verb]}"
 
     def _step(self, op: str) -> str:
         cluster = self.run.cluster

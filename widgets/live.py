@@ -45,14 +45,11 @@ class LiveRun:
         recorder = Recorder()
         cluster, journal = Journal.new_cluster(observers=[recorder], **cluster_kwargs)
         run = cls(cluster, journal, recorder, threading.RLock())
-        run._wire()
+        journal.guard = run.lock
+        journal.listeners.append(recorder)
         if setup is not None:
             setup(cluster)
         return run
-
-    def _wire(self) -> None:
-        self.journal.guard = self.lock
-        self.journal.listeners.append(self.recorder)
 
     def fork(self, event_index: int, *, setup: Callable[[Cluster], Any] | None = None) -> tuple[LiveRun, int]:
         """Replay this run up to the board after ``event_index`` in a new cluster; return it and its stop."""

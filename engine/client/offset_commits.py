@@ -32,6 +32,8 @@ from engine.client.message import OFFSET_INVALID, Message, TopicPartition
 from engine.errors import CommitFailedException, ErrorCode, KafkaError, TimeoutException, exception_for
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine.client.base import ClientNode
     from engine.client.fetcher import Fetcher
     from engine.client.group_member import GroupMember
@@ -59,6 +61,9 @@ class OffsetCommits:
         self.config = config
         #: Offsets ``store_offsets()`` stored for the next commit (``enable.auto.offset.store`` false).
         self.stored: dict[Key, int] = {}
+        #: Told ``(offsets, code)`` when a commit made without waiting (:meth:`send`: an asynchronous
+        #: or automatic one) is answered; the drop-in reports those to ``on_commit``, as librdkafka.
+        self.on_sent_answered: Callable[[Offsets, ErrorCode], None] | None = None
 
     def retain(self, kept: set[Key]) -> None:
         """The assignment became ``kept``: forget what was stored for the other partitions."""
@@ -88,7 +93,12 @@ class OffsetCommits:
     def send(self, group: GroupMember, offsets: Offsets) -> None:
         """Commit without waiting; the answer is only traced."""
         end = self.client.world.now_ms + self.config.request_timeout_ms
-        group.commit(offsets, lambda code: self._done(offsets, code), retry_until_ms=end)
+        group.commit(offsets, lambda code: self._sent_answered(offsets, code), retry_until_ms=end)
+
+    def _sent_answered(self, offsets: Offsets, code: ErrorCode) -> None:
+        self._done(offsets, code)
+        if self.on_sent_answered is not None:
+            self.on_sent_answered(offsets, code)
 
     def commit_sync(self, group: GroupMember, offsets: Offsets) -> list[TopicPartition]:
         """Commit and run the simulation until the answer; raise its error, or TimeoutException."""

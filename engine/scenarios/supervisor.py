@@ -11,6 +11,7 @@ once:
   generation and a new process number (a restarted client instance is a new process, as in Jepsen).
 - :func:`poll_until_idle`: poll until ``idle_polls`` polls in a row return nothing, with a callback per
   message (the final reads, the judges' read_committed reads of an output topic).
+- :func:`final_read`: every partition of every topic read to its end (``%eos_check``, the pytest plugin).
 
 Invariant: both loops make the same calls, in the same order, as the copies they replaced, so the
 runs (and their fingerprints) are the same; where the copies differed, the difference is a parameter.
@@ -38,6 +39,7 @@ __all__ = [
     "Worker",
     "check_reader_id",
     "counter",
+    "final_read",
     "is_check_reader",
     "poll_until_idle",
     "read_until_idle",
@@ -264,3 +266,27 @@ def read_until_idle(
     )
     if close:
         reader.close()
+
+
+def final_read(cluster: Cluster, client_id: str, on_message: Callable[[Any], None] | None = None) -> None:
+    """Read every partition of every topic to its end with a read_committed consumer.
+
+    Jepsen's final reads: without them an acknowledged record that no consumer has read yet is
+    reported ``unseen``. The reader is a real client of the cluster (so a cluster's
+    ``ClientHistory`` records it) and moves simulated time on by its polls: it stops after three
+    empty polls of one simulated second each, then closes. ``Session.check`` (``%eos_check``) and
+    the pytest plugin's ``eos_cluster.check`` both read so.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        The cluster to read; nothing happens when it has no topic.
+    client_id : str
+        The reader's ``client.id`` (:func:`check_reader_id`).
+    on_message : callable, optional
+        Called with each record read (the engine's message), in the order read: the committed
+        records an end-to-end promise is judged on (:mod:`engine.check.promises`).
+    """
+    keys = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
+    if keys:
+        read_until_idle(cluster, keys, client_id, on_message, max_records=1000, timeout_s=1.0, idle_polls=3)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from engine import fault_verbs
 from engine.coordinator_lookup import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, partition_for
 from engine.errors import KafkaError
 from engine.sim.node import IllegalNodeTransitionError, NodeStatus
@@ -35,8 +36,8 @@ from engine.sim.node import IllegalNodeTransitionError, NodeStatus
 if TYPE_CHECKING:
     from engine.wire.service import WireService
 
-#: Faults on one broker, in the engine's vocabulary (``%eos_fault``).
-NODE_FAULTS = ("crash", "restart", "pause", "resume", "isolate")
+#: Faults on one broker: the node verbs of the engine's one fault vocabulary (:mod:`engine.fault_verbs`).
+NODE_FAULTS = fault_verbs.NODE_VERBS
 #: Every op that changes the cluster: journaled (``wire-fault`` by the service itself).
 FAULTS = (*NODE_FAULTS, "heal", "wire-fault")
 QUERIES = ("leader", "coordinator", "brokers")
@@ -100,10 +101,10 @@ def apply(service: WireService, request: dict[str, Any]) -> dict[str, Any]:
     try:
         if op in NODE_FAULTS:
             broker = _broker(cluster, request["broker"])
-            getattr(cluster, op)(broker)
+            fault_verbs.node_fault(cluster, op, broker)
             return {"op": op, "broker": broker}
         if op == "heal":
-            cluster.heal()
+            fault_verbs.heal(cluster)
             return {"op": op}
         if op == "wire-fault":
             fault_id = service.add_wire_fault(request["action"], request["api"], request["nth"])

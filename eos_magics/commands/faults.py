@@ -1,4 +1,8 @@
-"""``%eos_fault``: crash, restart, pause, resume, isolate, cut, heal; drop, delay, hold, duplicate, release."""
+"""``%eos_fault``: crash, restart, pause, resume, isolate, cut, heal; drop, delay, hold, duplicate, release.
+
+The verbs are the engine's one fault vocabulary (:mod:`engine.fault_verbs`); the session carries
+them out with the notebook's names for nodes and clients.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +12,8 @@ from IPython.core.magic import line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from eos_magics import said
-from eos_magics.errors import EosUsageError
+from eos_magics.errors import EosUsageError, did_you_mean
 from eos_magics.magics import FamilyMagics
-
-NODE_FAULTS = ("crash", "restart", "pause", "resume", "isolate")
-MESSAGE_FAULTS = ("drop", "delay", "hold", "duplicate")
 
 
 @magics_class
@@ -21,7 +22,10 @@ class FaultMagics(FamilyMagics):
 
     @line_magic
     @magic_arguments()
-    @argument("action", choices=[*NODE_FAULTS, "cut", "heal", *MESSAGE_FAULTS, "release", "rules"])
+    @argument(
+        "action",
+        help="crash, restart, pause, resume, isolate, cut, heal; drop, delay, hold, duplicate, release; rules",
+    )
     @argument("nodes", nargs="*", help="a broker id (1, 2, …) or a node/client name; cut: A... --from B...")
     @argument("--from", dest="other", nargs="+", default=None, help="cut: the other side of the cut")
     @argument(
@@ -54,9 +58,14 @@ class FaultMagics(FamilyMagics):
         (broker.session.timeout.ms). ``crash --power``, ``isolate``, ``cut`` and ``pause`` are
         silent: nothing answers, and a client waits out its request.timeout.ms.
         """
+        from engine.fault_verbs import MESSAGE_VERBS, NODE_VERBS  # the engine loads on first use
+
         args = parse_argstring(self.eos_fault, line)
         s = self.session
-        if args.action in NODE_FAULTS or args.action == "heal":
+        verbs = [*NODE_VERBS, "cut", "heal", *MESSAGE_VERBS, "release", "rules"]
+        if args.action not in verbs:
+            raise EosUsageError(f"unknown fault '{args.action}'{did_you_mean(args.action, verbs)}")
+        if args.action in NODE_VERBS or args.action == "heal":
             s.fault(args.action, *args.nodes, power=args.power)
             node = s.node(args.nodes[0]) if args.nodes else None
             s.say(said.fault(s.cluster, args.action, node, power=args.power))

@@ -87,7 +87,7 @@ class SparkMagics(FamilyMagics):
         from eos_magics.spark import session
 
         spark = _bridge(session.start, args.master, memory=args.memory, kafka=True if args.kafka else None)
-        self.session._bind("spark", spark)
+        self.session.bind("spark", spark)
         return session.status()
 
     def _status(self, args: Any) -> Any:

@@ -337,20 +337,11 @@ class Consumer(ClosedOnExit):
 
     def _hook_commits(self) -> None:
         """Report asynchronous and automatic commits to ``on_commit`` (not synchronous ones, as librdkafka)."""
-        commits = self._c.commits
-        send, done = commits.send, commits._done
-        sent: dict[int, tuple[tuple[str, int, int], ...]] = {}
 
-        def send_hook(group: Any, offsets: tuple[tuple[str, int, int], ...]) -> None:
-            sent[id(offsets)] = offsets
-            send(group, offsets)
+        def answered(offsets: tuple[tuple[str, int, int], ...], code: ErrorCode) -> None:
+            self._commit_reports.append((code, offsets))
 
-        def done_hook(offsets: tuple[tuple[str, int, int], ...], code: ErrorCode) -> None:
-            done(offsets, code)
-            if sent.pop(id(offsets), None) is offsets:
-                self._commit_reports.append((code, offsets))
-
-        commits.send, commits._done = send_hook, done_hook
+        self._c.commits.on_sent_answered = answered
 
     def _serve_commits(self) -> None:
         while self._commit_reports:

@@ -120,7 +120,7 @@ class KafkaError:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KafkaError):
-            return self._code == other._code
+            return self._code == other.code()
         if isinstance(other, int) and not isinstance(other, bool):
             return self._code == other
         return NotImplemented

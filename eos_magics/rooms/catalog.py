@@ -22,8 +22,9 @@ __all__ = ["Catalog", "workload_of"]
 class Catalog:
     """The scenarios ``eos run`` knows, run one at a time or swept over seeds."""
 
-    #: the last scenario run (registry ScenarioResult): ``%eos_db`` reads its databases
-    last_scenario: Any
+    def __init__(self) -> None:
+        #: the last scenario run (registry ScenarioResult): ``%eos_db`` reads its databases
+        self.last_scenario: Any = None
 
     def scenario_names(self) -> list[str]:
         """Every scenario ``eos run`` knows."""

@@ -13,18 +13,36 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError, unknown_name
-from eos_magics.rooms.calls import check_int, check_name
-from eos_magics.rooms.clusters import Clusters
+from eos_magics.rooms.calls import call_engine, check_int, check_name
 from eos_magics.rooms.entries import ClusterEntry, client_kind, free_node_name
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine import Consumer, Producer
+    from eos_magics.rooms.clusters import Clusters
+    from eos_magics.rooms.entries import Defaults
 
 __all__ = ["Clients"]
 
 
-class Clients(Clusters):
-    """Topics, producers and consumers of the current cluster, by name."""
+class Clients:
+    """Topics, producers and consumers of the current cluster, by name.
+
+    Parameters
+    ----------
+    clusters : Clusters
+        The session's clusters: the current one, and where a client's name is bound.
+    defaults : Defaults
+        What a new topic or consumer gets when a call does not say.
+    say : callable
+        Where a replaced client is told, in one line.
+    """
+
+    def __init__(self, clusters: Clusters, defaults: Defaults, say: Callable[[str], None]) -> None:
+        self.clusters = clusters
+        self.defaults = defaults
+        self.say = say
 
     def create_topic(
         self,
@@ -34,16 +52,17 @@ class Clients(Clusters):
         config: Mapping[str, Any] | None = None,
     ) -> None:
         """Create a topic on the current cluster (Kafka's topic config names)."""
-        c = self.cluster
+        c = self.clusters.cluster
         partitions = self.defaults.partitions if partitions is None else check_int(partitions, "--partitions", 1)
         if replication_factor is None:
             replication_factor = min(self.defaults.replication_factor, len(c.brokers))
-        self.call_engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
+        call_engine(c.create_topic, name, partitions, replication_factor, dict(config or {}))
 
     def require_topic(self, topic: str) -> str:
         """Return ``topic`` if it exists, else a usage error with the nearest name."""
-        if topic not in self.cluster.topics:
-            raise unknown_name("topic", topic, self.cluster.topics, how="create it with %eos_topic create NAME")
+        topics = self.clusters.cluster.topics
+        if topic not in topics:
+            raise unknown_name("topic", topic, topics, how="create it with %eos_topic create NAME")
         return topic
 
     def producer(
@@ -59,13 +78,13 @@ class Clients(Clusters):
         With a ``transactional_id`` it is transactional and, unless ``init=False``, has run
         ``init_transactions()`` (which fences any older instance with the same id).
         """
-        entry = self.entry()
+        entry = self.clusters.entry()
         self._new_client_name(entry, name)
         cfg = dict(config or {})
         if transactional_id is not None:
             cfg["transactional.id"] = transactional_id
         cfg.setdefault("client.id", free_node_name(entry, name))
-        p = self.call_engine(entry.cluster.producer, cfg)
+        p = call_engine(entry.cluster.producer, cfg)
         self._put_client(entry, name, p)
         if transactional_id is not None and init:
             p.init_transactions()
@@ -88,7 +107,7 @@ class Clients(Clusters):
         """
         from engine.config import IsolationLevel
 
-        entry = self.entry()
+        entry = self.clusters.entry()
         self._new_client_name(entry, name)
         level = self.defaults.isolation_level if isolation_level is None else isolation_level
         if level not in tuple(IsolationLevel):
@@ -100,15 +119,15 @@ class Clients(Clusters):
             raise EosUsageError("--subscribe needs a consumer group: add --group NAME")
         for t, p in assign or ():
             self.require_topic(t)
-            if not 0 <= p < self.cluster.topics[t]:
-                raise EosUsageError(f"topic '{t}' has partitions 0..{self.cluster.topics[t] - 1}, not {p}")
+            if not 0 <= p < self.clusters.cluster.topics[t]:
+                raise EosUsageError(f"topic '{t}' has partitions 0..{self.clusters.cluster.topics[t] - 1}, not {p}")
         for t in subscribe or ():
             self.require_topic(t)
         cfg = {"isolation.level": level, "auto.offset.reset": "earliest", "client.id": free_node_name(entry, name)}
         if group_id is not None:
             cfg["group.id"] = group_id
         cfg.update(config or {})
-        c = self.call_engine(entry.cluster.consumer, cfg)
+        c = call_engine(entry.cluster.consumer, cfg)
         self._put_client(entry, name, c)
         if assign:
             c.assign(list(assign))
@@ -123,7 +142,7 @@ class Clients(Clusters):
         if isinstance(name, (Producer, Consumer)):
             obj = name
         else:
-            entry = self.entry()
+            entry = self.clusters.entry()
             obj = entry.clients.get(name)
             if obj is None:
                 names = [n for n, o in entry.clients.items() if kind is None or client_kind(o) == kind]
@@ -147,7 +166,7 @@ class Clients(Clusters):
         check_name(name, "client")
         # A name may come back, on this cluster or another (its variable then names the new
         # client: see _put_client), but never a cluster's name.
-        if name in self.entries:
+        if name in self.clusters.entries:
             which = "the cluster" if name == entry.name else "another cluster"
             raise EosUsageError(f"'{name}' names {which}; pick another name for the client")
 
@@ -163,12 +182,12 @@ class Clients(Clusters):
         """
         old = entry.clients.get(name)
         entry.clients[name] = client
-        self._bind(name, client)
+        self.clusters.bind(name, client)
         if old is None:
             return
         close = getattr(old, "close", None)
         if close is not None:
-            self.call_engine(close)
+            call_engine(close)
         fate = "closed" if close is not None else "left as it is: it gets no more calls"
         self.say(
             f"'{name}' now names a new {client_kind(client)} (node {client.name}); "

@@ -2,10 +2,11 @@
 
 Role
 ----
-:class:`Clusters` holds the state every other room of :class:`~eos_magics.session.Session` reads:
-the entries by name, the current one, the namespace names are bound in, the defaults and the
-``say`` hook. The other rooms reach a cluster only through :meth:`Clusters.entry` and
-:attr:`Clusters.cluster`, and the engine only through :meth:`Clusters.call_engine`.
+:class:`Clusters` owns the entries by name, the current one and the namespace names are bound in;
+it is handed the session's defaults and its ``say`` hook. The other rooms of
+:class:`~eos_magics.session.Session` are handed this room and reach a cluster only through
+:meth:`Clusters.entry` and :attr:`Clusters.cluster`, and bind a name only through
+:meth:`Clusters.bind`.
 
 Invariants
 ----------
@@ -20,8 +21,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError, unknown_name
-from eos_magics.rooms.calls import call_engine, check_int, check_name
-from eos_magics.rooms.entries import ClusterEntry, Defaults, client_kind, cluster_config, stop_feed, stop_served
+from eos_magics.rooms.calls import check_int, check_name
+from eos_magics.rooms.entries import ClusterEntry, Defaults, client_kind, stop_feed, stop_served
 
 if TYPE_CHECKING:
     from engine import Cluster
@@ -31,17 +32,25 @@ __all__ = ["Clusters"]
 
 
 class Clusters:
-    """Named clusters, the current one, and where their names are bound."""
+    """Named clusters, the current one, and where their names are bound.
 
-    namespace: dict[str, Any] | None
-    defaults: Defaults
-    #: Where a state change that the caller did not ask to see is told, one line each (a
-    #: replaced cluster or client); the magics print, a test may collect.
-    say: Callable[[str], None]
-    entries: dict[str, ClusterEntry]
-    current: str | None
+    Parameters
+    ----------
+    namespace : dict, optional
+        Where every named object is bound under its name (the kernel's ``user_ns``).
+    defaults : Defaults
+        What a new cluster gets when a call does not say.
+    say : callable
+        Where a state change that the caller did not ask to see is told, one line each (a
+        replaced cluster or client); the magics print, a test may collect.
+    """
 
-    call_engine = staticmethod(call_engine)
+    def __init__(self, *, namespace: dict[str, Any] | None, defaults: Defaults, say: Callable[[str], None]) -> None:
+        self.namespace = namespace
+        self.defaults = defaults
+        self.say = say
+        self.entries: dict[str, ClusterEntry] = {}
+        self.current: str | None = None
 
     def create_cluster(
         self,
@@ -67,7 +76,12 @@ class Clusters:
         seed = self.defaults.seed if seed is None else check_int(seed, "--seed")
         if config is not None and not isinstance(config, Mapping):
             raise EosUsageError(f"config must be a dict of Kafka broker settings, got {config!r}")
-        cfg = cluster_config(brokers, config, self.defaults)
+        from engine.config import cluster_config
+
+        d = self.defaults
+        cfg = cluster_config(
+            brokers, config, min_insync_replicas=d.min_insync_replicas, replication_factor=d.replication_factor
+        )
         run = self._build(brokers, seed, cfg)
         cluster = run.cluster
         if name in self.entries:
@@ -80,7 +94,7 @@ class Clusters:
         entry = ClusterEntry(name, cluster, brokers, seed, cfg, ClientHistory.attach(cluster), run)
         self.entries[name] = entry
         self.current = name
-        self._bind(name, cluster)
+        self.bind(name, cluster)
         return cluster
 
     @staticmethod
@@ -194,7 +208,8 @@ class Clusters:
     def _client_owner(self, name: str) -> ClusterEntry | None:
         return next((e for e in self.entries.values() if name in e.clients), None)
 
-    def _bind(self, name: str, obj: Any) -> None:
+    def bind(self, name: str, obj: Any) -> None:
+        """Bind ``obj`` under ``name`` in the namespace, when the session has one."""
         if self.namespace is not None:
             self.namespace[name] = obj
 

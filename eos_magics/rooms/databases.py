@@ -10,23 +10,31 @@ from __future__ import annotations
 from typing import Any
 
 from eos_magics.errors import EosUsageError, require, unknown_name
-from eos_magics.rooms.catalog import workload_of
+from eos_magics.rooms.catalog import Catalog, workload_of
 
 __all__ = ["Databases"]
 
 
 class Databases:
-    """SQL over the database files of the last scenario run (``%eos_db``)."""
+    """SQL over the database files of the last scenario run (``%eos_db``).
 
-    last_scenario: Any
+    Parameters
+    ----------
+    catalog : Catalog
+        The scenario catalog; its last run's databases are the ones read.
+    """
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
 
     def databases(self) -> dict[str, Any]:
         """Return the last scenario run's database files by service name (``%eos_db``)."""
         from engine.db import databases_of
 
-        found = databases_of(workload_of(self.last_scenario))
+        last = self.catalog.last_scenario
+        found = databases_of(workload_of(last))
         if not found:
-            what = "no scenario has run yet" if self.last_scenario is None else "the last scenario kept no database"
+            what = "no scenario has run yet" if last is None else "the last scenario kept no database"
             raise EosUsageError(f"{what}; run one with a database, e.g. %eos_scenario run outbox: polling relay")
         return found
 

@@ -10,7 +10,6 @@ stopped with it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from engine.check.client_history import ClientHistory
     from widgets.live import LiveRun
 
-__all__ = ["ClusterEntry", "Defaults", "client_kind", "cluster_config", "free_node_name", "stop_feed", "stop_served"]
+__all__ = ["ClusterEntry", "Defaults", "client_kind", "free_node_name", "stop_feed", "stop_served"]
 
 
 @dataclasses.dataclass
@@ -54,35 +53,6 @@ class ClusterEntry:
     feed: Any = None
     #: The wire-protocol server of this cluster (``engine.serve.ServedCluster``), once served.
     served: Any = None
-
-
-def cluster_config(
-    brokers: int, config: Mapping[str, Any] | None = None, defaults: Defaults | None = None
-) -> dict[str, Any]:
-    """Return the broker configuration a new cluster gets.
-
-    Parameters
-    ----------
-    brokers : int
-        How many brokers the cluster has.
-    config : mapping, optional
-        Kafka broker settings; they win over the defaults.
-    defaults : Defaults, optional
-        Where ``min.insync.replicas`` and ``default.replication.factor`` come from (each at most
-        ``brokers``); ``Defaults()`` when not given.
-
-    Returns
-    -------
-    dict
-        The configuration to build the cluster with.
-    """
-    d = defaults if defaults is not None else Defaults()
-    cfg: dict[str, Any] = {
-        "min.insync.replicas": min(d.min_insync_replicas, brokers),
-        "default.replication.factor": min(d.replication_factor, brokers),
-    }
-    cfg.update(config or {})
-    return cfg
 
 
 def free_node_name(entry: ClusterEntry, name: str) -> str:

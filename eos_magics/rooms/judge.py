@@ -13,29 +13,35 @@ from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError, did_you_mean
 from eos_magics.rooms.calls import check_writable
-from eos_magics.rooms.clusters import Clusters
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from engine import Cluster
+    from eos_magics.rooms.clusters import Clusters
     from eos_magics.rooms.entries import ClusterEntry
 
-__all__ = ["CHECK_MODES", "Judge", "final_read"]
+__all__ = ["CHECK_MODES", "Judge"]
 
 CHECK_MODES = ("eos", "subscribe", "at-least-once")
 
 
-class Judge(Clusters):
-    """A cluster's client history, and the EOS checkers' verdict on it."""
+class Judge:
+    """A cluster's client history, and the EOS checkers' verdict on it.
+
+    Parameters
+    ----------
+    clusters : Clusters
+        The session's clusters, each with its client history.
+    """
+
+    def __init__(self, clusters: Clusters) -> None:
+        self.clusters = clusters
 
     def history(self, name: str | None = None) -> Any:
         """The client history of a cluster so far (``engine.check.History``)."""
-        return self.entry(name).history.history()
+        return self.clusters.entry(name).history.history()
 
     def save_history(self, path: str, name: str | None = None) -> str:
         """Write the history as JSON Lines (``eos check PATH`` reads it); return the path."""
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         check_writable(path)
         entry.history.write_jsonl(path)
         return path
@@ -56,46 +62,22 @@ class Judge(Clusters):
 
         if mode not in CHECK_MODES:
             raise EosUsageError(f"mode must be one of {', '.join(CHECK_MODES)}{did_you_mean(mode, CHECK_MODES)}")
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         if entry.history.ops == 0:
             raise EosUsageError("nothing to judge yet: produce or consume something first")
         if save is not None:
             check_writable(save)
         if final_read:
-            self._final_read(entry)
+            _final_read(entry)
         if save is not None:
             entry.history.write_jsonl(save)
         return views.check_report(entry.history.check(mode))
 
-    def _final_read(self, entry: ClusterEntry) -> None:
-        if entry.cluster.topics:
-            entry.readers += 1
-            from engine.scenarios.supervisor import check_reader_id
 
-            final_read(entry.cluster, check_reader_id(entry.readers))
+def _final_read(entry: ClusterEntry) -> None:
+    """Read ``entry``'s cluster to its end with a new final reader (one more of ``entry.readers``)."""
+    if entry.cluster.topics:
+        entry.readers += 1
+        from engine.scenarios.supervisor import check_reader_id, final_read
 
-
-def final_read(cluster: Cluster, client_id: str, on_message: Callable[[Any], None] | None = None) -> None:
-    """Read every partition of every topic to its end with a read_committed consumer.
-
-    Jepsen's final reads: without them an acknowledged record that no consumer has read yet is
-    reported ``unseen``. The reader is a real client of the cluster (so a cluster's
-    ``ClientHistory`` records it) and moves simulated time on by its polls: it stops after three
-    empty polls of one simulated second each, then closes.
-
-    Parameters
-    ----------
-    cluster : Cluster
-        The cluster to read; nothing happens when it has no topic.
-    client_id : str
-        The reader's ``client.id`` (``eos-check-reader-N`` for :meth:`Session.check`).
-    on_message : callable, optional
-        Called with each record read (the engine's message), in the order read: the committed
-        records an end-to-end promise is judged on (:mod:`engine.check.promises`).
-    """
-    keys = [(t, p) for t in sorted(cluster.topics) for p in range(cluster.topics[t])]
-    if not keys:
-        return
-    from engine.scenarios.supervisor import read_until_idle
-
-    read_until_idle(cluster, keys, client_id, on_message, max_records=1000, timeout_s=1.0, idle_polls=3)
+        final_read(entry.cluster, check_reader_id(entry.readers))

@@ -8,16 +8,27 @@ server are started once per cluster and stopped with it (a fork or a reset stops
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eos_magics.rooms.clusters import Clusters
 from eos_magics.rooms.entries import stop_served
+
+if TYPE_CHECKING:
+    from eos_magics.rooms.clusters import Clusters
 
 __all__ = ["Outlets"]
 
 
-class Outlets(Clusters):
-    """A cluster as Arrow tables, as Spark's streaming source, and served to real Kafka clients."""
+class Outlets:
+    """A cluster as Arrow tables, as Spark's streaming source, and served to real Kafka clients.
+
+    Parameters
+    ----------
+    clusters : Clusters
+        The session's clusters; what each started beside it is kept on its entry.
+    """
+
+    def __init__(self, clusters: Clusters) -> None:
+        self.clusters = clusters
 
     def export(self, name: str | None = None) -> Any:
         """The cluster as it is now, with its client history, as Arrow tables (``engine.export.RunExport``).
@@ -27,7 +38,7 @@ class Outlets(Clusters):
         """
         from engine.export import export_cluster
 
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         with entry.run.lock:
             return export_cluster(entry.cluster, entry.history.history(), run_id=f"{entry.name}-s{entry.seed}")
 
@@ -39,7 +50,7 @@ class Outlets(Clusters):
         """
         from eos_magics.spark.feed import Feed
 
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         if entry.feed is None or not entry.feed.running:
             entry.feed = Feed.start(entry.run)
         return entry.feed
@@ -54,7 +65,7 @@ class Outlets(Clusters):
         """
         from engine.serve import ServedCluster
 
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         if entry.served is None:
             entry.served = ServedCluster(
                 entry.cluster, host=host, port=port, auth=auth, rate=rate, guard=entry.run.lock
@@ -63,7 +74,7 @@ class Outlets(Clusters):
 
     def stop_serving(self, name: str | None = None) -> bool:
         """Stop serving a cluster; return False when it was not served."""
-        entry = self.entry(name)
+        entry = self.clusters.entry(name)
         served = entry.served is not None
         stop_served(entry)
         return served

@@ -13,17 +13,35 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eos_magics.errors import EosUsageError
-from eos_magics.rooms.calls import check_int
-from eos_magics.rooms.clients import Clients
+from eos_magics.rooms.calls import call_engine, check_int
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from engine import Producer
+    from eos_magics.rooms.clients import Clients
+    from eos_magics.rooms.clusters import Clusters
 
 __all__ = ["Producing"]
 
 
-class Producing(Clients):
-    """Produce records with a named producer; transactions of a transactional one."""
+class Producing:
+    """Produce records with a named producer; transactions of a transactional one.
+
+    Parameters
+    ----------
+    clusters : Clusters
+        The session's clusters (a topic's partitions are the current one's).
+    clients : Clients
+        The named clients and topics of the current cluster.
+    say : callable
+        Where a transaction that sent no offsets is told, in one line.
+    """
+
+    def __init__(self, clusters: Clusters, clients: Clients, say: Callable[[str], None]) -> None:
+        self.clusters = clusters
+        self.clients = clients
+        self.say = say
 
     def produce(
         self,
@@ -39,20 +57,20 @@ class Producing(Clients):
         """Produce ``values`` (one record each); with ``wait``, flush and return the delivery reports, else None."""
         from eos_magics.views import kafka as views
 
-        p = self.client(producer, "producer")
-        self.require_topic(topic)
+        p = self.clients.client(producer, "producer")
+        self.clients.require_topic(topic)
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise EosUsageError(f"values must be a list of record values, got {values!r}")
         if not values:
             raise EosUsageError("nothing to produce: give at least one value")
         if partition is not None:
-            n = self.cluster.topics[topic]
+            n = self.clusters.cluster.topics[topic]
             if not 0 <= check_int(partition, "--partition") < n:
                 raise EosUsageError(f"topic '{topic}' has partitions 0..{n - 1}, not {partition}")
         reports: list[tuple[Any, Any]] = []
         hdrs = list(headers.items()) if headers else None
         for v in values:
-            self.call_engine(
+            call_engine(
                 p.produce,
                 topic,
                 value=v,
@@ -68,7 +86,7 @@ class Producing(Clients):
 
     def transactional(self, producer: Any) -> Producer:
         """Return a named producer that has a ``transactional.id``, else a usage error."""
-        p = self.client(producer, "producer")
+        p = self.clients.client(producer, "producer")
         if not p.transactional:
             raise EosUsageError(f"'{producer}' has no transactional.id; create a producer with --transactional-id ID")
         return p
@@ -84,7 +102,7 @@ class Producing(Clients):
         """
         __tracebackhide__ = True
         p = self.transactional(producer)
-        consumer = None if offsets_from is None else self.client(offsets_from, "consumer")
+        consumer = None if offsets_from is None else self.clients.client(offsets_from, "consumer")
         if consumer is not None and not consumer.config.group_id:
             msg = f"--offsets-from {offsets_from}: the consumer has no group.id; create it with --group GROUP"
             raise EosUsageError(msg)

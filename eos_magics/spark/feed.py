@@ -398,15 +398,16 @@ class _Handler(socketserver.StreamRequestHandler):
                 columns = [[f.name, str(f.type)] for f in ARROW_SCHEMA]
                 yield _line({"schema": SPARK_SCHEMA, "columns": columns})
             elif op == "latest":
-                offsets, unavailable = feed._latest(req.get("topic"), req.get("isolation", "read_uncommitted"))
+                offsets, unavailable = feed.latest(req.get("topic"), req.get("isolation", "read_uncommitted"))
                 yield _line({"offsets": {str(p): e for p, e in sorted(offsets.items())}, "unavailable": unavailable})
             elif op == "read":
-                table = feed._read(req, req.get("isolation", "read_uncommitted"))
+                where = [req.get(k) for k in ("topic", "partition", "start", "end")]
+                table = feed.read(*where, req.get("isolation", "read_uncommitted"))
                 yield _line({"rows": table.num_rows})
                 yield _arrow_stream(table)
             else:
                 raise _BadRequestError(f"unknown op {op!r}; use one of {', '.join(_OPS)}")
-        except _BadRequestError as exc:
+        except (_BadRequestError, SparkBridgeError) as exc:
             yield _line({"error": str(exc)})
         except Exception as exc:
             # A bug here must still cost the client one line, never a traceback, and the server keeps serving.

@@ -275,7 +275,7 @@ BAD = [
     ("%%eos_txn t1 --offsets-from p1\nran = True\n", "'p1' is a producer, not a consumer"),
     # %eos_fault
     ("%eos_fault", "the following arguments are required: action"),
-    ("%eos_fault explode 1", "argument action: invalid choice: 'explode'"),
+    ("%eos_fault explode 1", "unknown fault 'explode'"),
     ("%eos_fault crash", "crash takes one node: a broker id or a node name"),
     ("%eos_fault crash 1 2", "crash takes one node"),
     ("%eos_fault isolate", "isolate takes one node"),

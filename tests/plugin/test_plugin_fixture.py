@@ -66,16 +66,19 @@ def test_the_engine_is_not_assertion_rewritten() -> None:
 
 
 @pytest.mark.eos_cluster(topics={"orders": 1})
-def test_attributes_pass_through_to_the_cluster(eos_cluster: EosTestCluster) -> None:
+def test_the_clusters_calls_a_test_makes_are_named(eos_cluster: EosTestCluster) -> None:
     leader = eos_cluster.leader("orders", 0)
     eos_cluster.crash(leader)
     eos_cluster.run_for(10_000)
     assert eos_cluster.leader("orders", 0) not in (-1, leader)
     eos_cluster.restart(leader)
     assert eos_cluster.world.nodes[f"broker-{leader}"].status is NodeStatus.UP
-    assert "fingerprint" in dir(eos_cluster)
+    assert eos_cluster.fingerprint() == eos_cluster.cluster.fingerprint()
+    assert "__getattr__" not in vars(EosTestCluster)  # nothing is forwarded by name at run time
     with pytest.raises(AttributeError):
         _ = eos_cluster.no_such_thing
+    with pytest.raises(AttributeError):
+        _ = eos_cluster.dump_log  # named on the Cluster only: eos_cluster.cluster.dump_log
 
 
 @pytest.mark.eos_cluster(topics={"a": 1, "b": 1})

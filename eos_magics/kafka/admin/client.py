@@ -301,7 +301,7 @@ class AdminClient:
         committed = level is IsolationLevel.READ_COMMITTED
         isolation = EngineIsolation.READ_COMMITTED if committed else EngineIsolation.READ_UNCOMMITTED
         asked = [
-            (TopicPartition(tp.topic, tp.partition, spec._value), spec) for tp, spec in topic_partition_offsets.items()
+            (TopicPartition(tp.topic, tp.partition, int(spec)), spec) for tp, spec in topic_partition_offsets.items()
         ]
         counts = self._cluster.topics
         if asked and all(tp.partition >= counts.get(tp.topic, 0) for tp, _ in asked):

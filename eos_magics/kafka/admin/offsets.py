@@ -46,10 +46,14 @@ class OffsetSpec:
         """The first record whose timestamp is at least ``timestamp`` (ms)."""
         return TimestampSpec(timestamp)
 
+    def __int__(self) -> int:
+        """Kafka's ListOffsets timestamp this asks for (-1 latest, -2 earliest, -3 max timestamp)."""
+        return self._value
+
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, OffsetSpec):
             return NotImplemented
-        return self._value < other._value
+        return self._value < int(other)
 
 
 class TimestampSpec(OffsetSpec):
@@ -67,26 +71,33 @@ class TimestampSpec(OffsetSpec):
 
 
 class _Special(OffsetSpec):
-    def __new__(cls, value: int) -> Any:
-        spec = object.__new__(cls)
-        spec._special = value
-        return spec
+    #: Kafka's special ListOffsets timestamp of this kind
+    _special: ClassVar[int]
+
+    def __new__(cls, _: int) -> Any:
+        return object.__new__(cls)
 
     @property
     def _value(self) -> int:
-        return self._special  # type: ignore[no-any-return]
+        return self._special
 
 
 class MaxTimestampSpec(_Special):
     """The record with the largest timestamp."""
 
+    _special = -3
+
 
 class LatestSpec(_Special):
     """The end of the partition."""
 
+    _special = -1
+
 
 class EarliestSpec(_Special):
     """The start of the partition."""
+
+    _special = -2
 
 
 OffsetSpec._values.update({-3: MaxTimestampSpec(-3), -2: EarliestSpec(-2), -1: LatestSpec(-1)})

@@ -227,7 +227,10 @@ class Frames:
     @property
     def auth_batches(self) -> DataFrame:
         """The batches of each partition's authoritative log."""
-        return self.shared("auth_batches", lambda fr: fr._on_auth_log(fr.batches))
+        return self.shared("auth_batches", Frames._auth_batches)
+
+    def _auth_batches(self) -> DataFrame:
+        return self._on_auth_log(self.batches)
 
     def _on_auth_log(self, df: DataFrame) -> DataFrame:
         """Keep the rows of ``df`` (one set per replica) that come from each partition's authoritative broker."""
@@ -292,7 +295,10 @@ class Frames:
     @property
     def auth_spans(self) -> DataFrame:
         """The transaction spans of each partition's authoritative log."""
-        return self.shared("auth_spans", lambda fr: fr._on_auth_log(fr.spans))
+        return self.shared("auth_spans", Frames._auth_spans)
+
+    def _auth_spans(self) -> DataFrame:
+        return self._on_auth_log(self.spans)
 
     @property
     def mixed(self) -> DataFrame:
