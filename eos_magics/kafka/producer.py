@@ -56,13 +56,15 @@ def _delivery(cb: Callable[..., Any], convert: Callable[..., KafkaError], *, onl
             cb(None, msg)
             return
         msg.__class__ = message_class
-        kerr = msg._error = convert(err, delivery=True)
+        kerr = convert(err, delivery=True)
+        msg.set_error(kerr)
         cb(kerr, msg)
 
     def errors_only(err: Any, msg: Any) -> None:
         if err is not None:
             msg.__class__ = message_class
-            kerr = msg._error = convert(err, delivery=True)
+            kerr = convert(err, delivery=True)
+            msg.set_error(kerr)
             cb(kerr, msg)
 
     return errors_only if only_errors else delivery
