@@ -1168,6 +1168,9 @@ def test_describe_transactions() -> None:
 def test_describe_transactions_while_coordinator_loading() -> None:
     """TransactionCoordinatorTest.testDescribeTransactionsWhileCoordinatorLoading."""
     h = _Harness()
-    h.loading_coordinator()
+    loading = h.loading_coordinator()
+    # The coordinator answers COORDINATOR_LOAD_IN_PROGRESS; the admin asks again until its timeout.
     with pytest.raises(CoordinatorLoadInProgressException):
-        h.c.admin().describe_transaction(TXN)
+        h.c.admin().describe_transaction(TXN, timeout_ms=5)
+    row = h.c.admin().describe_transaction(TXN)  # asked again after retry.backoff.ms: loaded by then
+    assert (row.coordinator_id, row.transactional_id) == (loading, TXN)
