@@ -5,9 +5,15 @@ simulated network, so faults apply to it like to any client. ``describe-producer
 lookup ``abort`` starts with) is a DescribeProducers request to the partition's leader, or to
 ``broker_id``'s broker, answered by its replica manager (Kafka's ``ReplicaManager.activeProducerState``):
 that broker down or cut off is ``TimeoutException``, one hosting no replica
-``NotLeaderOrFollowerException``. ``list``, ``describe`` and ``find-hanging`` are answered by the
-views of :mod:`engine.views.transactions`, which read exactly the state the coordinators and
-replicas would answer from.
+``NotLeaderOrFollowerException``. ``list`` is a ListTransactions request to every live broker,
+whose transaction coordinator answers for the ``__transaction_state`` partitions it leads; the
+answers are unioned (Kafka's ``KafkaAdminClient.listTransactions``). ``describe`` is a
+DescribeTransactions request to the id's coordinator, the leader of its ``__transaction_state``
+partition (Kafka's ``TransactionCoordinator.handleDescribeTransactions``). A coordinator still
+loading is asked again after ``RETRY_BACKOFF_MS``; one that does not answer is ``TimeoutException``
+(cut off) or ``CoordinatorNotAvailableException`` (down: the connection is refused).
+``find-hanging`` is answered by the views of :mod:`engine.views.transactions`, which read exactly
+the state the coordinators and replicas would answer from.
 
 ``abort`` is the operator's way to clear a hanging transaction (KIP-664):
 ``kafka-transactions.sh abort --topic T --partition P --start-offset O``
@@ -33,10 +39,22 @@ from typing import TYPE_CHECKING
 from engine import args
 from engine import trace_events as events
 from engine.client.base import wait_for
-from engine.errors import ErrorCode, KafkaError, TimeoutException, exception_for
+from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC, partition_for
+from engine.errors import (
+    CoordinatorNotAvailableException,
+    ErrorCode,
+    KafkaError,
+    TimeoutException,
+    TransactionalIdNotFoundException,
+    exception_for,
+)
 from engine.protocol import (
     DescribeProducersRequest,
     DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
@@ -45,6 +63,8 @@ from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from engine.views.lookup import ClusterState
     from engine.views.transactions import (
         HangingTransaction,
@@ -57,6 +77,8 @@ if TYPE_CHECKING:
 DEFAULT_API_TIMEOUT_MS = 60_000
 #: Per-request timeout (``request.timeout.ms``).
 REQUEST_TIMEOUT_MS = 30_000
+#: Wait before asking a coordinator that is still loading again (``retry.backoff.ms``).
+RETRY_BACKOFF_MS = 100
 
 
 class AbortTransactionError(KafkaError):
@@ -70,20 +92,109 @@ class AdminClient(RpcNode):
         super().__init__(cluster.world, name)
         self.cluster = cluster
 
-    # -- read-only subcommands (views) ----------------------------------------------------------
+    # -- read-only subcommands --------------------------------------------------------------------
 
-    def list_transactions(self, duration_filter_ms: int | None = None) -> tuple[TransactionListing, ...]:
-        """Return the ``list`` rows."""
-        return views.list_transactions_rows(self.cluster, duration_filter_ms)
+    def _ask_coordinator(self, broker: int, body: Any, deadline: int, what: str) -> Any:
+        """Send ``body`` to a broker's coordinator and wait; ask again while it loads; return the answer.
 
-    def describe_transaction(self, transactional_id: str) -> TransactionDescription:
-        """Return the ``describe`` row.
-
-        Raises ``TransactionalIdNotFoundException`` when the id's coordinator does not know it (as
-        ``kafka-transactions.sh describe`` fails), ``CoordinatorNotAvailableException`` when the
-        coordinator is down, ``CoordinatorLoadInProgressException`` while it loads.
+        An answer of COORDINATOR_LOAD_IN_PROGRESS is asked again after ``RETRY_BACKOFF_MS`` until
+        ``deadline`` (Kafka's admin handlers retry it), then returned. No answer: ``CoordinatorNotAvailableException``
+        when the connection was refused or closed (the broker is down), else ``TimeoutException``.
         """
-        return views.describe_transaction_row(self.cluster, transactional_id)
+        while True:
+            resp = wait_for(
+                self,
+                lambda done: self.request(
+                    f"broker-{broker}",
+                    body,
+                    done,
+                    timeout_ms=max(1, min(REQUEST_TIMEOUT_MS, deadline - self.world.now_ms)),
+                ),
+                deadline,
+            )
+            if resp is None:
+                if self.no_answer is ErrorCode.NETWORK_EXCEPTION:
+                    msg = f"{what}: broker {broker} refused the connection (down); retry when it is back"
+                    raise CoordinatorNotAvailableException(msg)
+                msg = f"{what}: not answered by broker {broker} by {deadline} ms (cut off or paused)"
+                raise TimeoutException(msg)
+            if not _loading(resp) or self.world.now_ms + RETRY_BACKOFF_MS >= deadline:
+                return resp
+            self.world.run_for(RETRY_BACKOFF_MS)
+
+    def list_transactions(
+        self, duration_filter_ms: int | None = None, *, timeout_ms: int = DEFAULT_API_TIMEOUT_MS
+    ) -> tuple[TransactionListing, ...]:
+        """Return the ``list`` rows: ListTransactions to every live broker, answers unioned.
+
+        Each broker's coordinator answers for the ``__transaction_state`` partitions it leads
+        (Kafka's ``TransactionStateManager.listTransactionStates``), so the rows come by
+        coordinator id, then transactional id. A broker that does not answer fails the call
+        (``TimeoutException``, ``CoordinatorNotAvailableException``), as ``KafkaAdminClient.listTransactions``
+        fails when one broker's answer fails.
+        """
+        if duration_filter_ms is not None:
+            args.check_int(duration_filter_ms, "duration filter", minimum=0)
+        req = ListTransactionsRequest(duration_filter_ms=-1 if duration_filter_ms is None else duration_filter_ms)
+        deadline = self.world.now_ms + timeout_ms
+        rows = []
+        for b in self.cluster.controller.live_brokers():
+            resp: ListTransactionsResponse = self._ask_coordinator(b, req, deadline, "list-transactions")
+            if resp.error is not ErrorCode.NONE:
+                raise exception_for(resp.error, f"list-transactions answered by broker {b}: {resp.error.name}")
+            rows.extend(
+                views.TransactionListing(t.transactional_id, b, t.producer_id, t.state)
+                for t in sorted(resp.transactions)
+            )
+        return tuple(rows)
+
+    def describe_transaction(
+        self, transactional_id: str, *, timeout_ms: int = DEFAULT_API_TIMEOUT_MS
+    ) -> TransactionDescription:
+        """Return the ``describe`` row: a DescribeTransactions to the id's coordinator.
+
+        The coordinator is the leader of the id's ``__transaction_state`` partition in the
+        metadata. Raises ``TransactionalIdNotFoundException`` when the coordinator does not know
+        the id (or no id was ever initialised: there is no ``__transaction_state``),
+        ``CoordinatorNotAvailableException`` when the partition has no leader or its leader is down,
+        ``CoordinatorLoadInProgressException`` when it is still loading at ``timeout_ms``, and
+        ``TimeoutException`` when no answer comes (the coordinator cut off).
+        """
+        args.check_str(transactional_id, "transactional id")
+        n = self.cluster.config.transaction_state_log_num_partitions
+        p = partition_for(transactional_id, n)
+        state = self.cluster.controller.partitions.get((TRANSACTION_STATE_TOPIC, p))
+        if state is None:
+            raise TransactionalIdNotFoundException(_not_found(transactional_id), transactional_id=transactional_id)
+        if state.leader < 0:
+            msg = (
+                f"The coordinator of transactional id {transactional_id!r} ({TRANSACTION_STATE_TOPIC}-{p}) is not "
+                "available: it has no leader now; retry when another broker leads the partition"
+            )
+            raise CoordinatorNotAvailableException(msg, transactional_id=transactional_id)
+        deadline = self.world.now_ms + timeout_ms
+        what = f"describe of transactional id {transactional_id!r}"
+        resp: DescribeTransactionsResponse = self._ask_coordinator(
+            state.leader, DescribeTransactionsRequest((transactional_id,)), deadline, what
+        )
+        [d] = resp.transactions
+        if d.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            raise TransactionalIdNotFoundException(_not_found(transactional_id), transactional_id=transactional_id)
+        if d.error is not ErrorCode.NONE:
+            msg = f"{what}: broker {state.leader} answered {d.error.name}"
+            raise exception_for(d.error, msg, transactional_id=transactional_id)
+        start = None if d.start_ms < 0 else d.start_ms
+        return views.TransactionDescription(
+            state.leader,
+            transactional_id,
+            d.producer_id,
+            d.producer_epoch,
+            d.state,
+            d.timeout_ms,
+            start,
+            None if start is None else self.world.now_ms - start,
+            d.partitions,
+        )
 
     def describe_producers(
         self,
@@ -210,8 +321,8 @@ class AdminClient(RpcNode):
 class TransactionsAdmin:
     """``kafka-transactions.sh`` bound to a cluster: each method prints like the subcommand.
 
-    The :class:`AdminClient` node is created only when a request needs it (``describe-producers``,
-    ``abort``); ``list``, ``describe`` and ``find-hanging`` read the views and never change the world.
+    The :class:`AdminClient` node is created only when a request needs it (``list``, ``describe``,
+    ``describe-producers``, ``abort``); ``find-hanging`` reads the views and never changes the world.
     """
 
     def __init__(self, cluster: ClusterState) -> None:
@@ -234,12 +345,14 @@ class TransactionsAdmin:
         return self._client
 
     def list(self, duration_filter_ms: int | None = None) -> str:
-        """``list [--duration-filter MS]``."""
-        return views.list_transactions(self.cluster, duration_filter_ms)
+        """``list [--duration-filter MS]``: asked of every broker's coordinator over the network."""
+        rows = self.client.list_transactions(duration_filter_ms)
+        return views.format_table(views.LIST_HEADERS, [r.cells() for r in rows])
 
     def describe(self, transactional_id: str) -> str:
-        """``describe --transactional-id ID``."""
-        return views.describe_transaction(self.cluster, transactional_id)
+        """``describe --transactional-id ID``: asked of the id's coordinator over the network."""
+        row = self.client.describe_transaction(transactional_id)
+        return views.format_table(views.DESCRIBE_HEADERS, [row.cells()])
 
     def describe_producers(self, topic: str, partition: int = 0, broker_id: int | None = None) -> str:
         """``describe-producers --topic T --partition P [--broker-id B]``: asked of the broker over the network."""
@@ -260,3 +373,17 @@ class TransactionsAdmin:
         """``abort --topic T --partition P --start-offset O``: prints nothing on success (returns "")."""
         self.client.abort_transaction(topic, partition, start_offset)
         return ""
+
+
+def _loading(resp: Any) -> bool:
+    """Return True when a coordinator's answer says it is still loading (ask again)."""
+    if isinstance(resp, DescribeTransactionsResponse):
+        return any(d.error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS for d in resp.transactions)
+    return resp.error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+
+def _not_found(transactional_id: str) -> str:
+    return (
+        f"The transactional id {transactional_id!r} was not found: its coordinator does not know it (never "
+        "initialised with init_transactions(), or expired)"
+    )

@@ -459,6 +459,69 @@ class DescribeProducersResponse:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ListTransactionsRequest:
+    """The transactions one broker's coordinator holds (KIP-664), filtered as asked.
+
+    Empty filters keep everything; ``duration_filter_ms`` -1 keeps every start (else ``now -
+    start > MS``, KIP-994). Each broker answers for the ``__transaction_state`` partitions it
+    leads, so an admin client asks every broker and unions the answers.
+    """
+
+    state_filters: tuple[str, ...] = ()
+    producer_id_filters: tuple[int, ...] = ()
+    duration_filter_ms: int = -1
+
+
+class ListedTransaction(NamedTuple):
+    """One transaction of a :class:`ListTransactionsResponse` (``state``: Kafka's state name)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ListTransactionsResponse:
+    """A coordinator's transactions by id, or why not (``COORDINATOR_LOAD_IN_PROGRESS``)."""
+
+    error: ErrorCode
+    unknown_state_filters: tuple[str, ...] = ()
+    transactions: tuple[ListedTransaction, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribeTransactionsRequest:
+    """The state of each transactional id (KIP-664), asked of the ids' coordinator."""
+
+    transactional_ids: tuple[str, ...]
+
+
+class DescribedTransaction(NamedTuple):
+    """One id of a :class:`DescribeTransactionsResponse`; the fields after ``error`` are set only with NONE.
+
+    ``error``: ``NOT_COORDINATOR`` (another broker coordinates the id), ``COORDINATOR_LOAD_IN_PROGRESS``,
+    ``TRANSACTIONAL_ID_NOT_FOUND`` or ``INVALID_REQUEST`` (an empty id). ``start_ms`` is -1 when no
+    transaction was ever started.
+    """
+
+    transactional_id: str
+    error: ErrorCode
+    state: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    timeout_ms: int = -1
+    start_ms: int = -1
+    partitions: tuple[tuple[str, int], ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DescribeTransactionsResponse:
+    """The coordinator's answer for each id asked, in the order asked."""
+
+    transactions: tuple[DescribedTransaction, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class TxnOffsetCommitRequest:
     """Offsets committed inside a transaction; they become visible with the COMMIT marker (KIP-98, KIP-447)."""
 

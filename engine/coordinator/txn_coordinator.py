@@ -17,6 +17,8 @@ Requests (KIP-98, KIP-890)
 ``AddPartitionsToTxn``  from the client (transaction version 1) or from a partition leader
                      verifying a transactional produce (version 2): moves the id to ONGOING.
 ``AddOffsetsToTxn``  adds the group's ``__consumer_offsets`` partition.
+``ListTransactions`` / ``DescribeTransactions``  the admin reads (KIP-664), answered from the
+                     loaded metadata of the partitions this broker leads (``txn_state_manager.py``).
 ``EndTxn``           PREPARE_COMMIT / PREPARE_ABORT is written, the client is answered, markers
                      go to every partition, then COMPLETE_* is written. Version 2 bumps the epoch
                      on every end, so a delayed EndTxn from an earlier transaction is fenced
@@ -50,10 +52,13 @@ from engine.protocol import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
     EndTxnRequest,
     EndTxnResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
+    ListTransactionsRequest,
     WriteTxnMarkersRequest,
 )
 from engine.weakenings import CORRECT, Weakenings
@@ -101,6 +106,8 @@ class TransactionCoordinator(BrokerExtension):
         broker.handlers[AddOffsetsToTxnRequest] = self._on_add_offsets
         broker.handlers[EndTxnRequest] = self._on_end_txn
         broker.handlers[WriteTxnMarkersRequest] = self.markers.handle
+        broker.handlers[ListTransactionsRequest] = self._on_list_transactions
+        broker.handlers[DescribeTransactionsRequest] = self._on_describe_transactions
         self.timeouts.install(broker)
 
     def on_crash(self) -> None:
@@ -168,6 +175,18 @@ class TransactionCoordinator(BrokerExtension):
     def describe(self) -> dict[str, TransactionMetadata]:
         """Return the loaded metadata of every transactional id this broker coordinates."""
         return self.state_manager.describe()
+
+    # -- ListTransactions / DescribeTransactions (KIP-664) -------------------------------------
+
+    def _on_list_transactions(self, m: Message) -> None:
+        """The ids of the partitions this broker leads (``handleListTransactions``)."""
+        self.broker.respond(m, self.state_manager.list_transactions(m.body, self.broker.world.now_ms))
+
+    def _on_describe_transactions(self, m: Message) -> None:
+        """Each id's state, as its coordinator holds it (``handleDescribeTransactions``)."""
+        ids = m.body.transactional_ids
+        answer = tuple(self.state_manager.describe_transaction(t) for t in ids)
+        self.broker.respond(m, DescribeTransactionsResponse(answer))
 
     # -- InitProducerId -----------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ epoch, which markers carry) and the transitions waiting to replicate.
   dropped and its pending writes fail.
 * **Append** (``appendTransactionToLog``): a staged transition counts once it is below the high
   watermark; a failed min-ISR check or ``WRITE_TIMEOUT_MS`` without replication discards it.
+* **Admin reads** (``listTransactionStates``, ``getTransactionState``): ListTransactions and
+  DescribeTransactions (KIP-664) are answered from the loaded metadata, as Kafka's coordinator does.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import TYPE_CHECKING
 from engine import trace_events as events
 from engine.coordinator.txn_log import records_of
 from engine.coordinator.txn_metadata import NO_PRODUCER_EPOCH, TransactionMetadata
+from engine.coordinator.txn_state import TransactionState
 from engine.coordinator_lookup import TRANSACTION_STATE_TOPIC, partition_for
 from engine.errors import ErrorCode
 from engine.log.records import RecordBatch
+from engine.protocol import DescribedTransaction, ListedTransaction, ListTransactionsResponse
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,7 +34,7 @@ if TYPE_CHECKING:
     from engine.broker.broker import Broker
     from engine.broker.replica import Replica
     from engine.coordinator.txn_log import TxnLogValue
-    from engine.protocol import PartitionState
+    from engine.protocol import ListTransactionsRequest, PartitionState
     from engine.sim.scheduler import Timer
 
     #: Called for each PREPARE_* found on load, with its metadata and current value.
@@ -225,3 +229,54 @@ class TransactionStateManager:
             if p not in self.loading:
                 out.update(self.txns[p])
         return dict(sorted(out.items()))
+
+    def list_transactions(self, req: ListTransactionsRequest, now_ms: int) -> ListTransactionsResponse:
+        """Answer ListTransactions for the partitions this broker leads (Kafka's ``listTransactionStates``).
+
+        COORDINATOR_LOAD_IN_PROGRESS while any of them loads; a state filter naming no state comes
+        back in ``unknown_state_filters``; DEAD (an id being expired) is never listed. The duration
+        filter keeps ``now - start > MS`` (a start of -1 always passes).
+        """
+        if self.loading:
+            return ListTransactionsResponse(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        by_name = {s.display_name: s for s in TransactionState}
+        unknown = tuple(name for name in req.state_filters if name not in by_name)
+        states = {by_name[name] for name in req.state_filters if name in by_name}
+        rows = []
+        for txn_id, md in self.describe().items():
+            if md.state is TransactionState.DEAD:
+                continue
+            if req.producer_id_filters and md.producer_id not in req.producer_id_filters:
+                continue
+            if req.state_filters and md.state not in states:
+                continue
+            if req.duration_filter_ms >= 0 and now_ms - md.txn_start_ms <= req.duration_filter_ms:
+                continue
+            rows.append(ListedTransaction(txn_id, md.producer_id, md.state.display_name))
+        return ListTransactionsResponse(ErrorCode.NONE, unknown, tuple(rows))
+
+    def describe_transaction(self, transactional_id: str) -> DescribedTransaction:
+        """Answer DescribeTransactions for one id (Kafka's ``TransactionCoordinator.handleDescribeTransactions``).
+
+        INVALID_REQUEST for an empty id; NOT_COORDINATOR when this broker does not lead the id's
+        partition, COORDINATOR_LOAD_IN_PROGRESS while it loads it; TRANSACTIONAL_ID_NOT_FOUND for
+        an id it does not know (or a DEAD one).
+        """
+        if not transactional_id:
+            return DescribedTransaction(transactional_id, ErrorCode.INVALID_REQUEST)
+        code = self.owner_error(transactional_id)
+        if code is not ErrorCode.NONE:
+            return DescribedTransaction(transactional_id, code)
+        md = self.txns[self.partition_of(transactional_id)].get(transactional_id)
+        if md is None or md.state is TransactionState.DEAD:
+            return DescribedTransaction(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        return DescribedTransaction(
+            transactional_id,
+            ErrorCode.NONE,
+            md.state.display_name,
+            md.producer_id,
+            md.producer_epoch,
+            md.txn_timeout_ms,
+            md.txn_start_ms,
+            tuple(sorted(md.partitions)),
+        )

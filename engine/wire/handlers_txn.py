@@ -4,9 +4,12 @@ DescribeTransactions, DescribeProducers).
 
 The writes go to the connection's broker as the engine's own requests, so the transaction
 coordinator that fences zombies, times transactions out and writes markers is the one the
-notebooks show. The three admin reads are answered from the views of
-``engine.views.transactions``, which read exactly the state a broker answers them from (the
-engine's own admin client does the same: it has no such RPCs to send).
+notebooks show. The three admin reads go there too, as Kafka's ``KafkaApis`` hands them on:
+ListTransactions to the broker's transaction coordinator, which lists the ids of the
+``__transaction_state`` partitions it leads (a client asks every broker and unions the answers);
+DescribeTransactions to the same coordinator, which answers NOT_COORDINATOR for an id another
+broker coordinates; DescribeProducers to the broker's replica manager. A broker that does not
+answer (cut off from the connection) reads as REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engine.coordinator_lookup import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
-from engine.errors import ErrorCode, KafkaError
+from engine.errors import ErrorCode
 from engine.protocol import (
     ActiveProducer,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     DescribeProducersRequest,
+    DescribeTransactionsRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
+    ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
-from engine.views import transactions as txn_views
 from engine.wire.shape import answer_error, every_partition, millis
 
 if TYPE_CHECKING:
@@ -216,49 +220,82 @@ def _txn_offset_commit(conn: WireConnection, request: Request, reply: Reply) -> 
 
 
 def list_transactions(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Every transaction the coordinators hold, filtered by state and producer id as asked."""
+    """The transactions the connected broker's coordinator holds, filtered by state and producer id.
+
+    Kafka's ``TransactionCoordinator.handleListTransactions``: the ids of the
+    ``__transaction_state`` partitions this broker leads, COORDINATOR_LOAD_IN_PROGRESS while one
+    of them loads, unknown state filters named back.
+    """
     b = request.body
-    rows = txn_views.list_transactions_rows(conn.service.cluster, producer_ids=list(b.producer_id_filters) or None)
-    states = set(b.state_filters)
-    reply(
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.NONE,
-            "unknown_state_filters": [],
-            "transaction_states": [
-                {"transactional_id": r.transactional_id, "producer_id": r.producer_id, "transaction_state": r.state}
-                for r in rows
-                if not states or r.state in states
-            ],
-        }
-    )
+    ask = ListTransactionsRequest(tuple(b.state_filters), tuple(b.producer_id_filters))
+
+    def answered(a: Any) -> None:
+        code = answer_error(a)
+        listed = a.transactions if code is ErrorCode.NONE else ()
+        reply(
+            {
+                "throttle_time": 0,
+                "error_code": code,
+                "unknown_state_filters": list(a.unknown_state_filters) if code is ErrorCode.NONE else [],
+                "transaction_states": [
+                    {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
+                    for t in listed
+                ],
+            }
+        )
+
+    conn.ask(ask, answered)
 
 
 def describe_transactions(conn: WireConnection, request: Request, reply: Reply) -> None:
-    """Each named transaction's state, epoch, timeout and partitions."""
-    out = []
-    for tid in request.body.transactional_ids:
-        try:
-            d = txn_views.describe_transaction_row(conn.service.cluster, tid)
-        except KafkaError as exc:
-            out.append({"error_code": exc.code, "transactional_id": tid, "producer_id": -1, "producer_epoch": -1})
-            continue
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in d.topic_partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        out.append(
-            {
-                "error_code": ErrorCode.NONE,
-                "transactional_id": tid,
-                "transaction_state": d.state,
-                "transaction_timeout": d.transaction_timeout_ms,
-                "transaction_start_time": d.start_time_ms if d.start_time_ms is not None else -1,
-                "producer_id": d.producer_id,
-                "producer_epoch": d.producer_epoch,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
-            }
-        )
-    reply({"throttle_time": 0, "transaction_states": out})
+    """Each named transaction's state, epoch, timeout and partitions, as the connected broker's coordinator holds it.
+
+    Kafka's ``TransactionCoordinator.handleDescribeTransactions``: NOT_COORDINATOR for an id
+    another broker coordinates (the client looks its coordinator up with FindCoordinator),
+    COORDINATOR_LOAD_IN_PROGRESS while loading, TRANSACTIONAL_ID_NOT_FOUND for an unknown id.
+    """
+    ids = tuple(request.body.transactional_ids)
+
+    def answered(a: Any) -> None:
+        if a is None:
+            states = [_described_error(tid, ErrorCode.REQUEST_TIMED_OUT) for tid in ids]
+        else:
+            states = [_described(d) for d in a.transactions]
+        reply({"throttle_time": 0, "transaction_states": states})
+
+    conn.ask(DescribeTransactionsRequest(ids), answered)
+
+
+def _described_error(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
+    """One id's answer with an error: the other fields at their schema defaults (as Kafka leaves them)."""
+    return {
+        "error_code": code,
+        "transactional_id": transactional_id,
+        "transaction_state": "",
+        "transaction_timeout": 0,
+        "transaction_start_time": 0,
+        "producer_id": -1,
+        "producer_epoch": -1,
+        "topics": [],
+    }
+
+
+def _described(d: Any) -> dict[str, Any]:
+    if d.error is not ErrorCode.NONE:
+        return _described_error(d.transactional_id, d.error)
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in d.partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return {
+        "error_code": ErrorCode.NONE,
+        "transactional_id": d.transactional_id,
+        "transaction_state": d.state,
+        "transaction_timeout": d.timeout_ms,
+        "transaction_start_time": d.start_ms,
+        "producer_id": d.producer_id,
+        "producer_epoch": d.producer_epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
+    }
 
 
 def describe_producers(conn: WireConnection, request: Request, reply: Reply) -> None:

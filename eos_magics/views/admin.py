@@ -89,11 +89,9 @@ def transactions(cluster: Cluster, action: str, **kw: Any) -> TableView:
     admin = cluster.transactions()
     if name == "list":
         ms = kw.get("duration_filter")
-        text = admin.list(ms)
-        rows = [
-            (r.transactional_id, r.coordinator_id, r.producer_id, r.state)
-            for r in txn_views.list_transactions_rows(cluster, ms)
-        ]
+        listed = admin.client.list_transactions(ms)  # ListTransactions to every broker, over the network
+        text = txn_views.format_table(txn_views.LIST_HEADERS, [r.cells() for r in listed])
+        rows = [(r.transactional_id, r.coordinator_id, r.producer_id, r.state) for r in listed]
         from eos_magics.said import WRITING_MARKERS
 
         writing = [r[0] for r in rows if r[3] in WRITING_MARKERS]
@@ -110,8 +108,8 @@ def transactions(cluster: Cluster, action: str, **kw: Any) -> TableView:
         if tid is None:
             msg = "transactions('describe') needs transactional_id=..."
             raise TypeError(msg)
-        text = admin.describe(tid)
-        d = txn_views.describe_transaction_row(cluster, tid)
+        d = admin.client.describe_transaction(tid)  # DescribeTransactions to the coordinator, over the network
+        text = txn_views.format_table(txn_views.DESCRIBE_HEADERS, [d.cells()])
         row = (
             d.coordinator_id,
             d.transactional_id,

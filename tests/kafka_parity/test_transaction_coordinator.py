@@ -37,9 +37,7 @@ Not paraphrased, because the engine does not model what they test:
   staged transition that a failed write discards, so there is no bumped in-memory epoch
   (``hasFailedEpochFence``) to keep; the same outcome is checked for InitProducerId in
   ``test_should_not_repeatedly_bump_epoch_due_to_init_pid_during_ongoing_txn_if_append_to_log_fails``.
-- ``testDescribeTransactionsWithEmptyTransactionalId``, ``testDescribeTransactionsWithExpiringTransactionalId``:
-  no DescribeTransactions request (the admin reads the coordinator) and no transactional-id
-  expiration (DEAD).
+- ``testDescribeTransactionsWithExpiringTransactionalId``: no transactional-id expiration (DEAD).
 - ``shouldReturnWhenTransactionVersionDowngraded``, ``shouldReturnCorrectlyWhenTransactionVersionUpgraded``
   (2024 trunk): the transaction version is a fixed broker setting, never upgraded or downgraded.
 """
@@ -59,6 +57,7 @@ from engine.coordinator_lookup import KEY_TYPE_TRANSACTION, TRANSACTION_STATE_TO
 from engine.errors import CoordinatorLoadInProgressException, ErrorCode
 from engine.protocol import (
     AddPartitionsToTxnRequest,
+    DescribeTransactionsRequest,
     EndTxnRequest,
     EndTxnResponse,
     FindCoordinatorRequest,
@@ -1165,9 +1164,24 @@ def test_describe_transactions() -> None:
     assert row.topic_partitions == (TP,)
 
 
+def test_describe_transactions_with_empty_transactional_id() -> None:
+    """TransactionCoordinatorTest.testDescribeTransactionsWithEmptyTransactionalId; another broker: NOT_COORDINATOR."""
+    h = _Harness()
+    h.ongoing()
+    coordinator = h.coordinator()
+    [empty, known] = h.ask(coordinator, DescribeTransactionsRequest(("", TXN))).transactions
+    assert (empty.transactional_id, empty.error, known.error) == ("", ErrorCode.INVALID_REQUEST, ErrorCode.NONE)
+    other = next(b for b in h.c.brokers if b != coordinator)
+    [elsewhere] = h.ask(other, DescribeTransactionsRequest((TXN,))).transactions
+    assert elsewhere.error is ErrorCode.NOT_COORDINATOR
+
+
 def test_describe_transactions_while_coordinator_loading() -> None:
     """TransactionCoordinatorTest.testDescribeTransactionsWhileCoordinatorLoading."""
     h = _Harness()
-    h.loading_coordinator()
+    loading = h.loading_coordinator()
+    # The coordinator answers COORDINATOR_LOAD_IN_PROGRESS; the admin asks again until its timeout.
     with pytest.raises(CoordinatorLoadInProgressException):
-        h.c.admin().describe_transaction(TXN)
+        h.c.admin().describe_transaction(TXN, timeout_ms=5)
+    row = h.c.admin().describe_transaction(TXN)  # asked again after retry.backoff.ms: loaded by then
+    assert (row.coordinator_id, row.transactional_id) == (loading, TXN)

@@ -33,8 +33,6 @@ Not paraphrased, because the engine does not model what they test:
   ReplicaManager append errors. A failed write has one outcome here: the request is answered
   COORDINATOR_NOT_AVAILABLE, also where Kafka answers NOT_COORDINATOR (the leadership was lost
   while the write was pending); marker completion retries its write without a special mode.
-- ``testListTransactionsWithCoordinatorLoadingInProgress``: the admin's ``list`` reads every
-  coordinator and leaves out a loading partition instead of failing.
 """
 
 from __future__ import annotations
@@ -55,6 +53,7 @@ from engine.protocol import (
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
+    ListTransactionsRequest,
     WriteTxnMarkersRequest,
 )
 from tests.scenarios.conftest import RawClient
@@ -410,3 +409,18 @@ def test_list_transactions_filtering() -> None:
     assert listed(1_500) == {"t0", "t1", "t2"}
     assert listed(2_500) == {"t0", "t1"}
     assert listed(5_000) == set()
+
+
+def test_list_transactions_with_coordinator_loading_in_progress() -> None:
+    """TransactionStateManagerTest.testListTransactionsWithCoordinatorLoadingInProgress."""
+    h = _Harness()
+    for _ in range(10):  # a longer partition takes longer to load
+        h.init(TXN_1)
+    old, p = h.coordinator(TXN_1), h.partition_of(TXN_1)
+    h.c.crash(old)
+    h.c.run_until(lambda: any(p in h.tc(b).loading for b in h.c.brokers if b != old))
+    new = next(b for b in h.c.brokers if b != old and p in h.tc(b).loading)
+    assert h.ask(new, ListTransactionsRequest()).error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    h.c.run_until(lambda: p not in h.tc(new).loading)
+    listed = h.ask(new, ListTransactionsRequest())
+    assert (listed.error, [t.transactional_id for t in listed.transactions]) == (ErrorCode.NONE, [TXN_1])

@@ -18,7 +18,7 @@ import pytest
 from engine import Cluster
 from engine.admin import AbortTransactionError
 from engine.coordinator_lookup import partition_for
-from engine.errors import TimeoutException, TransactionalIdNotFoundException
+from engine.errors import CoordinatorNotAvailableException, TimeoutException, TransactionalIdNotFoundException
 from engine.views import transactions as views
 from engine.views.transactions import format_table
 
@@ -132,7 +132,7 @@ def test_describe_of_an_open_transaction_shows_ongoing_its_start_time_and_partit
         "Ongoing",
         "60000",
         str(row.start_time_ms),
-        str(row.duration_ms),
+        str(c.now_ms - row.start_time_ms),  # a second DescribeTransactions: its answer came later
         "t-0,t-1",
     ]
     n = c.config.transaction_state_log_num_partitions
@@ -385,9 +385,10 @@ def test_views_do_not_change_the_run() -> None:
         p.flush()
         if look:
             tx = c.transactions()
-            tx.list()
-            tx.describe("tx-1")
-            # describe-producers is a DescribeProducers request to the leader: it crosses the network.
+            # list, describe and describe-producers are requests to the coordinators and the leader:
+            # they cross the network. The views and dumps read without a node.
+            views.list_transactions_rows(c)
+            views.describe_transaction_row(c, "tx-1")
             tx.find_hanging(broker_id=1, max_transaction_timeout_min=0)
             c.dump_txn_index("t", 0)
             c.dump_transaction_state()
@@ -415,3 +416,42 @@ def test_describe_producers_asks_the_leader_so_a_cut_off_leader_shows() -> None:
         admin.describe_producers("t", 0, timeout_ms=2_000)
     c.heal()
     assert [r.current_txn_start_offset for r in admin.describe_producers("t", 0)] == [0]
+
+
+def test_describe_and_list_ask_the_coordinator_so_a_cut_off_coordinator_shows() -> None:
+    # DescribeTransactions goes to the id's coordinator and ListTransactions to every broker's
+    # coordinator over the simulated network (Kafka's TransactionCoordinator.handleDescribeTransactions
+    # and handleListTransactions): the admin cut off from the coordinator gets no answer, where
+    # reading the coordinators' state directly answered as if nothing were wrong.
+    c = _cluster(seed=5)
+    p = _txn_producer(c)
+    p.begin_transaction()
+    p.produce("t", value=b"a", partition=0)
+    p.flush()
+    admin = c.admin()
+    coordinator = admin.describe_transaction("tx-1").coordinator_id
+    assert [(r.transactional_id, r.coordinator_id) for r in admin.list_transactions()] == [("tx-1", coordinator)]
+    c.partition([admin.name], [coordinator])
+    with pytest.raises(TimeoutException, match=f"broker {coordinator}"):
+        admin.describe_transaction("tx-1", timeout_ms=2_000)
+    with pytest.raises(TimeoutException, match=f"broker {coordinator}"):
+        admin.list_transactions(timeout_ms=2_000)
+    c.heal()
+    assert admin.describe_transaction("tx-1").state == "Ongoing"
+    assert [r.transactional_id for r in admin.list_transactions()] == ["tx-1"]
+
+
+def test_list_asks_each_broker_so_a_crashed_coordinator_shows_until_its_partitions_move() -> None:
+    # Each broker's coordinator lists the ids of the __transaction_state partitions it leads. A
+    # crashed coordinator refuses the connection; once the controller has fenced it, the new
+    # leader of the id's partition loads it and lists it.
+    c = _cluster(seed=5)
+    _txn_producer(c)
+    admin = c.admin()
+    coordinator = admin.describe_transaction("tx-1").coordinator_id
+    c.crash(coordinator)
+    with pytest.raises(CoordinatorNotAvailableException, match=f"broker {coordinator}"):
+        admin.list_transactions()
+    c.run_for(15_000)  # broker.session.timeout.ms: fenced, the partition's leadership moves
+    [row] = admin.list_transactions()
+    assert row.transactional_id == "tx-1" and row.coordinator_id != coordinator

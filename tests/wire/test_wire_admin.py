@@ -119,9 +119,6 @@ def test_kafka_transactions_sh_reads_answer_from_the_engine_s_state(served, ck, 
     p.begin_transaction()
     p.produce("t", value=b"open")
     p.flush(10)
-    listed = raw_call(server, 66, 0, load_request_schema(66, 0)())
-    assert [(s.transactional_id, s.transaction_state) for s in listed.transaction_states] == [("admin-tx", "Ongoing")]
-    coordinator = None
     with server.locked() as cluster:
         from engine.views.transactions import describe_transaction_row
 
@@ -129,10 +126,24 @@ def test_kafka_transactions_sh_reads_answer_from_the_engine_s_state(served, ck, 
         coordinator = row.coordinator_id
         expected_producers = describe_producers_rows(cluster, "t", 0)
         leader = cluster.leader("t")
-    described = raw_call(server, 65, 0, load_request_schema(65, 0)(transactional_ids=("admin-tx",)), broker=coordinator)
+    # ListTransactions is answered by each broker's coordinator for the __transaction_state
+    # partitions it leads (TransactionCoordinator.handleListTransactions): Kafka's admin client asks
+    # every broker and unions the answers.
+    listed = {
+        b: [(s.transactional_id, s.transaction_state) for s in raw_call(server, 66, 0, list_all, b).transaction_states]
+        for b in sorted(server.addresses)
+        for list_all in [load_request_schema(66, 0)()]
+    }
+    assert listed == {b: [("admin-tx", "Ongoing")] if b == coordinator else [] for b in server.addresses}
+    describe = load_request_schema(65, 0)(transactional_ids=("admin-tx",))
+    described = raw_call(server, 65, 0, describe, broker=coordinator)
     [state] = described.transaction_states
     assert (state.transaction_state, state.producer_id, state.producer_epoch) == ("Ongoing", row.producer_id, 0)
     assert [(t.topic, tuple(t.partitions)) for t in state.topics] == [("t", (0,))]
+    # Another broker does not coordinate the id: NOT_COORDINATOR, and the client looks it up.
+    other = next(b for b in sorted(server.addresses) if b != coordinator)
+    [elsewhere] = raw_call(server, 65, 0, describe, broker=other).transaction_states
+    assert int(elsewhere.error_code) == 16  # NOT_COORDINATOR
     producers = raw_call(
         server, 61, 0, load_request_schema(61, 0)(topics=(TopicRequest(name="t", partition_indexes=(0,)),)), leader
     )
