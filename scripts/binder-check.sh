@@ -13,7 +13,8 @@
 #   3. binder/postBuild, run from the repository root with the venv's pip first on PATH (it must
 #      be executable: repo2docker runs it directly);
 #   4. nbclient (only if requirements.txt lacks it) and a python3 kernel spec for that venv;
-#   5. each notebook in turn, in a fresh kernel whose working directory is a temp dir, with no PYTHONPATH, so the
+#   5. through binder/start (repo2docker's launch hook: it sets the environment the kernel sees),
+#      each notebook in turn, in a fresh kernel whose working directory is a temp dir, with no PYTHONPATH, so the
 #      repository is not on sys.path and a file missing from the installed package fails the
 #      run. A last cell, appended in memory, asserts that engine, widgets and eos_magics were
 #      imported from the venv's site-packages.
@@ -53,16 +54,18 @@ for NOTEBOOK in "${NOTEBOOKS[@]}"; do
         exit 2
     fi
 done
-for f in binder/requirements.txt binder/postBuild binder/runtime.txt; do
+for f in binder/requirements.txt binder/postBuild binder/runtime.txt binder/start; do
     if [ ! -f "$f" ]; then
         echo "binder-check.sh: $f is missing" >&2
         exit 2
     fi
 done
-if [ ! -x binder/postBuild ]; then
-    echo "binder-check.sh: binder/postBuild is not executable (chmod +x binder/postBuild); repo2docker runs it directly" >&2
-    exit 2
-fi
+for f in binder/postBuild binder/start; do
+    if [ ! -x "$f" ]; then
+        echo "binder-check.sh: $f is not executable (chmod +x $f); repo2docker runs it directly" >&2
+        exit 2
+    fi
+done
 
 now_ms() { date +%s%3N; }
 T_START="$(now_ms)"
@@ -137,7 +140,7 @@ done_step "checker tools (${extra[*]:-none}) and kernel spec"
 SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 for NOTEBOOK in "${NOTEBOOKS[@]}"; do
 rm -rf "$WORKDIR" && mkdir -p "$WORKDIR" && cd "$WORKDIR"
-env PATH="$VENV/bin:$PATH" "$VENV/bin/python" - "$NOTEBOOK" "$WORKDIR" "$SITE" "$NB_TIMEOUT" "$TMP/executed-$(basename "$NOTEBOOK")" <<'EOF'
+env PATH="$VENV/bin:$PATH" "$ROOT/binder/start" "$VENV/bin/python" - "$NOTEBOOK" "$WORKDIR" "$SITE" "$NB_TIMEOUT" "$TMP/executed-$(basename "$NOTEBOOK")" <<'EOF'
 import sys
 
 import nbformat

@@ -95,6 +95,24 @@ def test_apt_txt_installs_a_java_runtime_for_pyspark():
     assert any(re.fullmatch(r"openjdk-(17|21)-jre(-headless)?", p.strip()) for p in packages), packages
 
 
+def test_the_image_fetches_spark_s_kafka_source_and_start_tells_the_kernel_where():
+    # Notebook 05's section 6 reads a topic with Spark's Kafka source: its jars come from Maven at
+    # build time (maven in apt.txt, postBuild runs the fetch script), and binder/start names their
+    # folder, since the installed package cannot find the repository's .cache by itself.
+    packages = [s.strip() for s in (BINDER / "apt.txt").read_text().splitlines() if s.strip() and not s.startswith("#")]
+    assert "maven" in packages, packages
+    assert re.search(r"^bash scripts/fetch-spark-kafka\.sh$", (BINDER / "postBuild").read_text(), re.M)
+    start = BINDER / "start"
+    assert os.access(start, os.X_OK), "repo2docker runs binder/start directly: chmod +x binder/start"
+    text = start.read_text()
+    assert "EOS_SPARK_KAFKA_JARS" in text and "spark-kafka-4.2.0" in text
+    assert text.rstrip().endswith('exec "$@"'), 'repo2docker\'s start hook must end with exec "$@"'
+    from eos_magics.spark import kafka
+
+    assert kafka.JARS_ENV == "EOS_SPARK_KAFKA_JARS"
+    assert f"spark-kafka-{kafka.CONNECTOR_VERSION}" in text
+
+
 def _imported_modules(notebook: Path) -> set[str]:
     import json
 
