@@ -209,8 +209,12 @@ def test_the_pacer_publishes_at_most_ten_times_a_second() -> None:
     time.sleep(1.05)
     dash.close()
     assert 3 <= len(calls) <= MAX_HZ + 1, len(calls)
+    # The rate, over the whole span: a pacer that ticked faster than MAX_HZ fails here, whatever the load.
+    assert (calls[-1] - calls[0]) / (len(calls) - 1) >= 0.9 / MAX_HZ, calls
+    # No catch-up burst after a late tick (gaps near 0). One gap may be short of a period by the
+    # difference between two ticks' own run times, which a loaded machine stretches: not a burst.
     gaps = [b - a for a, b in itertools.pairwise(calls)]
-    assert min(gaps) >= 0.9 / MAX_HZ, gaps
+    assert min(gaps) >= 0.25 / MAX_HZ, gaps
     assert run.cluster.now_ms > 100  # it played: ~10 ms of simulated time per tick at 100 ms/s
 
 
