@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from engine.cluster import Cluster
 
 #: The application calls recorded, per kind of object: every call that can change the cluster or
-#: move time. Reads (views, metrics, assignment) are left out: they change nothing.
+#: move time. Reads of local state (views, metrics, assignment) are left out: they change nothing.
 API: dict[str, frozenset[str]] = {
     "cluster": frozenset(
         {
@@ -116,8 +116,19 @@ API: dict[str, frozenset[str]] = {
             "committed",
         }
     ),
-    "admin": frozenset({"abort_transaction"}),
-    "transactions": frozenset({"abort"}),
+    # Describing and listing cross the simulated network to the node that answers (a request moves
+    # time), so they are recorded like any call that changes the run.
+    "admin": frozenset(
+        {
+            "abort_transaction",
+            "abort_spec",
+            "list_transactions",
+            "describe_transaction",
+            "describe_producers",
+            "find_hanging",
+        }
+    ),
+    "transactions": frozenset({"abort", "list", "describe", "describe_producers", "find_hanging"}),
 }
 #: Cluster calls whose result is an object to record calls on as well.
 _ADOPTS = frozenset({"producer", "consumer", "transactions", "admin"})

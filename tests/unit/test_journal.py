@@ -476,3 +476,25 @@ def test_a_journal_attached_to_a_cluster_built_elsewhere_records_but_refuses_to_
     ]
     with pytest.raises(ReplayDiverged, match="cannot replay"):
         journal.replay()
+
+
+def test_describing_and_listing_transactions_cross_the_network_and_replay() -> None:
+    # DescribeTransactions, ListTransactions and DescribeProducers are requests to the node that
+    # answers them: they move time, so the journal records them and a replay makes them again.
+    cluster, journal = Journal.new_cluster(seed=3, brokers=3)
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    p = cluster.producer({"transactional.id": "app"})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce("t", value=b"v", partition=0)
+    p.commit_transaction()
+    admin = cluster.transactions()
+    before = cluster.world.trace.count
+    admin.describe("app")
+    admin.list()
+    admin.describe_producers("t")
+    assert cluster.world.trace.count > before, "the requests crossed the network"
+    methods = [e.method for e in journal.entries]
+    assert methods[-3:] == ["describe", "list", "describe_producers"], methods
+    replayed, _ = journal.replay()
+    assert replayed.fingerprint() == cluster.fingerprint()
