@@ -63,6 +63,7 @@ from engine.views import lookup
 from engine.views import transactions as views
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from engine.views.lookup import ClusterState
@@ -318,6 +319,10 @@ class AdminClient(RpcNode):
             self.world.run_for(100)
 
 
+def _as_is(client: AdminClient) -> AdminClient:
+    return client
+
+
 class TransactionsAdmin:
     """``kafka-transactions.sh`` bound to a cluster: each method prints like the subcommand.
 
@@ -328,6 +333,9 @@ class TransactionsAdmin:
     def __init__(self, cluster: ClusterState) -> None:
         self.cluster = cluster
         self._client: AdminClient | None = None
+        #: Handed the admin client when it is made, and returns the one to use: a journal wraps it
+        #: there, so the requests it sends later are recorded (:meth:`engine.journal.Journal.adopt`).
+        self.on_client_made: Callable[[AdminClient], AdminClient] = _as_is
 
     @property
     def client(self) -> AdminClient:
@@ -336,7 +344,7 @@ class TransactionsAdmin:
             n = 1
             while f"admin-{n}" in self.cluster.world.nodes:
                 n += 1
-            self._client = AdminClient(self.cluster, f"admin-{n}")
+            self._client = self.on_client_made(AdminClient(self.cluster, f"admin-{n}"))
         return self._client
 
     @property

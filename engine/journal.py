@@ -130,6 +130,8 @@ API: dict[str, frozenset[str]] = {
     ),
     "transactions": frozenset({"abort", "list", "describe", "describe_producers", "find_hanging"}),
 }
+#: The target name of ``cluster.transactions()``'s admin client (made on first use, so found by path).
+TRANSACTIONS_CLIENT = "transactions.client"
 #: Cluster calls whose result is an object to record calls on as well.
 _ADOPTS = frozenset({"producer", "consumer", "transactions", "admin"})
 
@@ -287,8 +289,15 @@ class Journal:
             self._wrap(result, "transactions", "transactions")
             client = result.existing_client
             if client is not None:
-                self._wrap(client, client.name, "admin")
+                self._adopt_transactions_client(client)
+            else:  # made later, on first use: wrapped then
+                result.on_client_made = self._adopt_transactions_client
         return result
+
+    def _adopt_transactions_client(self, client: Any) -> Any:
+        """Wrap the admin client of ``cluster.transactions()``, named by how a replay finds it again."""
+        self._wrap(client, TRANSACTIONS_CLIENT, "admin")
+        return client
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -413,9 +422,10 @@ def _replay_entry(journal: Journal, entry: Entry) -> None:
 def _resolve(cluster: Cluster, target: str, journal: Journal) -> Any:
     if target == "cluster":
         return cluster
-    if target == "transactions":
+    if target in ("transactions", TRANSACTIONS_CLIENT):
         # the unwrapped call: the lookup itself is no call of the replayed run
-        return journal.adopt(getattr(cluster.transactions, "__wrapped__", cluster.transactions)())
+        admin = journal.adopt(getattr(cluster.transactions, "__wrapped__", cluster.transactions)())
+        return admin if target == "transactions" else admin.client
     return cluster.world.node(target)
 
 

@@ -498,3 +498,18 @@ def test_describing_and_listing_transactions_cross_the_network_and_replay() -> N
     assert methods[-3:] == ["describe", "list", "describe_producers"], methods
     replayed, _ = journal.replay()
     assert replayed.fingerprint() == cluster.fingerprint()
+
+
+def test_an_admin_client_made_after_transactions_is_journaled_too() -> None:
+    # The notebook's views ask cluster.transactions().client, made on first use, after the journal
+    # adopted the TransactionsAdmin: its requests are recorded as well.
+    cluster, journal = Journal.new_cluster(seed=3, brokers=3)
+    cluster.create_topic("t", partitions=1, replication_factor=3)
+    p = cluster.producer({"transactional.id": "app"})
+    p.init_transactions()
+    admin = cluster.transactions()
+    admin.client.describe_transaction("app")
+    admin.client.list_transactions()
+    assert [e.method for e in journal.entries][-2:] == ["describe_transaction", "list_transactions"]
+    replayed, _ = journal.replay()
+    assert replayed.fingerprint() == cluster.fingerprint()
