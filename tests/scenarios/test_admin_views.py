@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from engine import Cluster
-from engine.admin import AbortTransactionError
+from engine.admin import AbortTransactionError, AdminClient
 from engine.coordinator_lookup import partition_for
 from engine.errors import CoordinatorNotAvailableException, TimeoutException, TransactionalIdNotFoundException
 from engine.views import transactions as views
@@ -399,16 +399,21 @@ def test_views_do_not_change_the_run() -> None:
     assert run(look=True) == run(look=False)
 
 
-def test_describe_producers_asks_the_leader_so_a_cut_off_leader_shows() -> None:
-    # DescribeProducers is answered by the leader's replica manager over the simulated network
-    # (Kafka's ReplicaManager.activeProducerState): the admin cut off from the leader gets no
-    # answer, where reading the cluster's state directly answered as if nothing were wrong.
+def _open_transaction_and_admin() -> tuple[Cluster, AdminClient]:
+    """A cluster with tx-1's transaction open on t-0 (its record flushed), and an admin client."""
     c = _cluster(seed=5)
     p = _txn_producer(c)
     p.begin_transaction()
     p.produce("t", value=b"a", partition=0)
     p.flush()
-    admin = c.admin()
+    return c, c.admin()
+
+
+def test_describe_producers_asks_the_leader_so_a_cut_off_leader_shows() -> None:
+    # DescribeProducers is answered by the leader's replica manager over the simulated network
+    # (Kafka's ReplicaManager.activeProducerState): the admin cut off from the leader gets no
+    # answer, where reading the cluster's state directly answered as if nothing were wrong.
+    c, admin = _open_transaction_and_admin()
     assert [r.current_txn_start_offset for r in admin.describe_producers("t", 0)] == [0]
     leader = c.leader("t", 0)
     c.partition([admin.name], [leader])
@@ -423,12 +428,7 @@ def test_describe_and_list_ask_the_coordinator_so_a_cut_off_coordinator_shows() 
     # coordinator over the simulated network (Kafka's TransactionCoordinator.handleDescribeTransactions
     # and handleListTransactions): the admin cut off from the coordinator gets no answer, where
     # reading the coordinators' state directly answered as if nothing were wrong.
-    c = _cluster(seed=5)
-    p = _txn_producer(c)
-    p.begin_transaction()
-    p.produce("t", value=b"a", partition=0)
-    p.flush()
-    admin = c.admin()
+    c, admin = _open_transaction_and_admin()
     coordinator = admin.describe_transaction("tx-1").coordinator_id
     assert [(r.transactional_id, r.coordinator_id) for r in admin.list_transactions()] == [("tx-1", coordinator)]
     c.partition([admin.name], [coordinator])
