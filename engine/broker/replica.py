@@ -46,6 +46,11 @@ if TYPE_CHECKING:
     from engine.sim.trace import Trace
 
 
+#: Detail keys of the leader's ``log.append`` and ``log.hw`` events (``Trace.emit_fields``).
+_APPEND_KEYS = ("tp", "offset", "last", "pid", "epoch", "first_seq", "last_seq", "txn")
+_HW_KEYS = ("tp", "hw", "lso")
+
+
 class HighWatermarkCheckpoint:
     """The durable high-watermark file of one broker (Kafka's replication-offset-checkpoint)."""
 
@@ -74,6 +79,7 @@ class Replica:
         self.weak = weak
         #: Where the leader's appends and HW/LSO moves are traced (None: not traced, as in unit tests).
         self._emit = trace.emit if trace is not None else None
+        self._emit_fields = trace.emit_fields if trace is not None else None
         self._node = node
         #: The LSO last traced, so a ``log.lso`` event is emitted only when it moves.
         self._traced_lso = -1
@@ -166,25 +172,26 @@ class Replica:
         self.producers.on_high_watermark(hw)
         if self.is_leader and self._emit is not None:
             lso = self._traced_lso = self.last_stable_offset
-            self._emit(self._node, "state", events.LOG_HW, ("tp", self.tp), ("hw", hw), ("lso", lso))
+            self._emit_fields(self._node, "state", events.LOG_HW, _HW_KEYS, self.tp, hw, lso)  # type: ignore[misc]
         if self.offset_hooks:
             self._offsets_moved()
         return True
 
     def _trace_append(self, batch: RecordBatch, offset: int) -> None:
         """Trace a data batch the leader appended (it also moved that producer's state)."""
-        self._emit(  # type: ignore[misc]
+        self._emit_fields(  # type: ignore[misc]
             self._node,
             "state",
             events.LOG_APPEND,
-            ("tp", self.tp),
-            ("offset", offset),
-            ("last", offset + batch.count - 1),
-            ("pid", batch.producer_id),
-            ("epoch", batch.producer_epoch),
-            ("first_seq", batch.base_sequence),
-            ("last_seq", batch.last_sequence),
-            ("txn", batch.is_transactional),
+            _APPEND_KEYS,
+            self.tp,
+            offset,
+            offset + batch.count - 1,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.last_sequence,
+            batch.is_transactional,
         )
 
     def _trace_lso(self) -> None:

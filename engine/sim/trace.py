@@ -70,8 +70,16 @@ _MARSHAL_VERSION = 2
 
 
 def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]]) -> bytes:
-    """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none)."""
-    plain = list(map(tuple, chunk))
+    """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none).
+
+    A row of :meth:`Trace.emit_fields` (seven items: its keys and values apart) gets its detail
+    pairs built here, the first time anything reads them: the bytes are those of the event
+    :meth:`Trace.emit` would have made.
+    """
+    plain = [
+        (r[0], r[1], r[2], r[3], r[4], tuple(zip(r[5], r[6]))) if len(r) == 7 else tuple(r)  # noqa: B905 - keys and values pair up by construction
+        for r in chunk
+    ]
     try:
         return marshal.dumps(plain, _MARSHAL_VERSION)
     except ValueError:  # a detail value marshal cannot encode (an enum, a dataclass, ...)
@@ -185,19 +193,46 @@ class Trace:
             event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
             self._add_plain(event)  # hashed as its plain tuple (_chunk_bytes)
         else:
-            self._add_plain((n, self._clock.now_ms, node, kind, name, detail))
+            chunk = self._chunk  # _add_plain, inlined: this is the hot path of every bench and sweep
+            chunk.append((n, self._clock.now_ms, node, kind, name, detail))
+            if len(chunk) >= HASH_CHUNK:
+                self._hash_chunk()
             return None
         for hook in self._hooks:
             hook(event)
         return event
+
+    def emit_fields(self, node: str, kind: str, name: str, keys: tuple[str, ...], *values: Any) -> TraceEvent | None:
+        """Record the event ``emit(node, kind, name, *zip(keys, values))``, its detail pairs built only when read.
+
+        ``keys`` is a constant tuple of detail keys (one per event shape, made once by the
+        emitter), ``values`` the values in the same order. A trace that keeps its events, or has
+        observers, builds the :class:`TraceEvent` now, with the same detail pairs :meth:`emit`
+        would hold. A trace that only hashes stores the keys and values apart and builds the pairs
+        when the chunk is hashed (:func:`_chunk_bytes`): the hashed bytes, so the fingerprint, are
+        the same, and the hot emitters (messages, appends, the HW) build no pair tuples.
+        """
+        if self.keep or self._hooks:
+            return _emit_here(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
+        n = self.count
+        self.count = n + 1
+        chunk = self._chunk
+        chunk.append((n, self._clock.now_ms, node, kind, name, keys, values))
+        if len(chunk) >= HASH_CHUNK:
+            self._hash_chunk()
+        return None
+
+    def _hash_chunk(self) -> None:
+        """Hash the chunk being filled and start the next one."""
+        self._hash.update(_chunk_bytes(self._chunk))  # type: ignore[union-attr]
+        self._chunk = []
 
     def _add_plain(self, row: tuple[Any, ...]) -> None:
         """Add one event (a plain row or a TraceEvent) to the chunk being filled; hash the chunk when full."""
         chunk = self._chunk
         chunk.append(row)
         if len(chunk) >= HASH_CHUNK:
-            self._hash.update(_chunk_bytes(chunk))  # type: ignore[union-attr]
-            self._chunk = []
+            self._hash_chunk()
 
     def mark(self, node: str, label: str) -> None:
         """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
@@ -260,7 +295,12 @@ class RegionTrace(Trace):
         self._parent_emit(self._prefix + node, kind, name, *detail)
         return event
 
+    def emit_fields(self, node: str, kind: str, name: str, keys: tuple[str, ...], *values: Any) -> TraceEvent | None:
+        """Record one event here and in the parent (:meth:`emit`), its pairs built now."""
+        return _emit_in_region(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
+
 
 #: :meth:`Trace.emit`, called through a name by :class:`RegionTrace`: a relay passes on the event
 #: names its callers took from :mod:`engine.trace_events` (the emit scan of the tests checks those).
 _emit_here = Trace.emit
+_emit_in_region = RegionTrace.emit
