@@ -28,15 +28,23 @@ sym   meaning
 
 Fingerprint
 -----------
-:meth:`Trace.fingerprint` hashes every event (index, time, node, kind, name and every detail
-pair) with BLAKE2b and mixes in one final draw from the ``fingerprint`` random stream, so two runs
-agree only if they emitted the same events *and* consumed the same randomness. Events are hashed
-in chunks of :data:`HASH_CHUNK`, each serialised with :mod:`marshal` (format 2, which depends only
-on the values, never on object identity or reference counts); a chunk holding a value marshal
-cannot encode falls back to ``repr``. A trace that keeps its events hashes them at fingerprint
-time, one that does not hashes each chunk as it fills: both give the same digest. Detail values
-must therefore not be mutated after they are emitted (they never are: emitters pass fresh
-values).
+:meth:`Trace.fingerprint` hashes every event (time, node, kind, name and every detail pair, in
+trace order) with BLAKE2b and mixes in one final draw from the ``fingerprint`` random stream, so
+two runs agree only if they emitted the same events *and* consumed the same randomness.
+
+The encoding writes each repeated string once. An event's *shape* is its node, kind, name and
+detail keys (``("broker-1", "state", "log.append", ("tp", "offset", ...))``); a trace numbers its
+shapes 0, 1, 2 ... in the order they first occur, and hashes each shape once, where it first
+occurs, then every event as the row ``(time_ms, shape number, detail values)`` (an event's index
+is its position, so it is not written). The numbering depends only on the order of the events,
+so the digest is the same in every process, kept or not. Rows are hashed in chunks of
+:data:`HASH_CHUNK` events, each serialised with :mod:`marshal` (format 2, which depends only on
+the values, never on object identity or reference counts; format 3 and later would write
+repeated strings once too, but mark objects as shared by their reference count, so a kept and an
+unkept trace could hash differently); a chunk holding a value marshal cannot encode falls back to
+``repr``. A trace that keeps its events hashes them at fingerprint time, one that does not hashes
+each chunk as it fills: both give the same digest. Detail values must therefore not be mutated
+after they are emitted (they never are: emitters pass fresh values).
 """
 
 from __future__ import annotations
@@ -69,21 +77,36 @@ HASH_CHUNK = 2048
 _MARSHAL_VERSION = 2
 
 
-def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]]) -> bytes:
+def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]], shapes: dict[tuple[Any, ...], int]) -> bytes:
     """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none).
 
-    A row of :meth:`Trace.emit_fields` (seven items: its keys and values apart) gets its detail
-    pairs built here, the first time anything reads them: the bytes are those of the event
-    :meth:`Trace.emit` would have made.
+    ``shapes`` numbers the shapes seen in earlier chunks (see the module docstring) and gets the
+    new ones. A row of :meth:`Trace.emit_fields` (seven items: its keys and values apart) is
+    hashed as it is: its detail pairs are never built. Any other event's pairs are split into
+    keys and values here, so both give the same bytes for the same event.
     """
-    plain = [
-        (r[0], r[1], r[2], r[3], r[4], tuple(zip(r[5], r[6]))) if len(r) == 7 else tuple(r)  # noqa: B905 - keys and values pair up by construction
-        for r in chunk
-    ]
+    rows: list[tuple[Any, ...]] = []
+    add = rows.append
+    number = shapes.get
+    for r in chunk:
+        if len(r) == 7:
+            shape = (r[2], r[3], r[4], r[5])
+            values = r[6]
+        elif r[5]:
+            keys, values = zip(*r[5])  # noqa: B905 - pairs: one tuple of keys, one of values
+            shape = (r[2], r[3], r[4], keys)
+        else:
+            shape = (r[2], r[3], r[4], ())
+            values = ()
+        sid = number(shape)
+        if sid is None:
+            sid = shapes[shape] = len(shapes)
+            add(shape)  # the shape's strings, written once
+        add((r[1], sid, values))
     try:
-        return marshal.dumps(plain, _MARSHAL_VERSION)
+        return marshal.dumps(rows, _MARSHAL_VERSION)
     except ValueError:  # a detail value marshal cannot encode (an enum, a dataclass, ...)
-        return repr(plain).encode()
+        return repr(rows).encode()
 
 
 class TraceEvent(NamedTuple):
@@ -153,6 +176,8 @@ class Trace:
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
         #: keep=False: the plain rows of the chunk being filled (hashed when it is full).
         self._chunk: list[tuple[Any, ...]] = []
+        #: keep=False: the shapes hashed so far, numbered in the order they first occurred.
+        self._shapes: dict[tuple[Any, ...], int] = {}
 
     # -- observers --------------------------------------------------------------------------
 
@@ -208,9 +233,9 @@ class Trace:
         ``keys`` is a constant tuple of detail keys (one per event shape, made once by the
         emitter), ``values`` the values in the same order. A trace that keeps its events, or has
         observers, builds the :class:`TraceEvent` now, with the same detail pairs :meth:`emit`
-        would hold. A trace that only hashes stores the keys and values apart and builds the pairs
-        when the chunk is hashed (:func:`_chunk_bytes`): the hashed bytes, so the fingerprint, are
-        the same, and the hot emitters (messages, appends, the HW) build no pair tuples.
+        would hold. A trace that only hashes stores the keys and values apart and never builds the
+        pairs: the fingerprint hashes the keys once per shape and the values per event
+        (:func:`_chunk_bytes`), the same bytes as for :meth:`emit`'s pairs of the same event.
         """
         if self.keep or self._hooks:
             return _emit_here(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
@@ -224,7 +249,7 @@ class Trace:
 
     def _hash_chunk(self) -> None:
         """Hash the chunk being filled and start the next one."""
-        self._hash.update(_chunk_bytes(self._chunk))  # type: ignore[union-attr]
+        self._hash.update(_chunk_bytes(self._chunk, self._shapes))  # type: ignore[union-attr]
         self._chunk = []
 
     def _add_plain(self, row: tuple[Any, ...]) -> None:
@@ -266,12 +291,13 @@ class Trace:
         if self._hash is not None:
             h = self._hash.copy()
             if self._chunk:
-                h.update(_chunk_bytes(self._chunk))
+                h.update(_chunk_bytes(self._chunk, dict(self._shapes)))  # the run goes on: a copy
         else:
             h = hashlib.blake2b(digest_size=16)
             events = self.events
+            shapes: dict[tuple[Any, ...], int] = {}
             for i in range(0, len(events), HASH_CHUNK):
-                h.update(_chunk_bytes(events[i : i + HASH_CHUNK]))
+                h.update(_chunk_bytes(events[i : i + HASH_CHUNK], shapes))
         h.update(str(final_draw).encode())
         return h.hexdigest()
 
