@@ -295,8 +295,33 @@ class Replica:
         return offset, False, None
 
     def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
-        """Append batches copied from the leader (their offsets are the leader's)."""
+        """Append batches copied from the leader (their offsets are the leader's).
+
+        The fetched slice goes into the log in one append and, when every batch is plain, into
+        producer state with one update per producer, as Kafka's follower appends a batch set
+        (``Partition.appendRecordsToFollowerOrFutureReplica``, ``UnifiedLog.appendAsFollower``).
+        Batches the log already holds are skipped. A slice that would roll the segment, or (for
+        producer state) holds a transactional batch, a marker or a new producer or epoch, is
+        applied batch by batch, so snapshots and transactions see every step as before.
+        """
         log = self.log
+        leo = log.log_end_offset
+        if batches and batches[0].base_offset < leo:
+            batches = tuple([b for b in batches if b.base_offset >= leo])
+        if not batches:
+            return
+        if log.append_slice(batches):
+            if not self.weak.followers_track_producer_state:
+                return  # mutant M16: a new leader will not know the batches it copied
+            producers = self.producers
+            if producers.apply_replicated_plain(batches):
+                return
+            hw = self.high_watermark
+            for b in batches:
+                done = producers.apply_replicated(b, hw)
+                if done is not None and done.is_aborted:
+                    self.txn_index.append(self._aborted_entry(done))
+            return
         for b in batches:
             if b.base_offset < log.log_end_offset:
                 continue
