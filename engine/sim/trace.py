@@ -77,36 +77,36 @@ HASH_CHUNK = 2048
 _MARSHAL_VERSION = 2
 
 
-def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]], shapes: dict[tuple[Any, ...], int]) -> bytes:
-    """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none).
-
-    ``shapes`` numbers the shapes seen in earlier chunks (see the module docstring) and gets the
-    new ones. A row of :meth:`Trace.emit_fields` (seven items: its keys and values apart) is
-    hashed as it is: its detail pairs are never built. Any other event's pairs are split into
-    keys and values here, so both give the same bytes for the same event.
-    """
-    rows: list[tuple[Any, ...]] = []
-    add = rows.append
-    number = shapes.get
-    for r in chunk:
-        if len(r) == 7:
-            shape = (r[2], r[3], r[4], r[5])
-            values = r[6]
-        elif r[5]:
-            keys, values = zip(*r[5])  # noqa: B905 - pairs: one tuple of keys, one of values
-            shape = (r[2], r[3], r[4], keys)
-        else:
-            shape = (r[2], r[3], r[4], ())
-            values = ()
-        sid = number(shape)
-        if sid is None:
-            sid = shapes[shape] = len(shapes)
-            add(shape)  # the shape's strings, written once
-        add((r[1], sid, values))
+def _dumps(rows: list[tuple[Any, ...]]) -> bytes:
+    """Return the hashed bytes of encoded rows (shapes and events, see the module docstring)."""
     try:
         return marshal.dumps(rows, _MARSHAL_VERSION)
     except ValueError:  # a detail value marshal cannot encode (an enum, a dataclass, ...)
         return repr(rows).encode()
+
+
+def _chunk_bytes(chunk: list[TraceEvent], shapes: dict[tuple[Any, ...], int]) -> bytes:
+    """Return the bytes hashed for one chunk of kept events.
+
+    ``shapes`` numbers the shapes seen in earlier chunks (see the module docstring) and gets the
+    new ones. The rows are those a trace that keeps nothing encodes as the events come
+    (:meth:`Trace.emit`, :meth:`Trace.emit_fields`), so both give the same digest.
+    """
+    rows: list[tuple[Any, ...]] = []
+    add = rows.append
+    number = shapes.get
+    for e in chunk:
+        if e[5]:
+            keys, values = zip(*e[5])  # noqa: B905 - pairs: one tuple of keys, one of values
+        else:
+            keys = values = ()
+        shape = (e[2], e[3], e[4], keys)
+        sid = number(shape)
+        if sid is None:
+            sid = shapes[shape] = len(shapes)
+            add(shape)  # the shape's strings, written once
+        add((e[1], sid, values))
+    return _dumps(rows)
 
 
 class TraceEvent(NamedTuple):
@@ -174,9 +174,9 @@ class Trace:
         #: The observers' ``after_run_for`` hooks.
         self.run_for_hooks: list[Any] = []
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
-        #: keep=False: the plain rows of the chunk being filled (hashed when it is full).
+        #: keep=False: the encoded rows (shapes and events) of the chunk being filled, hashed when full.
         self._chunk: list[tuple[Any, ...]] = []
-        #: keep=False: the shapes hashed so far, numbered in the order they first occurred.
+        #: keep=False: the shapes encoded so far, numbered in the order they first occurred.
         self._shapes: dict[tuple[Any, ...], int] = {}
 
     # -- observers --------------------------------------------------------------------------
@@ -214,15 +214,12 @@ class Trace:
         if self.keep:
             event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
             self.events.append(event)
-        elif self._hooks:
-            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
-            self._add_plain(event)  # hashed as its plain tuple (_chunk_bytes)
         else:
-            chunk = self._chunk  # _add_plain, inlined: this is the hot path of every bench and sweep
-            chunk.append((n, self._clock.now_ms, node, kind, name, detail))
-            if len(chunk) >= HASH_CHUNK:
-                self._hash_chunk()
-            return None
+            keys, values = zip(*detail) if detail else ((), ())  # noqa: B905 - pairs
+            self._encode(n, node, kind, name, keys, values)
+            if not self._hooks:
+                return None
+            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
         for hook in self._hooks:
             hook(event)
         return event
@@ -233,31 +230,42 @@ class Trace:
         ``keys`` is a constant tuple of detail keys (one per event shape, made once by the
         emitter), ``values`` the values in the same order. A trace that keeps its events, or has
         observers, builds the :class:`TraceEvent` now, with the same detail pairs :meth:`emit`
-        would hold. A trace that only hashes stores the keys and values apart and never builds the
-        pairs: the fingerprint hashes the keys once per shape and the values per event
-        (:func:`_chunk_bytes`), the same bytes as for :meth:`emit`'s pairs of the same event.
+        would hold. A trace that only hashes never builds the pairs: the fingerprint hashes the
+        keys once per shape and the values per event, the same bytes as for :meth:`emit`'s pairs
+        of the same event.
         """
         if self.keep or self._hooks:
             return _emit_here(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
         n = self.count
         self.count = n + 1
+        # _encode, inlined: this is the hot path of every bench and sweep
+        shape = (node, kind, name, keys)
+        sid = self._shapes.get(shape)
         chunk = self._chunk
-        chunk.append((n, self._clock.now_ms, node, kind, name, keys, values))
-        if len(chunk) >= HASH_CHUNK:
+        if sid is None:
+            sid = self._shapes[shape] = len(self._shapes)
+            chunk.append(shape)  # the shape's strings, written once
+        chunk.append((self._clock.now_ms, sid, values))
+        if n % HASH_CHUNK == HASH_CHUNK - 1:
             self._hash_chunk()
         return None
 
-    def _hash_chunk(self) -> None:
-        """Hash the chunk being filled and start the next one."""
-        self._hash.update(_chunk_bytes(self._chunk, self._shapes))  # type: ignore[union-attr]
-        self._chunk = []
-
-    def _add_plain(self, row: tuple[Any, ...]) -> None:
-        """Add one event (a plain row or a TraceEvent) to the chunk being filled; hash the chunk when full."""
+    def _encode(self, n: int, node: str, kind: str, name: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        """Encode event ``n`` into the chunk being filled (a trace that keeps nothing); hash the chunk when full."""
+        shape = (node, kind, name, keys)
+        sid = self._shapes.get(shape)
         chunk = self._chunk
-        chunk.append(row)
-        if len(chunk) >= HASH_CHUNK:
+        if sid is None:
+            sid = self._shapes[shape] = len(self._shapes)
+            chunk.append(shape)  # the shape's strings, written once
+        chunk.append((self._clock.now_ms, sid, values))
+        if n % HASH_CHUNK == HASH_CHUNK - 1:
             self._hash_chunk()
+
+    def _hash_chunk(self) -> None:
+        """Hash the chunk being filled (its :data:`HASH_CHUNK` events, encoded) and start the next one."""
+        self._hash.update(_dumps(self._chunk))  # type: ignore[union-attr]
+        self._chunk = []
 
     def mark(self, node: str, label: str) -> None:
         """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
@@ -291,7 +299,7 @@ class Trace:
         if self._hash is not None:
             h = self._hash.copy()
             if self._chunk:
-                h.update(_chunk_bytes(self._chunk, dict(self._shapes)))  # the run goes on: a copy
+                h.update(_dumps(self._chunk))
         else:
             h = hashlib.blake2b(digest_size=16)
             events = self.events
