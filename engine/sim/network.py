@@ -147,17 +147,8 @@ _new_message = tuple.__new__
 
 #: The detail keys of a delivery (:meth:`Network._deliver`), given once per event shape.
 _DELIVER_KEYS = ("from", "id", "msg")
-#: A send's detail keys: these, then the body's own (``trace_fields``), one tuple per body shape.
-_SEND_HEAD = ("to", "id", "msg")
+#: A send's detail keys: ``("to", "id", "msg")``, then the body's own (``trace_fields``); made once per body shape.
 _send_keys: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-
-def _send_keys_for(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """Return the send's detail keys for a body whose own keys are ``keys`` (made once per shape)."""
-    full = _send_keys.get(keys)
-    if full is None:
-        full = _send_keys[keys] = _SEND_HEAD + keys
-    return full
 
 
 _DOWN = NodeStatus.DOWN
@@ -242,7 +233,8 @@ class Network:
         fields = getattr(body, "trace_fields", None)
         if fields is not None:  # the hot messages: keys and values apart (Trace.emit_fields)
             keys, values = fields()
-            self._emit_fields(src, "send", kind, _send_keys_for(keys), dst, msg_id, type(body).__name__, *values)
+            full = _send_keys.get(keys) or _send_keys.setdefault(keys, ("to", "id", "msg", *keys))
+            self._emit_fields(src, "send", kind, full, dst, msg_id, type(body).__name__, *values)
         else:
             detail = getattr(body, "trace_detail", None)
             if detail is not None:
