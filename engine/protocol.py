@@ -23,6 +23,12 @@ from engine.errors import ErrorCode
 #: construction; treat them as immutable like the others.
 _hot = dataclasses.dataclass(slots=True)
 
+#: Detail keys of the hot messages' ``trace_fields`` (their ``trace_detail`` keys, made once).
+_PRODUCE_KEYS = ("tp", "pid", "epoch", "seq", "n")
+_PRODUCE_RESPONSE_KEYS = ("tp", "error", "offset")
+_REPLICA_FETCH_KEYS = ("replica", "partitions")
+_PARTITIONS_KEYS = ("partitions",)
+
 
 # -- produce -------------------------------------------------------------------------------
 
@@ -53,6 +59,18 @@ class ProduceRequest:
     #: is version 2: the leader adds the partition; older ones only verify it was added); 0 means
     #: the cluster's ``transaction.version``, which the engine's own producers follow.
     transaction_version: int = 0
+
+    def trace_fields(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+        """Return :meth:`trace_detail`'s keys and values apart (``Trace.emit_fields``; the hot path)."""
+        parts = self.partitions
+        if len(parts) == 1:
+            p = parts[0]
+            b = p.batch
+            if not b.is_control:
+                tp = f"{p.topic}-{p.partition}"
+                return _PRODUCE_KEYS, (tp, b.producer_id, b.producer_epoch, b.base_sequence, b.count)
+        detail = self.trace_detail()
+        return tuple([k for k, _ in detail]), tuple([v for _, v in detail])
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns: one partition's as they are, several as parallel lists."""
@@ -88,6 +106,18 @@ class ProduceResponse:
     """One answer per partition of the request, in the request's order."""
 
     partitions: tuple[PartitionProduceResponse, ...]
+
+    def trace_fields(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+        """Return :meth:`trace_detail`'s keys and values apart (``Trace.emit_fields``; the hot path)."""
+        parts = self.partitions
+        if len(parts) == 1:
+            p = parts[0]
+            return _PRODUCE_RESPONSE_KEYS, (f"{p.topic}-{p.partition}", p.error.name, p.base_offset)
+        return _PRODUCE_RESPONSE_KEYS, (
+            tuple([f"{p.topic}-{p.partition}" for p in parts]),
+            tuple([p.error.name for p in parts]),
+            tuple([p.base_offset for p in parts]),
+        )
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns: one partition's as they are, several as parallel lists."""
@@ -190,6 +220,10 @@ class ReplicaFetchRequest:
     max_wait_ms: int
     max_bytes: int
 
+    def trace_fields(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+        """Return :meth:`trace_detail`'s keys and values apart (``Trace.emit_fields``; the hot path)."""
+        return _REPLICA_FETCH_KEYS, (self.replica_id, len(self.partitions))
+
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
         return (("replica", self.replica_id), ("partitions", len(self.partitions)))
@@ -200,6 +234,10 @@ class ReplicaFetchResponse:
     """Per partition: batches past the follower's offset, the HW, or an error or divergence."""
 
     partitions: tuple[ReplicaFetchPartitionData, ...]
+
+    def trace_fields(self) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+        """Return :meth:`trace_detail`'s keys and values apart (``Trace.emit_fields``; the hot path)."""
+        return _PARTITIONS_KEYS, (len(self.partitions),)
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""

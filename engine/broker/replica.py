@@ -46,6 +46,11 @@ if TYPE_CHECKING:
     from engine.sim.trace import Trace
 
 
+#: Detail keys of the leader's ``log.append`` and ``log.hw`` events (``Trace.emit_fields``).
+_APPEND_KEYS = ("tp", "offset", "last", "pid", "epoch", "first_seq", "last_seq", "txn")
+_HW_KEYS = ("tp", "hw", "lso")
+
+
 class HighWatermarkCheckpoint:
     """The durable high-watermark file of one broker (Kafka's replication-offset-checkpoint)."""
 
@@ -74,6 +79,7 @@ class Replica:
         self.weak = weak
         #: Where the leader's appends and HW/LSO moves are traced (None: not traced, as in unit tests).
         self._emit = trace.emit if trace is not None else None
+        self._emit_fields = trace.emit_fields if trace is not None else None
         self._node = node
         #: The LSO last traced, so a ``log.lso`` event is emitted only when it moves.
         self._traced_lso = -1
@@ -166,25 +172,26 @@ class Replica:
         self.producers.on_high_watermark(hw)
         if self.is_leader and self._emit is not None:
             lso = self._traced_lso = self.last_stable_offset
-            self._emit(self._node, "state", events.LOG_HW, ("tp", self.tp), ("hw", hw), ("lso", lso))
+            self._emit_fields(self._node, "state", events.LOG_HW, _HW_KEYS, self.tp, hw, lso)  # type: ignore[misc]
         if self.offset_hooks:
             self._offsets_moved()
         return True
 
     def _trace_append(self, batch: RecordBatch, offset: int) -> None:
         """Trace a data batch the leader appended (it also moved that producer's state)."""
-        self._emit(  # type: ignore[misc]
+        self._emit_fields(  # type: ignore[misc]
             self._node,
             "state",
             events.LOG_APPEND,
-            ("tp", self.tp),
-            ("offset", offset),
-            ("last", offset + batch.count - 1),
-            ("pid", batch.producer_id),
-            ("epoch", batch.producer_epoch),
-            ("first_seq", batch.base_sequence),
-            ("last_seq", batch.last_sequence),
-            ("txn", batch.is_transactional),
+            _APPEND_KEYS,
+            self.tp,
+            offset,
+            offset + batch.count - 1,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.last_sequence,
+            batch.is_transactional,
         )
 
     def _trace_lso(self) -> None:
@@ -288,8 +295,33 @@ class Replica:
         return offset, False, None
 
     def append_as_follower(self, batches: tuple[RecordBatch, ...]) -> None:
-        """Append batches copied from the leader (their offsets are the leader's)."""
+        """Append batches copied from the leader (their offsets are the leader's).
+
+        The fetched slice goes into the log in one append and, when every batch is plain, into
+        producer state with one update per producer, as Kafka's follower appends a batch set
+        (``Partition.appendRecordsToFollowerOrFutureReplica``, ``UnifiedLog.appendAsFollower``).
+        Batches the log already holds are skipped. A slice that would roll the segment, or (for
+        producer state) holds a transactional batch, a marker or a new producer or epoch, is
+        applied batch by batch, so snapshots and transactions see every step as before.
+        """
         log = self.log
+        leo = log.log_end_offset
+        if batches and batches[0].base_offset < leo:
+            batches = tuple([b for b in batches if b.base_offset >= leo])
+        if not batches:
+            return
+        if log.append_slice(batches):
+            if not self.weak.followers_track_producer_state:
+                return  # mutant M16: a new leader will not know the batches it copied
+            producers = self.producers
+            if producers.apply_replicated_plain(batches):
+                return
+            hw = self.high_watermark
+            for b in batches:
+                done = producers.apply_replicated(b, hw)
+                if done is not None and done.is_aborted:
+                    self.txn_index.append(self._aborted_entry(done))
+            return
         for b in batches:
             if b.base_offset < log.log_end_offset:
                 continue

@@ -20,6 +20,7 @@ bytes on disk (sizes are estimates).
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 
 from engine.log.records import RecordBatch
 
@@ -83,6 +84,43 @@ class PartitionLog:
             self.segment_bases.append(self.log_end_offset)
             return True
         return False
+
+    def append_slice(self, batches: Sequence[RecordBatch]) -> bool:
+        """Append a follower's fetched slice at once; return False, appending nothing, if it would roll.
+
+        The batches carry the leader's offsets and must follow each other from the log end (as
+        :meth:`append` checks one by one; a gap raises ``ValueError`` before anything changes).
+        A slice that would roll the segment is left to :meth:`append`, batch by batch, so the
+        owner still snapshots producer state exactly where the roll happened. Kafka's follower
+        appends a fetched batch set the same way, as one ``LogAppendInfo``
+        (``UnifiedLog.appendAsFollower``).
+        """
+        end = self.log_end_offset
+        size = self.segment_size
+        cache = self.epoch_cache
+        last_epoch = cache[-1][0] if cache else -1
+        new_epochs: list[tuple[int, int]] = []
+        bases: list[int] = []
+        for b in batches:
+            base = b.base_offset
+            if base != end:
+                msg = f"{self.topic_partition}: batch at {base} does not follow the log end {end}"
+                raise ValueError(msg)
+            epoch = b.partition_leader_epoch
+            if epoch > last_epoch:  # a negative epoch never is (last_epoch starts at -1)
+                new_epochs.append((epoch, base))
+                last_epoch = epoch
+            bases.append(base)
+            end = base + len(b.values)
+            size += b.size_bytes
+        if size >= self.segment_bytes:
+            return False
+        cache.extend(new_epochs)
+        self.batches.extend(batches)
+        self._bases.extend(bases)
+        self.log_end_offset = end
+        self.segment_size = size
+        return True
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch at or above ``offset``; return how many records were removed.

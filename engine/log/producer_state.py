@@ -39,6 +39,7 @@ Simplified: sequences do not wrap.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from engine.errors import ErrorCode
@@ -482,6 +483,53 @@ class ProducerStateManager:
         """Rebuild state from log batches (origin REPLICATION), as on load or truncation."""
         for b in batches:
             self.apply_replicated(b, high_watermark)
+
+    def apply_replicated_plain(self, batches: Sequence[RecordBatch]) -> bool:
+        """Do the bookkeeping of a follower's fetched slice, one update per producer, if every batch is plain.
+
+        Plain as :meth:`plain_entry` says for a replicated batch (or no producer id at all). Then
+        each producer's window gets its batches of the slice in one step, as Kafka's follower
+        gathers one ``ProducerAppendInfo`` per producer for a fetched batch set and updates each
+        once (``UnifiedLog.analyzeAndValidateProducerState``). The state is what
+        :meth:`apply_replicated` batch by batch leaves. Returns False, changing nothing, when
+        some batch is not plain: the caller then applies the batches one by one.
+        """
+        producers = self.producers
+        groups: dict[int, list[BatchMetadata]] = {}
+        for b in batches:
+            pid = b.producer_id
+            if pid < 0:
+                continue
+            entry = producers.get(pid)
+            if (
+                entry is None
+                or b.is_transactional
+                or b.is_control
+                or entry.current_txn_first_offset is not None
+                or b.producer_epoch != entry.producer_epoch
+            ):
+                return False
+            n = len(b.values)
+            first_seq = b.base_sequence
+            meta = _new_tuple(
+                BatchMetadata,
+                (first_seq, first_seq + n - 1 if first_seq >= 0 else -1, b.base_offset + n - 1, b.create_time),
+            )
+            group = groups.get(pid)
+            if group is None:
+                groups[pid] = [meta]
+            else:
+                group.append(meta)
+        window = self.window
+        for pid, metas in groups.items():
+            entry = producers[pid]
+            kept = entry.batches
+            kept.extend(metas)
+            if len(kept) > window:
+                del kept[: len(kept) - window]
+            entry.last_timestamp = metas[-1].timestamp
+        self.last_map_offset = batches[-1].next_offset
+        return True
 
     def apply_replicated(self, batch: RecordBatch, high_watermark: int) -> CompletedTxn | None:
         """Do the bookkeeping for one batch copied from the leader or read from the log.

@@ -144,6 +144,13 @@ def _is_int(x: Any) -> bool:
 
 
 _new_message = tuple.__new__
+
+#: The detail keys of a delivery (:meth:`Network._deliver`), given once per event shape.
+_DELIVER_KEYS = ("from", "id", "msg")
+#: A send's detail keys: ``("to", "id", "msg")``, then the body's own (``trace_fields``); made once per body shape.
+_send_keys: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
 _DOWN = NodeStatus.DOWN
 _UP = NodeStatus.UP
 
@@ -190,6 +197,7 @@ class Network:
         self._latency_span = options.latency_ms_max - options.latency_ms_min + 1
         self._nodes = world.nodes
         self._emit = world.trace.emit
+        self._emit_fields = world.trace.emit_fields
         self.sent = 0
         self.delivered = 0
         self.dropped = 0
@@ -222,11 +230,17 @@ class Network:
             ),
         )
         self.sent += 1
-        detail = getattr(body, "trace_detail", None)
-        if detail is not None:
-            self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__), *detail())
+        fields = getattr(body, "trace_fields", None)
+        if fields is not None:  # the hot messages: keys and values apart (Trace.emit_fields)
+            keys, values = fields()
+            full = _send_keys.get(keys) or _send_keys.setdefault(keys, ("to", "id", "msg", *keys))
+            self._emit_fields(src, "send", kind, full, dst, msg_id, type(body).__name__, *values)
         else:
-            self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__))
+            detail = getattr(body, "trace_detail", None)
+            if detail is not None:
+                self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__), *detail())
+            else:
+                self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__))
         if (self.blocked or self.isolated) and self._cut(src, dst):
             self._drop(m, "partitioned")
             return m
@@ -299,7 +313,7 @@ class Network:
             self._drop(m, "connection reset")
             return
         self.delivered += 1
-        self._emit(m.dst, "deliver", m.kind, ("from", m.src), ("id", m.msg_id), ("msg", type(m.body).__name__))
+        self._emit_fields(m.dst, "deliver", m.kind, _DELIVER_KEYS, m.src, m.msg_id, type(m.body).__name__)
         if node.status is _UP:
             node.handle(m)  # what Node.deliver does for a node that is up, one call shorter
         else:

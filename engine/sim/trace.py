@@ -28,15 +28,23 @@ sym   meaning
 
 Fingerprint
 -----------
-:meth:`Trace.fingerprint` hashes every event (index, time, node, kind, name and every detail
-pair) with BLAKE2b and mixes in one final draw from the ``fingerprint`` random stream, so two runs
-agree only if they emitted the same events *and* consumed the same randomness. Events are hashed
-in chunks of :data:`HASH_CHUNK`, each serialised with :mod:`marshal` (format 2, which depends only
-on the values, never on object identity or reference counts); a chunk holding a value marshal
-cannot encode falls back to ``repr``. A trace that keeps its events hashes them at fingerprint
-time, one that does not hashes each chunk as it fills: both give the same digest. Detail values
-must therefore not be mutated after they are emitted (they never are: emitters pass fresh
-values).
+:meth:`Trace.fingerprint` hashes every event (time, node, kind, name and every detail pair, in
+trace order) with BLAKE2b and mixes in one final draw from the ``fingerprint`` random stream, so
+two runs agree only if they emitted the same events *and* consumed the same randomness.
+
+The encoding writes each repeated string once. An event's *shape* is its node, kind, name and
+detail keys (``("broker-1", "state", "log.append", ("tp", "offset", ...))``); a trace numbers its
+shapes 0, 1, 2 ... in the order they first occur, and hashes each shape once, where it first
+occurs, then every event as the row ``(time_ms, shape number, detail values)`` (an event's index
+is its position, so it is not written). The numbering depends only on the order of the events,
+so the digest is the same in every process, kept or not. Rows are hashed in chunks of
+:data:`HASH_CHUNK` events, each serialised with :mod:`marshal` (format 2, which depends only on
+the values, never on object identity or reference counts; format 3 and later would write
+repeated strings once too, but mark objects as shared by their reference count, so a kept and an
+unkept trace could hash differently); a chunk holding a value marshal cannot encode falls back to
+``repr``. A trace that keeps its events hashes them at fingerprint time, one that does not hashes
+each chunk as it fills: both give the same digest. Detail values must therefore not be mutated
+after they are emitted (they never are: emitters pass fresh values).
 """
 
 from __future__ import annotations
@@ -69,13 +77,36 @@ HASH_CHUNK = 2048
 _MARSHAL_VERSION = 2
 
 
-def _chunk_bytes(chunk: list[TraceEvent] | list[tuple[Any, ...]]) -> bytes:
-    """Return the bytes hashed for one chunk of events (kept events, or the plain rows of a trace that keeps none)."""
-    plain = list(map(tuple, chunk))
+def _dumps(rows: list[tuple[Any, ...]]) -> bytes:
+    """Return the hashed bytes of encoded rows (shapes and events, see the module docstring)."""
     try:
-        return marshal.dumps(plain, _MARSHAL_VERSION)
+        return marshal.dumps(rows, _MARSHAL_VERSION)
     except ValueError:  # a detail value marshal cannot encode (an enum, a dataclass, ...)
-        return repr(plain).encode()
+        return repr(rows).encode()
+
+
+def _chunk_bytes(chunk: list[TraceEvent], shapes: dict[tuple[Any, ...], int]) -> bytes:
+    """Return the bytes hashed for one chunk of kept events.
+
+    ``shapes`` numbers the shapes seen in earlier chunks (see the module docstring) and gets the
+    new ones. The rows are those a trace that keeps nothing encodes as the events come
+    (:meth:`Trace.emit`, :meth:`Trace.emit_fields`), so both give the same digest.
+    """
+    rows: list[tuple[Any, ...]] = []
+    add = rows.append
+    number = shapes.get
+    for e in chunk:
+        if e[5]:
+            keys, values = zip(*e[5])  # noqa: B905 - pairs: one tuple of keys, one of values
+        else:
+            keys = values = ()
+        shape = (e[2], e[3], e[4], keys)
+        sid = number(shape)
+        if sid is None:
+            sid = shapes[shape] = len(shapes)
+            add(shape)  # the shape's strings, written once
+        add((e[1], sid, values))
+    return _dumps(rows)
 
 
 class TraceEvent(NamedTuple):
@@ -143,8 +174,10 @@ class Trace:
         #: The observers' ``after_run_for`` hooks.
         self.run_for_hooks: list[Any] = []
         self._hash = hashlib.blake2b(digest_size=16) if not keep else None
-        #: keep=False: the plain rows of the chunk being filled (hashed when it is full).
+        #: keep=False: the encoded rows (shapes and events) of the chunk being filled, hashed when full.
         self._chunk: list[tuple[Any, ...]] = []
+        #: keep=False: the shapes encoded so far, numbered in the order they first occurred.
+        self._shapes: dict[tuple[Any, ...], int] = {}
 
     # -- observers --------------------------------------------------------------------------
 
@@ -181,23 +214,58 @@ class Trace:
         if self.keep:
             event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
             self.events.append(event)
-        elif self._hooks:
-            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
-            self._add_plain(event)  # hashed as its plain tuple (_chunk_bytes)
         else:
-            self._add_plain((n, self._clock.now_ms, node, kind, name, detail))
-            return None
+            keys, values = zip(*detail) if detail else ((), ())  # noqa: B905 - pairs
+            self._encode(n, node, kind, name, keys, values)
+            if not self._hooks:
+                return None
+            event = _new_event(TraceEvent, (n, self._clock.now_ms, node, kind, name, detail))
         for hook in self._hooks:
             hook(event)
         return event
 
-    def _add_plain(self, row: tuple[Any, ...]) -> None:
-        """Add one event (a plain row or a TraceEvent) to the chunk being filled; hash the chunk when full."""
+    def emit_fields(self, node: str, kind: str, name: str, keys: tuple[str, ...], *values: Any) -> TraceEvent | None:
+        """Record the event ``emit(node, kind, name, *zip(keys, values))``, its detail pairs built only when read.
+
+        ``keys`` is a constant tuple of detail keys (one per event shape, made once by the
+        emitter), ``values`` the values in the same order. A trace that keeps its events, or has
+        observers, builds the :class:`TraceEvent` now, with the same detail pairs :meth:`emit`
+        would hold. A trace that only hashes never builds the pairs: the fingerprint hashes the
+        keys once per shape and the values per event, the same bytes as for :meth:`emit`'s pairs
+        of the same event.
+        """
+        if self.keep or self._hooks:
+            return _emit_here(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
+        n = self.count
+        self.count = n + 1
+        # _encode, inlined: this is the hot path of every bench and sweep
+        shape = (node, kind, name, keys)
+        sid = self._shapes.get(shape)
         chunk = self._chunk
-        chunk.append(row)
-        if len(chunk) >= HASH_CHUNK:
-            self._hash.update(_chunk_bytes(chunk))  # type: ignore[union-attr]
-            self._chunk = []
+        if sid is None:
+            sid = self._shapes[shape] = len(self._shapes)
+            chunk.append(shape)  # the shape's strings, written once
+        chunk.append((self._clock.now_ms, sid, values))
+        if n % HASH_CHUNK == HASH_CHUNK - 1:
+            self._hash_chunk()
+        return None
+
+    def _encode(self, n: int, node: str, kind: str, name: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        """Encode event ``n`` into the chunk being filled (a trace that keeps nothing); hash the chunk when full."""
+        shape = (node, kind, name, keys)
+        sid = self._shapes.get(shape)
+        chunk = self._chunk
+        if sid is None:
+            sid = self._shapes[shape] = len(self._shapes)
+            chunk.append(shape)  # the shape's strings, written once
+        chunk.append((self._clock.now_ms, sid, values))
+        if n % HASH_CHUNK == HASH_CHUNK - 1:
+            self._hash_chunk()
+
+    def _hash_chunk(self) -> None:
+        """Hash the chunk being filled (its :data:`HASH_CHUNK` events, encoded) and start the next one."""
+        self._hash.update(_dumps(self._chunk))  # type: ignore[union-attr]
+        self._chunk = []
 
     def mark(self, node: str, label: str) -> None:
         """Hit a coverage mark: count it and trace it, so a test can assert the branch ran."""
@@ -231,12 +299,13 @@ class Trace:
         if self._hash is not None:
             h = self._hash.copy()
             if self._chunk:
-                h.update(_chunk_bytes(self._chunk))
+                h.update(_dumps(self._chunk))
         else:
             h = hashlib.blake2b(digest_size=16)
             events = self.events
+            shapes: dict[tuple[Any, ...], int] = {}
             for i in range(0, len(events), HASH_CHUNK):
-                h.update(_chunk_bytes(events[i : i + HASH_CHUNK]))
+                h.update(_chunk_bytes(events[i : i + HASH_CHUNK], shapes))
         h.update(str(final_draw).encode())
         return h.hexdigest()
 
@@ -260,7 +329,12 @@ class RegionTrace(Trace):
         self._parent_emit(self._prefix + node, kind, name, *detail)
         return event
 
+    def emit_fields(self, node: str, kind: str, name: str, keys: tuple[str, ...], *values: Any) -> TraceEvent | None:
+        """Record one event here and in the parent (:meth:`emit`), its pairs built now."""
+        return _emit_in_region(self, node, kind, name, *zip(keys, values))  # noqa: B905 - same length by construction
+
 
 #: :meth:`Trace.emit`, called through a name by :class:`RegionTrace`: a relay passes on the event
 #: names its callers took from :mod:`engine.trace_events` (the emit scan of the tests checks those).
 _emit_here = Trace.emit
+_emit_in_region = RegionTrace.emit

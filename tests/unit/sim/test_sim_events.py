@@ -36,7 +36,7 @@ ENGINE = ROOT / "engine"
 
 
 #: Methods that emit a trace event -> the index of the name argument.
-EMITTERS = {"emit": 2, "_emit": 2}
+EMITTERS = {"emit": 2, "_emit": 2, "emit_fields": 2, "_emit_fields": 2}
 
 #: Helpers that take the event name first and emit it with a fixed kind -> that kind.
 FORWARDERS = {"trace": "state", "_trace": "state", "_count_and_trace": "state"}
