@@ -37,6 +37,7 @@ from engine.check.deadlock import TimeoutAbort, explain_stall, timeout_abort
 from engine.check.history import Poll, Send
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
+from engine.scenarios.supervisor import ReportWaits, await_report
 from engine.scenarios.workloads import Workload
 from engine.views.transactions import describe_transaction_row
 
@@ -46,22 +47,24 @@ REPLIES = "replies"
 POLL_PAUSE_MS = 20
 
 
-def _delivered(producer: Any, topic: str, value: str) -> Process:
-    """Produce one record and wait for its delivery report; return ``(error, message)``."""
+def _delivered(run: Run, proc: int, producer: Any, topic: str, value: str) -> Process:
+    """Produce one record and wait for its delivery report (woken when it is queued); return ``(error, message)``."""
     box: list[Any] = []
-    producer.produce(topic, value=value, partition=0, on_delivery=lambda e, m: box.append((e, m)))
-    while not box:
-        producer.poll(0)
-        if not producer.is_up:
-            return (KafkaError("the producer crashed before the delivery report"), None)
-        yield Sleep(1)
+
+    def on_delivery(e: Any, m: Any) -> None:
+        box.append((e, m))
+
+    ReportWaits(run, producer).expect(on_delivery, proc)
+    producer.produce(topic, value=value, partition=0, on_delivery=on_delivery)
+    if not (yield from await_report(producer, box)):
+        return (KafkaError("the producer crashed before the delivery report"), None)
     return box[0]
 
 
-def _begin_with(producer: Any, request: str) -> Process:
+def _begin_with(run: Run, proc: int, producer: Any, request: str) -> Process:
     """Begin a transaction and write ``request`` in it; return its offset, or raise the delivery error."""
     producer.begin_transaction()
-    err, msg = yield from _delivered(producer, REQUESTS, request)
+    err, msg = yield from _delivered(run, proc, producer, REQUESTS, request)
     if err is not None:
         raise err
     return msg.offset()
@@ -140,7 +143,7 @@ class RequestReply(Workload):
                 state.responder_seen.append((m.offset(), m.value()))
                 reply = f"reply-to-{m.value()}"
                 op = run.history.invoke(proc, "send", (Send(REPLIES, 0, reply),), run.now_ms)
-                err, msg = yield from _delivered(producer, REPLIES, reply)
+                err, msg = yield from _delivered(run, proc, producer, REPLIES, reply)
                 offset = msg.offset() if err is None else None
                 kind = "ok" if err is None else "info"
                 error = None if err is None else type(err).__name__
@@ -187,7 +190,7 @@ class RequestReply(Workload):
             request = f"p{proc}-t{attempt}-request"
             op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
             try:
-                offset = yield from _begin_with(producer, request)
+                offset = yield from _begin_with(run, proc, producer, request)
                 producer.commit_transaction()
             except (KafkaError, IllegalStateError) as exc:
                 run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
@@ -210,7 +213,7 @@ class RequestReply(Workload):
         request = f"p{proc}-t0-request"
         op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
         try:
-            offset = yield from _begin_with(producer, request)
+            offset = yield from _begin_with(run, proc, producer, request)
             state.request = (REQUESTS, 0, offset, request)
         except (KafkaError, IllegalStateError) as exc:
             run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
