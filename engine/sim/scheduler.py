@@ -206,7 +206,12 @@ class Scheduler:
                 watch.advance(self.now_ms, due_ms)
             self.now_ms = due_ms
             self.events_run += 1
-            callback(*args)
+            try:
+                callback(*args)
+            except StopRun:
+                if watch is not None:
+                    watch.stepped(callback)  # the stopping event was run: the watch is told of it too
+                raise
             if watch is not None:
                 watch.stepped(callback)
             return True
