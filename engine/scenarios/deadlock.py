@@ -7,7 +7,9 @@ request with an idempotent producer.
 
 With ``commit_first=False`` the requester produces its request inside a transaction and waits for
 the reply before committing. The responder cannot see the request (it sits above the LSO until
-the transaction ends), so no reply comes. After ``reply_timeout_ms`` the workload asks
+the transaction ends), so no reply comes. After ``reply_timeout_ms`` (but no later than
+``diagnose_margin_ms`` before the transaction can time out: under faults the request itself may
+be delivered seconds late) the workload asks
 :func:`engine.check.deadlock.explain_stall` why, keeps its one-line diagnosis in ``DeadlockState.deadlock``
 and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` as the requester
 would after giving up: it raises the error the coordinator's timeout abort left
@@ -18,6 +20,10 @@ would after giving up: it raises the error the coordinator's timeout abort left
 tried again by a new instance, as an application would), then waits for the reply outside any
 transaction for as long as the run lasts: the reply arrives, and ``request-reply-timeout`` says
 when it did not.
+
+The control cannot show the deadlock (a SKIP that says why, :meth:`RequestReply.cannot_show`) when
+the request was never written, when the cluster could not be asked, or when the transaction was
+already ending by the time the requester asked (the request delivered too late to wait at all).
 
 The requester's transaction is recorded as a ``txn`` op (``fail`` once the coordinator aborted it),
 the responder's polls and replies as ``poll``/``send`` ops, so the black-box checker judges the
