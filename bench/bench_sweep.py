@@ -26,7 +26,9 @@ Printed: per seed the wall and CPU seconds, simulated ms, events, records writte
 per scenario the mean seconds per seed and seeds per minute (of wall time, and of CPU time: the
 steadier figure when other work shares the cores). ``--baseline-tree DIR`` also runs the big
 seeds on another checkout's engine (this script's child with ``--engine-tree DIR``, so both sides
-are timed by the same code) and prints the same-run ratios. Every verdict must be PASS (this is the
+are timed by the same code), one fresh child per seed, alternating this tree's and the
+baseline's so that a drift in the machine's load falls on both; it prints the same-run ratios.
+Every verdict must be PASS (this is the
 correct EOS configuration, no mutant): any FAIL, a fingerprint mismatch or a crashed child exits
 non-zero. Figures only; no timing is asserted.
 
@@ -429,6 +431,43 @@ def run_parallel(
     return sorted(rows, key=lambda r: r["seed"]), time.perf_counter() - t0
 
 
+def run_interleaved(
+    args: argparse.Namespace, seeds: list[int], base_tree: Path
+) -> tuple[list[dict[str, Any]], float, list[dict[str, Any]], float]:
+    """Run each big seed in a fresh child of this tree, then of the baseline's, seed after seed.
+
+    Alternating keeps a drift in the machine's load (other work on shared cores) from falling on
+    one side only. Return this tree's rows and child wall total, then the baseline's.
+    """
+    rows: list[dict[str, Any]] = []
+    base_rows: list[dict[str, Any]] = []
+    total = base_total = 0.0
+    for seed in seeds:
+        r, t = run_serial(args, "big", [seed])
+        rows += r
+        total += t
+        b, t = run_serial(args, "big", [seed], base_tree)
+        if b[0].get("engine_root") != str(base_tree):
+            raise BenchError(f"the baseline child ran the engine of {b[0].get('engine_root')}")
+        base_rows += b
+        base_total += t
+    return rows, total, base_rows, base_total
+
+
+def print_ratios(rows: list[dict[str, Any]], base_rows: list[dict[str, Any]]) -> None:
+    """Print seeds/min now against the baseline's, of wall time and of CPU time."""
+    mean_new = sum(r["seconds"] for r in rows) / len(rows)
+    mean_base = sum(r["seconds"] for r in base_rows) / len(base_rows)
+    cpu_new = sum(r["cpu"] for r in rows) / len(rows)
+    cpu_base = sum(r["cpu"] for r in base_rows) / len(base_rows)
+    print(
+        f"\nagainst the baseline (same seeds, alternating fresh children, one core each):\n"
+        f"  wall: {60 / mean_new:.1f} seeds/min now against {60 / mean_base:.1f} -> {mean_base / mean_new:.2f}x\n"
+        f"  CPU:  {60 / cpu_new:.1f} seeds/min now against {60 / cpu_base:.1f} -> {cpu_base / cpu_new:.2f}x "
+        f"({cpu_new:.2f} against {cpu_base:.2f} CPU s/seed)"
+    )
+
+
 def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
     """Print one scenario's per-seed table and its summary."""
     print(title)
@@ -536,34 +575,20 @@ def main(argv: list[str] | None = None) -> int:
         print_rows(label, rows, total)
         failures.extend(f"{label}: {r['verdict']}" for r in rows if not r["ok"])
 
-    try:
-        rows, total = run_serial(args, "big", seeds)
-        record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
-    except BenchError as exc:
-        failures.append(f"big: {exc}")
-    if args.baseline_tree is not None:
+    if args.baseline_tree is None:
         try:
-            base_rows, base_total = run_serial(args, "big", seeds, args.baseline_tree.resolve())
-            if base_rows[0].get("engine_root") != str(args.baseline_tree.resolve()):
-                raise BenchError(f"the baseline child ran the engine of {base_rows[0].get('engine_root')}")
-            record(f"big, 1 process, BASELINE {args.baseline_tree}", base_rows, base_total)
-            new = [r for lb, rs in results.items() if lb.startswith("big, 1 process:") for r in rs]
-            if new:
-                mean_new = sum(r["seconds"] for r in new) / len(new)
-                mean_base = sum(r["seconds"] for r in base_rows) / len(base_rows)
-                print(
-                    f"  seeds/min: {60 / mean_new:.1f} now against {60 / mean_base:.1f} baseline "
-                    f"-> {mean_base / mean_new:.2f}x (same seeds, same run, one core each)"
-                )
-                if all("cpu" in r for r in new + base_rows):
-                    cpu_new = sum(r["cpu"] for r in new) / len(new)
-                    cpu_base = sum(r["cpu"] for r in base_rows) / len(base_rows)
-                    print(
-                        f"  CPU seconds/seed: {cpu_new:.2f} now against {cpu_base:.2f} baseline -> "
-                        f"{cpu_base / cpu_new:.2f}x ({60 / cpu_new:.1f} against {60 / cpu_base:.1f} seeds/min of CPU)"
-                    )
+            rows, total = run_serial(args, "big", seeds)
+            record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
         except BenchError as exc:
-            failures.append(f"baseline: {exc}")
+            failures.append(f"big: {exc}")
+    else:
+        try:
+            rows, total, base_rows, base_total = run_interleaved(args, seeds, args.baseline_tree.resolve())
+            record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
+            record(f"big, 1 process, BASELINE {args.baseline_tree}", base_rows, base_total)
+            print_ratios(rows, base_rows)
+        except BenchError as exc:
+            failures.append(f"big against the baseline: {exc}")
     try:
         rows, total = run_serial(args, args.small, seeds)
         record(f"small, 1 process: {args.small} (catalog)", rows, total)
@@ -578,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{60 * len(rows) / total:.1f} seeds/min on this machine"
             )
             failures.extend(f"big ({args.jobs} jobs): {r['verdict']}" for r in rows if not r["ok"])
-            serial = {r["seed"]: r["fingerprint"] for lb, rs in results.items() if lb.startswith("big") for r in rs}
+            mine = [rs for lb, rs in results.items() if lb.startswith("big, 1 process:")]  # not the baseline's
+            serial = {r["seed"]: r["fingerprint"] for rs in mine for r in rs}
             mismatches = [
                 f"big seed {r['seed']}: fingerprint {r['fingerprint'][:12]} differs from the serial run's "
                 f"{serial[r['seed']][:12]} (non-determinism)"
