@@ -46,7 +46,7 @@ from engine.scenarios.fault_plans import swarm as swarm_plan
 from engine.scenarios.result import ScenarioResult, finding_kind
 from engine.scenarios.result import replay_command as replay_command  # re-exported: the sweep imports it here
 from engine.scenarios.supervisor import Await, Process, Sleep, poll_until_idle
-from engine.sim.collector import hold_full_passes, release_full_passes
+from engine.sim.collector import hold_run_passes, release_full_passes
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.rng import randbelow
@@ -440,7 +440,7 @@ def run_spec(
     run is SKIP if it could not have shown (swarm did not draw its fault kinds, or
     :meth:`Workload.cannot_show` gives a reason) and nothing else is wrong; FAIL otherwise.
     """
-    held = hold_full_passes()  # the whole run: safety, heal, liveness, the checkers (engine.sim.collector)
+    held = hold_run_passes()  # the whole run: safety, heal, liveness, the checkers (engine.sim.collector)
     try:
         return _run_spec(spec, seed, mutant, plan, swarm, observers)
     finally:
