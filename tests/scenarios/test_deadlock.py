@@ -103,6 +103,13 @@ def test_deadlock_is_caught_when_swarm_delays_the_request_past_a_full_reply_time
     assert "aborted the transaction on its timeout" in state.deadlock_outcome
 
 
+@pytest.mark.parametrize("seed", [20, 36, 155])
+def test_deadlock_is_caught_on_the_swarm_seeds_the_issue_31_sweep_left_failing(seed: int) -> None:
+    """The same cause (a request delivered late, the question asked after the timeout abort) failed these."""
+    result = run_spec(DEADLOCK, seed, swarm=True)
+    assert result.status == "CAUGHT", result.verdict()
+
+
 def test_deadlock_control_asked_after_the_timeout_abort_is_skipped_with_the_reason() -> None:
     """Asking why only after the coordinator aborted: no open transaction to show, a SKIP that says so."""
     late = dataclasses.replace(DEADLOCK, workload=RequestReply(reply_timeout_ms=9_000, diagnose_margin_ms=-5_000))
