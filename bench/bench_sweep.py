@@ -22,8 +22,13 @@ per seed); a seed's result is dropped before the next seed runs, as ``eos sweep`
 show what this 2-core machine gives in parallel; the two runs of a seed must end with the same
 fingerprint (the simulation is deterministic).
 
-Printed: per seed the wall seconds, simulated ms, events, records written and the verdict; per
-scenario the mean seconds per seed and seeds per minute. Every verdict must be PASS (this is the
+Printed: per seed the wall and CPU seconds, simulated ms, events, records written and the verdict;
+per scenario the mean seconds per seed and seeds per minute (of wall time, and of CPU time: the
+steadier figure when other work shares the cores). ``--baseline-tree DIR`` also runs the big
+seeds on another checkout's engine (this script's child with ``--engine-tree DIR``, so both sides
+are timed by the same code), one fresh child per seed, alternating this tree's and the
+baseline's so that a drift in the machine's load falls on both; it prints the same-run ratios.
+Every verdict must be PASS (this is the
 correct EOS configuration, no mutant): any FAIL, a fingerprint mismatch or a crashed child exits
 non-zero. Figures only; no timing is asserted.
 
@@ -209,9 +214,11 @@ PHASES = ("setup", "simulation", "driver", "final reads", "history", "checker", 
 
 def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the seeds of one scenario in this process; return one row per seed."""
+    import engine
     from engine.scenarios.catalog import BY_NAME
     from engine.scenarios.harness import run_spec
 
+    engine_root = str(Path(engine.__file__).resolve().parent.parent)
     clock = PhaseClock()
     clock.install()
 
@@ -222,15 +229,17 @@ def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
     clock.take()
     rows = []
     for seed in seeds:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         r = run_spec(spec, seed)
         seconds = time.perf_counter() - t0
+        cpu = time.process_time() - c0
         phases = clock.take()
         data, markers = records_written(r)
         rows.append(
             {
                 "seed": seed,
                 "seconds": seconds,
+                "cpu": cpu,
                 "ok": r.ok,
                 "verdict": r.verdict(),
                 "records": data,
@@ -242,6 +251,7 @@ def run_child(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "spec": spec.name,
                 "description": spec.description,
                 "phases": phases,
+                "engine_root": engine_root,
             }
         )
         if not args.json:
@@ -370,9 +380,14 @@ def child_cmd(args: argparse.Namespace, which: str, seeds: list[int]) -> list[st
 
 
 def start(args: argparse.Namespace, which: str, seeds: list[int], tree: Path = ROOT) -> subprocess.Popen[str]:
-    """Start one child (``tree``: run another checkout's copy of this script, e.g. the baseline)."""
+    """Start one child (``tree``: another checkout's engine, e.g. the baseline's, timed by this script).
+
+    The child is this script with ``--engine-tree`` (the other checkout's ``engine`` first on its
+    path), so both sides are timed by the same code and print the same columns.
+    """
     cmd = child_cmd(args, which, seeds)
-    cmd[1] = str(tree / "bench" / "bench_sweep.py")
+    if tree != ROOT:
+        cmd += ["--engine-tree", str(tree)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tree)
 
 
@@ -416,17 +431,55 @@ def run_parallel(
     return sorted(rows, key=lambda r: r["seed"]), time.perf_counter() - t0
 
 
+def run_interleaved(
+    args: argparse.Namespace, seeds: list[int], base_tree: Path
+) -> tuple[list[dict[str, Any]], float, list[dict[str, Any]], float]:
+    """Run each big seed in a fresh child of this tree, then of the baseline's, seed after seed.
+
+    Alternating keeps a drift in the machine's load (other work on shared cores) from falling on
+    one side only. Return this tree's rows and child wall total, then the baseline's.
+    """
+    rows: list[dict[str, Any]] = []
+    base_rows: list[dict[str, Any]] = []
+    total = base_total = 0.0
+    for seed in seeds:
+        r, t = run_serial(args, "big", [seed])
+        rows += r
+        total += t
+        b, t = run_serial(args, "big", [seed], base_tree)
+        if b[0].get("engine_root") != str(base_tree):
+            raise BenchError(f"the baseline child ran the engine of {b[0].get('engine_root')}")
+        base_rows += b
+        base_total += t
+    return rows, total, base_rows, base_total
+
+
+def print_ratios(rows: list[dict[str, Any]], base_rows: list[dict[str, Any]]) -> None:
+    """Print seeds/min now against the baseline's, of wall time and of CPU time."""
+    mean_new = sum(r["seconds"] for r in rows) / len(rows)
+    mean_base = sum(r["seconds"] for r in base_rows) / len(base_rows)
+    cpu_new = sum(r["cpu"] for r in rows) / len(rows)
+    cpu_base = sum(r["cpu"] for r in base_rows) / len(base_rows)
+    print(
+        f"\nagainst the baseline (same seeds, alternating fresh children, one core each):\n"
+        f"  wall: {60 / mean_new:.1f} seeds/min now against {60 / mean_base:.1f} -> {mean_base / mean_new:.2f}x\n"
+        f"  CPU:  {60 / cpu_new:.1f} seeds/min now against {60 / cpu_base:.1f} -> {cpu_base / cpu_new:.2f}x "
+        f"({cpu_new:.2f} against {cpu_base:.2f} CPU s/seed)"
+    )
+
+
 def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
     """Print one scenario's per-seed table and its summary."""
     print(title)
     head = (
-        f"  {'seed':>5} {'wall s':>7} {'sim ms':>8} {'events':>10} {'records':>8} {'markers':>7} "
+        f"  {'seed':>5} {'wall s':>7} {'cpu s':>6} {'sim ms':>8} {'events':>10} {'records':>8} {'markers':>7} "
         f"{'history':>7} {'fingerprint':<12}  verdict"
     )
     print(head)
     for r in rows:
         print(
-            f"  {r['seed']:>5} {r['seconds']:>7.2f} {r['sim_ms']:>8,} {r['events']:>10,} {r['records']:>8,} "
+            f"  {r['seed']:>5} {r['seconds']:>7.2f} {r.get('cpu', float('nan')):>6.2f} "
+            f"{r['sim_ms']:>8,} {r['events']:>10,} {r['records']:>8,} "
             f"{r['markers']:>7,} {r['history']:>7,} {r['fingerprint'][:12]:<12}  {r['verdict']}"
         )
     secs = [r["seconds"] for r in rows]
@@ -437,6 +490,9 @@ def print_rows(title: str, rows: list[dict[str, Any]], total_s: float) -> None:
         f"seeds/min; {sum(r['records'] for r in rows) / len(rows):,.0f} records/seed, "
         f"{sum(r['records'] for r in rows) / sum(secs):,.0f} records/s"
     )
+    if all("cpu" in r for r in rows):
+        cpu = sum(r["cpu"] for r in rows) / len(rows)
+        print(f"  CPU time: mean {cpu:.2f} s/seed -> {60 / cpu:.1f} seeds/min of CPU (steadier than wall when shared)")
     if all("phases" in r for r in rows):
         means = {p: sum(r["phases"].get(p, 0.0) for r in rows) / len(rows) for p in PHASES}
         rest = mean - sum(means.values())
@@ -467,6 +523,9 @@ def main(argv: list[str] | None = None) -> int:
         help="with --child: these seeds (comma-separated)",
     )
     ap.add_argument("--json", action="store_true", help="with --child: print the rows as one JSON line")
+    ap.add_argument(
+        "--engine-tree", type=Path, help="with --child: import the engine from this checkout (the baseline's)"
+    )
     ap.add_argument("--scale", action="store_true", help="scale-out: sweep the big spec with N = 1, 2, 4, ... workers")
     ap.add_argument(
         "--scale-jobs",
@@ -485,6 +544,10 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds, args.records, args.safety_ms = 2, 2_000, 15_000
 
     if args.child:
+        if args.engine_tree is not None:
+            if "engine" in sys.modules:
+                raise BenchError("--engine-tree: the engine was imported before the path was set")
+            sys.path.insert(0, str(args.engine_tree.resolve()))
         rows = run_child(args)
         if args.json:
             print(json.dumps(rows))
@@ -512,25 +575,20 @@ def main(argv: list[str] | None = None) -> int:
         print_rows(label, rows, total)
         failures.extend(f"{label}: {r['verdict']}" for r in rows if not r["ok"])
 
-    try:
-        rows, total = run_serial(args, "big", seeds)
-        record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
-    except BenchError as exc:
-        failures.append(f"big: {exc}")
-    if args.baseline_tree is not None:
+    if args.baseline_tree is None:
         try:
-            base_rows, base_total = run_serial(args, "big", seeds, args.baseline_tree.resolve())
-            record(f"big, 1 process, BASELINE {args.baseline_tree}", base_rows, base_total)
-            new = [r for lb, rs in results.items() if lb.startswith("big, 1 process:") for r in rs]
-            if new:
-                mean_new = sum(r["seconds"] for r in new) / len(new)
-                mean_base = sum(r["seconds"] for r in base_rows) / len(base_rows)
-                print(
-                    f"  seeds/min: {60 / mean_new:.1f} now against {60 / mean_base:.1f} baseline "
-                    f"-> {mean_base / mean_new:.2f}x (same seeds, same run, one core each)"
-                )
+            rows, total = run_serial(args, "big", seeds)
+            record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
         except BenchError as exc:
-            failures.append(f"baseline: {exc}")
+            failures.append(f"big: {exc}")
+    else:
+        try:
+            rows, total, base_rows, base_total = run_interleaved(args, seeds, args.baseline_tree.resolve())
+            record(f"big, 1 process: {rows[0]['spec']} -- {rows[0]['description']}", rows, total)
+            record(f"big, 1 process, BASELINE {args.baseline_tree}", base_rows, base_total)
+            print_ratios(rows, base_rows)
+        except BenchError as exc:
+            failures.append(f"big against the baseline: {exc}")
     try:
         rows, total = run_serial(args, args.small, seeds)
         record(f"small, 1 process: {args.small} (catalog)", rows, total)
@@ -545,7 +603,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{60 * len(rows) / total:.1f} seeds/min on this machine"
             )
             failures.extend(f"big ({args.jobs} jobs): {r['verdict']}" for r in rows if not r["ok"])
-            serial = {r["seed"]: r["fingerprint"] for lb, rs in results.items() if lb.startswith("big") for r in rs}
+            mine = [rs for lb, rs in results.items() if lb.startswith("big, 1 process:")]  # not the baseline's
+            serial = {r["seed"]: r["fingerprint"] for rs in mine for r in rs}
             mismatches = [
                 f"big seed {r['seed']}: fingerprint {r['fingerprint'][:12]} differs from the serial run's "
                 f"{serial[r['seed']][:12]} (non-determinism)"

@@ -14,11 +14,15 @@ Invariants
 * ``outstanding`` counts accepted records that are neither written nor failed; ``flush`` waits
   for it to reach 0.
 * Reports are served in the order the records were settled, each exactly once.
+* ``on_queued`` (a simulation driver's hook, None for an application) is told of each report as
+  it is queued, with its callback; it observes and changes nothing a client can see: the report
+  is still served by the next ``poll``.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,11 +37,16 @@ class Deliveries:
         #: accepted records not yet written or failed
         self.outstanding = 0
         self._reports: deque[tuple[Any, KafkaError | None, Message]] = deque()
+        #: called with a report's callback when the report is queued: a scenario's driver wakes the
+        #: process waiting on it (``engine.scenarios.supervisor.ReportWaits``) instead of polling
+        self.on_queued: Callable[[Any], None] | None = None
 
     def report(self, cb: Any, err: KafkaError | None, msg: Message) -> None:
-        """Queue ``cb(err, msg)`` for the next ``poll`` (nothing when ``cb`` is None)."""
+        """Queue ``cb(err, msg)`` for the next ``poll`` (nothing when ``cb`` is None); tell ``on_queued``."""
         if cb is not None:
             self._reports.append((cb, err, msg))
+            if self.on_queued is not None:
+                self.on_queued(cb)
 
     def ready(self) -> int:
         """Return how many reports wait to be served."""

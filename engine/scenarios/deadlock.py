@@ -7,7 +7,9 @@ request with an idempotent producer.
 
 With ``commit_first=False`` the requester produces its request inside a transaction and waits for
 the reply before committing. The responder cannot see the request (it sits above the LSO until
-the transaction ends), so no reply comes. After ``reply_timeout_ms`` the workload asks
+the transaction ends), so no reply comes. After ``reply_timeout_ms`` (but no later than
+``diagnose_margin_ms`` before the transaction can time out: under faults the request itself may
+be delivered seconds late) the workload asks
 :func:`engine.check.deadlock.explain_stall` why, keeps its one-line diagnosis in ``DeadlockState.deadlock``
 and, once ``transaction.timeout.ms`` has passed, calls ``commit_transaction()`` as the requester
 would after giving up: it raises the error the coordinator's timeout abort left
@@ -18,6 +20,10 @@ would after giving up: it raises the error the coordinator's timeout abort left
 tried again by a new instance, as an application would), then waits for the reply outside any
 transaction for as long as the run lasts: the reply arrives, and ``request-reply-timeout`` says
 when it did not.
+
+The control cannot show the deadlock (a SKIP that says why, :meth:`RequestReply.cannot_show`) when
+the request was never written, when the cluster could not be asked, or when the transaction was
+already ending by the time the requester asked (the request delivered too late to wait at all).
 
 The requester's transaction is recorded as a ``txn`` op (``fail`` once the coordinator aborted it),
 the responder's polls and replies as ``poll``/``send`` ops, so the black-box checker judges the
@@ -35,8 +41,10 @@ from typing import Any
 
 from engine.check.deadlock import TimeoutAbort, explain_stall, timeout_abort
 from engine.check.history import Poll, Send
+from engine.coordinator.txn_state import TransactionState
 from engine.errors import IllegalStateError, KafkaError
 from engine.scenarios.harness import FAST_FAILOVER, Process, Run, Sleep, Spec, TopicSpec, is_sentinel
+from engine.scenarios.supervisor import ReportWaits, await_report
 from engine.scenarios.workloads import Workload
 from engine.views.transactions import describe_transaction_row
 
@@ -46,22 +54,24 @@ REPLIES = "replies"
 POLL_PAUSE_MS = 20
 
 
-def _delivered(producer: Any, topic: str, value: str) -> Process:
-    """Produce one record and wait for its delivery report; return ``(error, message)``."""
+def _delivered(run: Run, proc: int, producer: Any, topic: str, value: str) -> Process:
+    """Produce one record and wait for its delivery report (woken when it is queued); return ``(error, message)``."""
     box: list[Any] = []
-    producer.produce(topic, value=value, partition=0, on_delivery=lambda e, m: box.append((e, m)))
-    while not box:
-        producer.poll(0)
-        if not producer.is_up:
-            return (KafkaError("the producer crashed before the delivery report"), None)
-        yield Sleep(1)
+
+    def on_delivery(e: Any, m: Any) -> None:
+        box.append((e, m))
+
+    ReportWaits(run, producer).expect(on_delivery, proc)
+    producer.produce(topic, value=value, partition=0, on_delivery=on_delivery)
+    if not (yield from await_report(producer, box)):
+        return (KafkaError("the producer crashed before the delivery report"), None)
     return box[0]
 
 
-def _begin_with(producer: Any, request: str) -> Process:
+def _begin_with(run: Run, proc: int, producer: Any, request: str) -> Process:
     """Begin a transaction and write ``request`` in it; return its offset, or raise the delivery error."""
     producer.begin_transaction()
-    err, msg = yield from _delivered(producer, REQUESTS, request)
+    err, msg = yield from _delivered(run, proc, producer, REQUESTS, request)
     if err is not None:
         raise err
     return msg.offset()
@@ -99,9 +109,13 @@ class DeadlockState:
     requester_error: str | None = None
     #: the coordinator's abort of the transaction on its timeout, from ``__transaction_state``
     timeout_abort: TimeoutAbort | None = None
+    #: simulated ms when the request's delivery report came (the deadlock control)
+    request_delivered_ms: int | None = None
     #: the one-line diagnosis of the stall, or why the cluster could not be asked
     deadlock: str | None = None
     diagnosis_error: str | None = None
+    #: (ms, state) of the requester's transaction when the diagnosis found no open one to explain
+    no_open_transaction: tuple[int, str] | None = None
     #: what happened to the deadlocked transaction and its request (the verdict's)
     deadlock_outcome: str | None = None
 
@@ -114,8 +128,13 @@ class RequestReply(Workload):
     transactional_id: str = "orders-svc"
     #: the requester's ``transaction.timeout.ms``: small, so a deadlock ends in simulated seconds
     transaction_timeout_ms: int = 5_000
-    #: how long the requester waits for its reply before asking why (many round trips)
+    #: how long the requester waits for its reply before asking why (many round trips); never
+    #: past ``diagnose_margin_ms`` before its transaction's timeout (see :meth:`_diagnose_at`)
     reply_timeout_ms: int = 3_000
+    #: the requester asks why at the latest this long before ``transaction.timeout.ms`` runs out
+    #: from its ``begin_transaction()``: after it the coordinator may be aborting, and there is
+    #: no open transaction left to diagnose
+    diagnose_margin_ms: int = 500
     #: after the transaction timeout, how much longer the requester waits before its next call
     #: (the coordinator looks for timed-out transactions every cleanup interval)
     give_up_after_timeout_ms: int = 2_000
@@ -140,7 +159,7 @@ class RequestReply(Workload):
                 state.responder_seen.append((m.offset(), m.value()))
                 reply = f"reply-to-{m.value()}"
                 op = run.history.invoke(proc, "send", (Send(REPLIES, 0, reply),), run.now_ms)
-                err, msg = yield from _delivered(producer, REPLIES, reply)
+                err, msg = yield from _delivered(run, proc, producer, REPLIES, reply)
                 offset = msg.offset() if err is None else None
                 kind = "ok" if err is None else "info"
                 error = None if err is None else type(err).__name__
@@ -187,7 +206,7 @@ class RequestReply(Workload):
             request = f"p{proc}-t{attempt}-request"
             op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
             try:
-                offset = yield from _begin_with(producer, request)
+                offset = yield from _begin_with(run, proc, producer, request)
                 producer.commit_transaction()
             except (KafkaError, IllegalStateError) as exc:
                 run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
@@ -209,14 +228,15 @@ class RequestReply(Workload):
         state = run.state_of(DeadlockState)
         request = f"p{proc}-t0-request"
         op = run.history.invoke(proc, "txn", (Send(REQUESTS, 0, request),), run.now_ms)
+        begun_ms = run.now_ms
         try:
-            offset = yield from _begin_with(producer, request)
+            offset = yield from _begin_with(run, proc, producer, request)
             state.request = (REQUESTS, 0, offset, request)
         except (KafkaError, IllegalStateError) as exc:
             run.history.complete(op, "info", None, run.now_ms, error=type(exc).__name__)
             return
-        sent_ms = run.now_ms
-        reply = yield from self._await_reply(run, reader, consumer, sent_ms + self.reply_timeout_ms)
+        sent_ms = state.request_delivered_ms = run.now_ms
+        reply = yield from self._await_reply(run, reader, consumer, self._diagnose_at(begun_ms, sent_ms))
         if reply is not None:
             state.reply = (reply, run.now_ms - sent_ms)
         txn_start = None
@@ -227,6 +247,17 @@ class RequestReply(Workload):
             give_up = sent_ms + self.transaction_timeout_ms + self.give_up_after_timeout_ms
             yield from self._await_reply(run, reader, consumer, give_up)
         self._commit(run, op, producer, Send(REQUESTS, 0, request, offset), txn_start)
+
+    def _diagnose_at(self, begun_ms: int, sent_ms: int) -> int:
+        """Return when the requester asks why no reply came: ``reply_timeout_ms`` after the request
+        was delivered, but no later than ``diagnose_margin_ms`` before the transaction can time out.
+
+        Under faults the request's delivery may take seconds (a partitioned leader, retries): then
+        a full reply timeout would end after the coordinator's timeout abort, when the transaction
+        is no longer Ongoing and the stall it caused is over (swarm seeds 94072 and 94095 delivered
+        the request 2.8 s and 4.3 s after ``begin_transaction()``, and asked at 6.0 s and 7.5 s).
+        """
+        return min(sent_ms + self.reply_timeout_ms, begun_ms + self.transaction_timeout_ms - self.diagnose_margin_ms)
 
     def _commit(self, run: Run, op: Any, producer: Any, request: Send, txn_start: int | None) -> None:
         """Commit the request's transaction and complete its op: ``fail`` once the coordinator aborted it."""
@@ -266,13 +297,16 @@ class RequestReply(Workload):
                 request_offset=offset,
                 responder_isolation="read_committed",
             )
-            start = describe_transaction_row(run.cluster, self.transactional_id).start_time_ms
+            row = describe_transaction_row(run.cluster, self.transactional_id)
         except (KafkaError, ValueError) as exc:
-            why, start = None, None
             run.state_of(DeadlockState).diagnosis_error = f"{type(exc).__name__}: {exc}"
+            return None
+        state = run.state_of(DeadlockState)
         if why is not None:
-            run.state_of(DeadlockState).deadlock = why
-        return start
+            state.deadlock = why
+        elif row.state != TransactionState.ONGOING.display_name:
+            state.no_open_transaction = (run.now_ms, row.state)
+        return row.start_time_ms
 
     def judge(self, run: Run) -> list[str]:
         """Report the diagnosed deadlock with its outcome, or a request that got no reply."""
@@ -297,6 +331,14 @@ class RequestReply(Workload):
         error = state.diagnosis_error
         if error:
             return f"when the reply was late the cluster could not be asked why ({error})"
+        ended = state.no_open_transaction
+        if ended is not None:
+            at, txn_state = ended
+            return (
+                f"the requester's transaction was already {txn_state} when it asked why at {at} ms (its request "
+                f"was delivered at {state.request_delivered_ms} ms, late under faults), so no open transaction "
+                "held the request any more"
+            )
         return ""
 
     def _outcome(self, state: DeadlockState) -> str:

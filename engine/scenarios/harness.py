@@ -45,12 +45,12 @@ from engine.errors import IllegalStateError
 from engine.scenarios.fault_plans import swarm as swarm_plan
 from engine.scenarios.result import ScenarioResult, finding_kind
 from engine.scenarios.result import replay_command as replay_command  # re-exported: the sweep imports it here
-from engine.scenarios.supervisor import Process, Sleep, poll_until_idle
-from engine.sim.collector import hold_full_passes, release_full_passes
+from engine.scenarios.supervisor import Await, Process, Sleep, poll_until_idle
+from engine.sim.collector import hold_run_passes, release_full_passes
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.rng import randbelow
-from engine.sim.scheduler import SimulationStalled
+from engine.sim.scheduler import SimulationStalled, StopRun
 from engine.weakenings import CORRECT, Weakenings
 
 if TYPE_CHECKING:
@@ -190,6 +190,12 @@ class Run:
         self.history = HistoryRecorder()
         self.processes: dict[int, Process] = {}
         self.wake_at: dict[int, int] = {}
+        #: processes that yielded :class:`Await` and were not woken yet (:meth:`wake`)
+        self.awaiting: set[int] = set()
+        #: True while the driver's own ``run_for`` runs the events (a wake may stop it then)
+        self._driving = False
+        #: a stop event is queued (:meth:`_stop_driving`): one is enough for any number of wakes
+        self._stop_queued = False
         #: processes that serve for ever (a relay, a consumer loop): they do not keep liveness going
         self.services: set[int] = set()
         self.next_process = 0
@@ -259,6 +265,30 @@ class Run:
         if not node.is_up:
             self.world.restart(node.name)
 
+    def wake(self, proc: int) -> None:
+        """Make a process that yielded :class:`Await` due now (its delivery report was queued).
+
+        Called from inside the simulation (a producer handling a response). When the driver's own
+        ``run_for`` is running the events, a stop event is queued at the current time: it runs
+        after the event that woke the process and ends that ``run_for`` there
+        (:class:`~engine.sim.scheduler.StopRun`), so the process runs at the moment of its wake,
+        not at the end of the driver's time window. A process that is not awaiting is left alone.
+        """
+        if proc not in self.awaiting:
+            return
+        self.awaiting.discard(proc)
+        sched = self.world.scheduler
+        self.wake_at[proc] = sched.now_ms
+        if self._driving and not self._stop_queued:
+            self._stop_queued = True
+            sched.call_soon(self._stop_driving)
+
+    def _stop_driving(self) -> None:
+        """The stop event: end the driver's ``run_for`` (raise ``StopRun``) if it is the one running."""
+        self._stop_queued = False
+        if self._driving:
+            raise StopRun
+
     def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]
@@ -273,7 +303,9 @@ class Run:
         when none is due, time moves to the next wake. Both draws come from the ``workload``
         stream and are ``rng.choice`` and ``rng.randint(0, 2)``'s own values
         (:func:`~engine.sim.rng.randbelow`). :attr:`wake_at` is in process-number order already (:meth:`spawn`
-        only adds higher numbers), so the due processes need no sort.
+        only adds higher numbers), so the due processes need no sort. A process that yields
+        :class:`Await` sleeps up to its ``ms`` and is due as soon as :meth:`wake` wakes it: the
+        driver's time window ends at the wake (both ``run_for`` calls below may end early).
 
         ``while_working``: stop as soon as only services are left (:attr:`working` is False).
         """
@@ -282,6 +314,7 @@ class Run:
         run_for = self.world.run_for
         processes, wake_at = self.processes, self.wake_at
         rng = self.rng
+        awaiting = self.awaiting
         while sched.now_ms < until_ms and processes and steps < max_steps:
             if while_working and not self.working:
                 return
@@ -290,17 +323,32 @@ class Run:
             ready = [p for p, at in wake_at.items() if at <= now]
             if not ready:
                 nxt = min(wake_at.values())
-                run_for(max(1, min(nxt, until_ms) - now))
+                self._driving = True
+                try:
+                    run_for(max(1, min(nxt, until_ms) - now))
+                finally:
+                    self._driving = False
                 continue
             proc = ready[randbelow(rng, len(ready))]  # rng.choice(ready)
+            awaiting.discard(proc)
             try:
                 out = next(processes[proc])
             except StopIteration:
                 del processes[proc]
                 del wake_at[proc]
                 continue
-            wake_at[proc] = sched.now_ms + (out.ms if isinstance(out, Sleep) else 0)
-            run_for(randbelow(rng, 3))  # rng.randint(0, 2)
+            if isinstance(out, Sleep):
+                wake_at[proc] = sched.now_ms + out.ms
+            elif isinstance(out, Await):
+                wake_at[proc] = sched.now_ms + out.ms
+                awaiting.add(proc)
+            else:
+                wake_at[proc] = sched.now_ms
+            self._driving = True
+            try:
+                run_for(randbelow(rng, 3))  # rng.randint(0, 2)
+            finally:
+                self._driving = False
         if self.now_ms < until_ms:
             self.world.run_for(until_ms - self.now_ms)
 
@@ -392,7 +440,7 @@ def run_spec(
     run is SKIP if it could not have shown (swarm did not draw its fault kinds, or
     :meth:`Workload.cannot_show` gives a reason) and nothing else is wrong; FAIL otherwise.
     """
-    held = hold_full_passes()  # the whole run: safety, heal, liveness, the checkers (engine.sim.collector)
+    held = hold_run_passes()  # the whole run: safety, heal, liveness, the checkers (engine.sim.collector)
     try:
         return _run_spec(spec, seed, mutant, plan, swarm, observers)
     finally:

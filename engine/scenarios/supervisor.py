@@ -1,8 +1,9 @@
 """The supervisor of a workload's processes: crash and restart, and read a topic to its end.
 
 A workload's process is a generator the harness steps (:meth:`~engine.scenarios.harness.Run.drive`);
-it yields :class:`Sleep` to wait simulated time. Two loops recur in every workload, and live here
-once:
+it yields :class:`Sleep` to wait simulated time, or :class:`Await` to wait for a delivery report
+(:class:`ReportWaits` wakes it the moment the report is queued, instead of a poll every simulated
+millisecond). Two loops recur in every workload, and live here once:
 
 - :func:`supervise`: a client that may crash at its named crash points and is restarted. Each step
   first draws whether to crash (``rng.random() < crash_p``, then the point with ``rng.choice``),
@@ -33,10 +34,15 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECK_READER",
     "CLIENT_ERRORS",
+    "REPORT_AWAIT",
+    "REPORT_BACKSTOP_MS",
+    "Await",
     "Crashes",
     "Process",
+    "ReportWaits",
     "Sleep",
     "Worker",
+    "await_report",
     "check_reader_id",
     "counter",
     "final_read",
@@ -59,7 +65,72 @@ class Sleep:
         self.ms = ms
 
 
+class Await:
+    """Yielded by a process: do not run me again for ``ms`` simulated ms, unless I am woken sooner.
+
+    :meth:`~engine.scenarios.harness.Run.wake` wakes the process at once (a :class:`ReportWaits`
+    does, when the report the process waits on is queued); ``ms`` is the backstop for what sends
+    no wake (the producer crashed: its reports are gone).
+    """
+
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: int) -> None:
+        self.ms = ms
+
+
+#: How long a process waiting on a delivery report sleeps at most before it looks again (a
+#: crashed producer queues no report; every other outcome, success or error, queues one).
+REPORT_BACKSTOP_MS = 100
+
 Process = Generator[Any, None, None]
+
+
+class ReportWaits:
+    """Wake the process waiting on a record's delivery report when that report is queued.
+
+    One per producer: it sets the producer's ``deliveries.on_queued`` hook. A process calls
+    :meth:`expect` with the record's ``on_delivery`` callback before it produces the record,
+    then yields :data:`REPORT_AWAIT` until ``poll`` has served the report. The report is served
+    exactly as before (by ``poll``); only the moment the process looks changes.
+    """
+
+    def __init__(self, run: Run, producer: Any) -> None:
+        self._run = run
+        #: on_delivery callback -> the process number waiting on it (looked up, never iterated)
+        self._waiting: dict[Any, int] = {}
+        producer.deliveries.on_queued = self._queued
+
+    def expect(self, cb: Any, proc: int) -> None:
+        """Wake ``proc`` when the report of the record produced with callback ``cb`` is queued."""
+        self._waiting[cb] = proc
+
+    def forget(self, cb: Any) -> None:
+        """Stop waiting on ``cb`` (its produce raised, so no report will come)."""
+        self._waiting.pop(cb, None)
+
+    def _queued(self, cb: Any) -> None:
+        proc = self._waiting.pop(cb, None)
+        if proc is not None:
+            self._run.wake(proc)
+
+
+#: What a process waiting on a delivery report yields (immutable, so one instance serves all).
+REPORT_AWAIT = Await(REPORT_BACKSTOP_MS)
+
+
+def await_report(producer: Any, box: list[Any]) -> Generator[Any, None, bool]:
+    """Wait until ``box`` holds a delivery report (``poll`` serves it); return False if the producer crashed.
+
+    The record's callback appends to ``box`` and was registered with :meth:`ReportWaits.expect`.
+    """
+    while True:
+        producer.poll(0)
+        if box:
+            return True
+        if not producer.is_up:
+            return False
+        yield REPORT_AWAIT
 
 
 class Worker(Protocol):

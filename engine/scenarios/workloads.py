@@ -32,6 +32,7 @@ from engine.errors import (
     TransactionAbortedException,
 )
 from engine.scenarios.harness import TXN_PRODUCER_TIMING, Process, Run, Sleep, is_sentinel
+from engine.scenarios.supervisor import ReportWaits, await_report
 from engine.sim.rng import randbelow
 
 #: How often a new transactional instance calls init_transactions() before the process gives up.
@@ -248,13 +249,18 @@ class IdempotentSends(Workload):
             base = {"linger.ms": 0, "request.timeout.ms": 1_500, "retry.backoff.ms": 20, "delivery.timeout.ms": 30_000}
             base.update(dict(self.producer_config))
             producer = run.cluster.producer(run.producer_config(base))
+            waits = ReportWaits(run, producer)
             for _ in range(self.processes_per_producer):
-                run.spawn(lambda r, proc, producer=producer: self._sender(r, proc, producer))
+                run.spawn(lambda r, proc, producer=producer, waits=waits: self._sender(r, proc, producer, waits))
         for _ in range(self.readers):
             run.spawn(lambda r, proc: reader_process(r, proc, isolation=self.reader_isolation))
 
-    def _sender(self, run: Run, proc: int, producer: Any) -> Process:
-        """Send ``sends_per_process`` values one at a time, each to a key drawn uniformly; pause 0-5 ms between."""
+    def _sender(self, run: Run, proc: int, producer: Any, waits: ReportWaits) -> Process:
+        """Send ``sends_per_process`` values one at a time, each to a key drawn uniformly; pause 0-5 ms between.
+
+        After each send the process waits for its delivery report: ``waits`` wakes it when the
+        report is queued (:func:`~engine.scenarios.supervisor.await_report`).
+        """
         keys = run.topic_partitions()
         rng = run.rng
         for seq in range(self.sends_per_process):
@@ -264,19 +270,20 @@ class IdempotentSends(Workload):
             value = f"p{proc}-t0-s{seq}"
             op = run.history.invoke(proc, "send", (Send(topic, part, value),), run.now_ms)
             box: list[Any] = []
+
+            def on_delivery(e: Any, m: Any, box: list[Any] = box) -> None:
+                box.append((e, m))
+
+            waits.expect(on_delivery, proc)
             try:
-                producer.produce(
-                    topic, value=value, partition=part, on_delivery=lambda e, m, box=box: box.append((e, m))
-                )
+                producer.produce(topic, value=value, partition=part, on_delivery=on_delivery)
             except (KafkaError, IllegalStateError) as exc:
+                waits.forget(on_delivery)
                 run.history.complete(op, "fail", None, run.now_ms, error=type(exc).__name__)
                 return
-            while not box:
-                producer.poll(0)
-                if not producer.is_up:
-                    run.history.complete(op, "info", None, run.now_ms, error="client crashed")
-                    return
-                yield Sleep(1)
+            if not (yield from await_report(producer, box)):
+                run.history.complete(op, "info", None, run.now_ms, error="client crashed")
+                return
             err, msg = box[0]
             kind = completion_type(err)
             offset = msg.offset() if err is None and msg.offset() >= 0 else None

@@ -7,6 +7,9 @@ Invariants (house style R11):
   deadlines break ties by scheduling order, the same in every process.
 - Every run loop is bounded: :meth:`Scheduler.run_until` takes ``max_events`` and raises
   :class:`SimulationStalled` when the queue empties or the budget is spent.
+- An event whose callback raises :class:`StopRun` ends the :meth:`Scheduler.run_for` running it:
+  time stands at that event, and every event after it stays queued in order (a driver's way to
+  wake at a moment the simulation decides, e.g. when a delivery report is queued).
 
 There are no threads, no asyncio and no wall clock here. Cancelled timers stay in the heap and
 are skipped when popped (cheaper than removing them), until they make up most of it: then the
@@ -26,6 +29,16 @@ from typing import Any, Protocol
 DEFAULT_MAX_EVENTS = 50_000_000
 #: Rebuild the heap when more than this many cancelled entries are in it and they are the majority.
 COMPACT_MIN_CANCELLED = 512
+
+
+class StopRun(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by an event's callback to end the :meth:`Scheduler.run_for` that runs it.
+
+    The event counts as run; time stands at its due time instead of moving on to the end of the
+    window. Only ``run_for`` catches it: a callback raises it only while the caller that asked
+    for the stop is the one running the events (the harness's driver, see
+    :meth:`engine.scenarios.harness.Run.wake`).
+    """
 
 
 class SimulationStalled(RuntimeError):  # noqa: N818 - the name says what happened to the run
@@ -193,7 +206,12 @@ class Scheduler:
                 watch.advance(self.now_ms, due_ms)
             self.now_ms = due_ms
             self.events_run += 1
-            callback(*args)
+            try:
+                callback(*args)
+            except StopRun:
+                if watch is not None:
+                    watch.stepped(callback)  # the stopping event was run: the watch is told of it too
+                raise
             if watch is not None:
                 watch.stepped(callback)
             return True
@@ -234,6 +252,8 @@ class Scheduler:
                 self.now_ms = due_ms
                 ran += 1
                 callback(*args)
+        except StopRun:
+            return ran  # time stands at the event that stopped the run
         finally:
             self.events_run += ran
         if end_ms > self.now_ms:
@@ -258,8 +278,11 @@ class Scheduler:
                 break
             if ran >= max_events:
                 raise SimulationStalled(f"budget of {max_events} events spent", self.now_ms, ran)
-            self.step()  # counts the event and tells the watch
             ran += 1
+            try:
+                self.step()  # counts the event and tells the watch
+            except StopRun:
+                return ran  # time stands at the event that stopped the run
         self._advance_to(end_ms)
         return ran
 

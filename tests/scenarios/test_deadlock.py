@@ -10,6 +10,7 @@ driven directly through the Cluster API, including its one-line argument errors.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import pytest
 from engine import Cluster
 from engine.check.deadlock import explain_stall, timeout_abort
 from engine.errors import TransactionalIdNotFoundException, UnknownTopicOrPartitionException
-from engine.scenarios.deadlock import COMMIT_FIRST, DEADLOCK, DEADLOCK_SPECS
+from engine.scenarios.deadlock import COMMIT_FIRST, DEADLOCK, DEADLOCK_SPECS, RequestReply
 from engine.scenarios.harness import Mutant, run_spec
 from engine.views.transactions import describe_transaction_row
 
@@ -82,6 +83,42 @@ def test_deadlock_control_fails_when_the_responder_reads_uncommitted() -> None:
     assert result.missing == ["request-reply-deadlock"]
     assert result.state.reply is not None
     assert result.state.deadlock is None
+
+
+@pytest.mark.parametrize(("seed", "delivered_after_ms"), [(94072, 2_700), (94095, 4_200)])
+def test_deadlock_is_caught_when_swarm_delays_the_request_past_a_full_reply_timeout(
+    seed: int, delivered_after_ms: int
+) -> None:
+    """Swarm faults delay the request's delivery by seconds: the requester asks why before the timeout abort.
+
+    With a full reply timeout after the delivery, the question came after the coordinator had
+    aborted the transaction (state PrepareAbort/CompleteAbort): nothing open to explain, and the
+    control was judged FAIL (missing request-reply-deadlock).
+    """
+    result = run_spec(DEADLOCK, seed, swarm=True)
+    assert result.status == "CAUGHT", result.verdict()
+    state = result.state
+    assert state.request_delivered_ms - state.timeout_abort.txn_start_ms > delivered_after_ms
+    assert "state Ongoing" in state.deadlock
+    assert "aborted the transaction on its timeout" in state.deadlock_outcome
+
+
+@pytest.mark.parametrize("seed", [20, 36, 155])
+def test_deadlock_is_caught_on_the_swarm_seeds_the_issue_31_sweep_left_failing(seed: int) -> None:
+    """The same cause (a request delivered late, the question asked after the timeout abort) failed these."""
+    result = run_spec(DEADLOCK, seed, swarm=True)
+    assert result.status == "CAUGHT", result.verdict()
+
+
+def test_deadlock_control_asked_after_the_timeout_abort_is_skipped_with_the_reason() -> None:
+    """Asking why only after the coordinator aborted: no open transaction to show, a SKIP that says so."""
+    late = dataclasses.replace(DEADLOCK, workload=RequestReply(reply_timeout_ms=9_000, diagnose_margin_ms=-5_000))
+    result = run_spec(late, 1)
+    assert result.status == "SKIP", result.verdict()
+    assert result.state.deadlock is None
+    at, txn_state = result.state.no_open_transaction
+    assert txn_state in ("PrepareAbort", "CompleteAbort")
+    assert f"already {txn_state} when it asked why at {at} ms" in result.skipped
 
 
 def test_deadlock_specs_are_the_control_then_the_contrast_on_one_partition_topics() -> None:

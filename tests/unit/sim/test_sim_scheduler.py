@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine.sim import Scheduler, SimulationStalled
+from engine.sim.scheduler import StopRun
 
 
 def test_events_run_in_due_order_and_ties_break_by_scheduling_order() -> None:
@@ -152,3 +153,50 @@ def test_run_until_idle_raises_when_the_queue_outlives_the_budget() -> None:
         s.call_at(t, lambda: None)
     with pytest.raises(SimulationStalled):
         s.run_until_idle(max_events=5)
+
+
+# -- StopRun: an event ends the run_for that runs it ---------------------------------------------
+
+
+def _stop() -> None:
+    raise StopRun
+
+
+def test_stop_run_ends_run_for_at_its_event_and_leaves_the_rest_queued_in_order() -> None:
+    s = Scheduler()
+    seen: list[tuple[int, str]] = []
+    s.call_at(3, lambda: seen.append((s.now_ms, "a")))
+    s.call_at(5, _stop)
+    s.call_at(5, lambda: seen.append((s.now_ms, "b")))
+    s.call_at(8, lambda: seen.append((s.now_ms, "c")))
+    assert s.run_for(100) == 2  # "a" and the stop event ran
+    assert s.now_ms == 5  # time stands at the stop, not at the end of the window
+    assert seen == [(3, "a")]
+    assert s.events_run == 2
+    s.run_for(100)
+    assert seen == [(3, "a"), (5, "b"), (8, "c")]
+    assert s.now_ms == 105
+
+
+class _Watch:
+    def __init__(self) -> None:
+        self.stepped_callbacks: list[object] = []
+
+    def advance(self, from_ms: int, to_ms: int) -> None:
+        pass
+
+    def stepped(self, callback: object) -> None:
+        self.stepped_callbacks.append(callback)
+
+
+def test_stop_run_ends_the_watched_run_for_too_and_the_watch_is_told_of_the_stop_event() -> None:
+    s = Scheduler()
+    watch = _Watch()
+    s.watch = watch  # type: ignore[assignment]
+    seen: list[int] = []
+    s.call_at(2, seen.append, 2)
+    s.call_at(4, _stop)
+    s.call_at(6, seen.append, 6)
+    assert s.run_for(50) == 2
+    assert (s.now_ms, seen) == (4, [2])
+    assert watch.stepped_callbacks[-1] is _stop
