@@ -23,6 +23,7 @@ import sys
 from typing import Any
 
 from engine.errors import ConfigError, KafkaError
+from engine.wire.journal import SERVED_LATENCY_MS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--journal", help="record every wire input and output here, for 'eos replay-wire'")
     p.add_argument("--rate", type=float, default=1.0, help="simulated seconds per real second (default 1.0)")
+    p.add_argument(
+        "--latency-ms",
+        type=int,
+        default=SERVED_LATENCY_MS,
+        help=f"simulated ms of a hop between brokers (default {SERVED_LATENCY_MS}: loopback's microseconds; "
+        "the engine's simulations take 1)",
+    )
     p.add_argument("--no-auth", action="store_true", help="accept clients without SASL/PLAIN (default: required)")
     p.add_argument("--duration", type=float, default=None, help="stop after this many real seconds")
     p.epilog = (
@@ -91,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("eos serve: --brokers must be at least 1")
     if not args.rate > 0:
         raise UsageError("eos serve: --rate must be > 0 (1.0 = real time)")
-    spec = ServeSpec(args.seed, args.brokers, parse_config(args.config), tuple(parse_topic(t) for t in args.topic))
+    if args.latency_ms < 0:
+        raise UsageError("eos serve: --latency-ms must be >= 0")
+    topics = tuple(parse_topic(t) for t in args.topic)
+    spec = ServeSpec(args.seed, args.brokers, parse_config(args.config), topics, args.latency_ms)
     try:
         cluster = spec.build()
     except (ConfigError, KafkaError, ValueError, TypeError) as exc:

@@ -41,6 +41,14 @@ INPUTS = ("open", "refused", "frame", "close", "wire-fault", "fault")
 OUTPUTS = ("response", "hang-up")
 #: A note: the cluster changed by a call the journal does not record (data: entries before it).
 UNTRACKED = "untracked"
+#: A served cluster's hop between two of its nodes, in simulated ms (the engine's simulations take
+#: 1 ms). A served cluster's simulated time follows the wall clock, so a 1 ms hop would cost a real
+#: millisecond on every replication round trip, coordinator write and marker; Kafka's own brokers on
+#: one host hop over loopback in tens of microseconds, which the engine's whole milliseconds round
+#: to 0 (docs/wire.md, "Where a transaction's time goes").
+SERVED_LATENCY_MS = 0
+#: The hop of a journal written before the spec named it.
+_OLD_LATENCY_MS = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,12 +60,16 @@ class ServeSpec:
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: (name, partitions, replication factor or None)
     topics: tuple[tuple[str, int, int | None], ...] = ()
+    #: simulated ms a message takes between two nodes of the cluster (:data:`SERVED_LATENCY_MS`)
+    latency_ms: int = SERVED_LATENCY_MS
 
     def build(self) -> Any:
         """Build the cluster and its topics (the same in every process for the same spec)."""
         from engine.cluster import Cluster
+        from engine.sim.network import NetworkOptions
 
-        cluster = Cluster(self.seed, self.brokers, dict(self.config) or None)
+        network = NetworkOptions(self.latency_ms, self.latency_ms)
+        cluster = Cluster(self.seed, self.brokers, dict(self.config) or None, network=network)
         for name, partitions, rf in self.topics:
             cluster.create_topic(name, partitions, rf)
         return cluster
@@ -69,13 +81,15 @@ class ServeSpec:
             "brokers": self.brokers,
             "config": self.config,
             "topics": [list(t) for t in self.topics],
+            "latency_ms": self.latency_ms,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ServeSpec:
         """Read a spec written by :meth:`to_json`."""
         topics = tuple((str(n), int(p), None if rf is None else int(rf)) for n, p, rf in data.get("topics", ()))
-        return cls(int(data["seed"]), int(data["brokers"]), dict(data.get("config") or {}), topics)
+        latency_ms = int(data.get("latency_ms", _OLD_LATENCY_MS))
+        return cls(int(data["seed"]), int(data["brokers"]), dict(data.get("config") or {}), topics, latency_ms)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -189,15 +189,29 @@ class WireService:
     # -- inputs (the transport calls these, at the simulated time they happen) ---------------------
 
     def advance_to(self, sim_ms: int) -> None:
-        """Run the simulation up to ``sim_ms`` (no-op when it is already there or past)."""
-        now = self.cluster.world.now_ms
-        if sim_ms > now:
-            self._begin()
-            self.cluster.world.run_for(sim_ms - now)
-            self._end()
+        """Run the simulation up to ``sim_ms``, every event due by then included (no-op when nothing is).
+
+        Events due at the current millisecond run too: with a served cluster's 0 ms hops
+        (``ServeSpec.latency_ms``) what a request sets off is due at the millisecond it arrived,
+        and it runs before the next input, not when the wall clock next ticks. Every input runs
+        them first (``advance_to(now)``), so a live session and its replay order them alike
+        whichever of them called ``advance_to`` before the input.
+        """
+        world = self.cluster.world
+        now = world.now_ms
+        if sim_ms < now:
+            return
+        if sim_ms == now:
+            due = world.scheduler.next_due_ms()
+            if due is None or due > now:
+                return
+        self._begin()
+        world.run_for(sim_ms - now)
+        self._end()
 
     def connect(self, broker_id: int) -> int | None:
         """A client connected to broker ``broker_id``'s port: return the connection id, None if refused."""
+        self.advance_to(self.cluster.world.now_ms)
         self._begin()
         broker = self.cluster.brokers.get(broker_id)
         if broker is None or broker.status is NodeStatus.DOWN:
@@ -218,6 +232,7 @@ class WireService:
         conn = self.connections.get(conn_id)
         if conn is None:
             return
+        self.advance_to(self.cluster.world.now_ms)
         self._begin()
         self.frames_in += 1
         if self.journal is not None:
@@ -230,6 +245,7 @@ class WireService:
         conn = self.connections.pop(conn_id, None)
         if conn is None:
             return
+        self.advance_to(self.cluster.world.now_ms)
         self._begin()
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "close", conn_id, b"")
@@ -242,6 +258,7 @@ class WireService:
         A fault that took place is journaled as an input (``fault``; a wire fault as ``wire-fault``).
         A query changes nothing. Raises :class:`~engine.wire.control.ControlError` when refused.
         """
+        self.advance_to(self.cluster.world.now_ms)
         self._begin()
         answer = control.apply(self, request)
         op = request["op"]
@@ -282,6 +299,7 @@ class WireService:
         if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
             msg = f"nth must be an int >= 1 (1 = the next {api}), got {nth!r}"
             raise ValueError(msg)
+        self.advance_to(self.cluster.world.now_ms)
         self._begin()
         self._next_fault += 1
         self.wire_faults.append(WireFault(self._next_fault, action, api, nth))

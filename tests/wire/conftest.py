@@ -20,12 +20,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from engine.serve.realtime_server import ServedCluster
 from engine.wire.client_config import kafka_python_config
-from engine.wire.journal import ServeSpec
+from engine.wire.journal import SERVED_LATENCY_MS, ServeSpec
 
 
 @pytest.fixture
 def served() -> Iterator[Callable[..., ServedCluster]]:
-    """Return a factory ``served(topics=[("t", 3, 3)], seed=1, brokers=3, **options)``; servers stop after the test."""
+    """Return a factory ``served(topics=[("t", 3, 3)], seed=1, brokers=3, latency_ms=0, **options)``.
+
+    Servers stop after the test.
+    """
     started: list[ServedCluster] = []
 
     def start(
@@ -34,9 +37,10 @@ def served() -> Iterator[Callable[..., ServedCluster]]:
         seed: int = 1,
         brokers: int = 3,
         config: dict[str, Any] | None = None,
+        latency_ms: int = SERVED_LATENCY_MS,
         **options: Any,
     ) -> ServedCluster:
-        spec = ServeSpec(seed, brokers, dict(config or {}), tuple(topics))
+        spec = ServeSpec(seed, brokers, dict(config or {}), tuple(topics), latency_ms)
         server = ServedCluster(spec.build(), spec=spec, **options).start()
         started.append(server)
         return server
