@@ -70,7 +70,7 @@ import traitlets
 
 from engine import trace_events as ev
 from engine.views.sequence_chart import transaction_chart
-from widgets import panels, picture
+from widgets import frame, panels, picture
 from widgets.live import LiveRun
 from widgets.pacer import MAX_HZ, pacer_for
 from widgets.sequence_svg import sequence_svg
@@ -113,12 +113,13 @@ _CUTTABLE = frozenset({("cluster", "run_for"), ("cluster", "run_until"), ("clust
 MAX_NOTES = 200
 #: While live, the sequence chart is drawn again at most this often (seconds of wall time).
 MSC_EVERY_S = 1.0
-#: While live, the log strips (the costliest pictures) are drawn again at most this often.
-LOGS_EVERY_S = 0.5
-#: While the dashboard changes, its static picture in the notebook is updated at most this often.
-PICTURE_EVERY_S = 1.0
 
 _HERE = Path(__file__).parent
+
+
+def _panel(name: str) -> property:
+    """A panel's HTML at the event shown now, as the static picture draws it (the page draws from the frame)."""
+    return property(lambda self: self._panels_html()[name], doc=f"The {name} panel's HTML (read-only).")
 
 
 class Dashboard(anywidget.AnyWidget):
@@ -127,15 +128,15 @@ class Dashboard(anywidget.AnyWidget):
     _esm = _HERE / "dashboard.js"
     _css = _HERE / "dashboard.css"
 
-    brokers = traitlets.Unicode("").tag(sync=True)
-    partitions = traitlets.Unicode("").tag(sync=True)
-    producers = traitlets.Unicode("").tag(sync=True)
-    txns = traitlets.Unicode("").tag(sync=True)
-    groups = traitlets.Unicode("").tag(sync=True)
-    logs = traitlets.Unicode("").tag(sync=True)
-    reads = traitlets.Unicode("").tag(sync=True)
-    timeline = traitlets.Unicode("").tag(sync=True)
-    msc = traitlets.Unicode("").tag(sync=True)
+    brokers = _panel("brokers")
+    partitions = _panel("partitions")
+    producers = _panel("producers")
+    txns = _panel("txns")
+    groups = _panel("groups")
+    logs = _panel("logs")
+    reads = _panel("reads")
+    timeline = _panel("timeline")
+    msc = _panel("msc")
     #: time_ms, index, first, last, live, title, note, forks, quiet
     status = traitlets.Dict().tag(sync=True)
     #: The question a click on the run while rewound asks before forking ({} : none); see the module docstring.
@@ -171,15 +172,20 @@ class Dashboard(anywidget.AnyWidget):
         self._shown: tuple[Any, ...] = ()
         self._drawn: dict[str, tuple[Any, str]] = {}
         self._msc_at = 0.0
-        self._logs_at = 0.0
+        #: The panels' HTML (the picture's, and what Python reads) for the key it was drawn at.
+        self._html: tuple[Any, dict[str, str]] = ((), {})
+        #: The frame last sent to the page (:mod:`widgets.frame`), and its encoder.
+        self._sent: dict[str, Any] = {}
+        self._encoder = frame.Encoder()
         #: A throttled panel was sent as it was: publish again when its time comes, changed or not.
         self._behind = False
         self._scan = _TraceScan()
-        self._publishing = threading.Lock()
+        self._publishing = threading.RLock()
         self.picture = f"eos-{self.model_id or id(self)}"
         #: The picture's HTML as last sent, and when (None: not displayed, nothing to update).
         self._picture_sent: str | None = None
-        self._picture_at = 0.0
+        #: The run moved since the picture was last sent.
+        self._picture_stale = False
         self._cell_hook: Any = None
         self.on_msg(self._on_action)
         self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
@@ -267,18 +273,7 @@ class Dashboard(anywidget.AnyWidget):
         return out
 
     def _logs(self, board: Any, hues: dict[int, int], zombies: set[tuple[int, int]], look: Any) -> str:
-        """The log strips, each partition's drawn again only when its tail, offsets or colours changed.
-
-        While live they are drawn at most every :data:`LOGS_EVERY_S`; scrubbed, at once. A strip
-        left as it was marks the dashboard behind, so the next pacer tick publishes again even if
-        the run stood still: the last change of a burst is always drawn.
-        """
-        have = self._drawn.get("logs")
-        live = board.event_index == self.run.recorder.last_index
-        if have is not None and live and time.monotonic() - self._logs_at < LOGS_EVERY_S:
-            self._behind = True
-            return have[1]
-        self._logs_at = time.monotonic()
+        """The log strips, each partition's drawn again only when its tail, offsets or colours changed."""
         parts = {p.key: p for p in board.partitions}
         legend = panels.log_legend(board, hues, zombies)
         strips = []
@@ -359,19 +354,20 @@ class Dashboard(anywidget.AnyWidget):
         index = self.index()
         key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
         if key == self._shown and not force and not self._behind:
+            if self._picture_stale:  # the run stands still: bring the notebook's picture up to date now
+                self._update_picture(True)
             return False
         self._shown, self._behind = key, False
         board = rec.at(index)
+        events = self.run.cluster.world.trace.events
+        self._scan.advance(events)
         with self.hold_sync():
             ids = sorted({t.transactional_id for t in board.txns})
             if ids != list(self.txn_ids):
-                self.txn_ids = ids  # before rendering: the chart's default id is the first
+                self.txn_ids = ids  # before the chart: its default id is the first
             names = [f"{p.topic}-{p.partition}" for p in board.partitions]
             if names != list(self.partition_names):
                 self.partition_names = names
-            for name, html in self.render(board).items():
-                if getattr(self, name) != html:
-                    setattr(self, name, html)
             status = {
                 "title": self.title,
                 "seed": self.run.cluster.seed,
@@ -387,12 +383,36 @@ class Dashboard(anywidget.AnyWidget):
             }
             if status != self.status:
                 self.status = status
-        self._update_picture(force)
+        now = self._encoder.frame(board, events, self._scan.faults)
+        now["msc"] = self._msc(index)
+        now["rtp"] = self.reads_tp
+        changed, gone = frame.diff(self._sent, now)
+        self._sent = now
+        if changed or gone:
+            self.send({"op": "frame", "set": changed, "del": gone})
+        self._picture_stale = self._picture_sent is not None
+        if force:
+            self._update_picture(True)
         return True
+
+    def _send_frame(self) -> None:
+        """Send the whole frame last sent (a page that opens a view asks for it: ``hello``)."""
+        with self._publishing:
+            self.send({"op": "frame", "set": self._sent, "del": [], "full": True})
+
+    def _panels_html(self) -> dict[str, str]:
+        """Every panel's HTML at the event shown now (drawn once per shown moment)."""
+        rec = self.run.recorder
+        index = self.index()
+        key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
+        with self._publishing:
+            if self._html[0] != key:
+                self._html = (key, self.render(rec.at(index)))
+            return self._html[1]
 
     def snapshot_html(self) -> str:
         """Return the static picture of what the panels show now (:mod:`widgets.picture`)."""
-        return self._picture_html({n: getattr(self, n) for n in PANELS}, self.status)
+        return self._picture_html(self._panels_html(), self.status)
 
     def _picture_html(self, rendered: dict[str, str], s: dict[str, Any]) -> str:
         head = (
@@ -411,11 +431,10 @@ class Dashboard(anywidget.AnyWidget):
     def _update_picture(self, force: bool) -> None:
         if self._picture_sent is None:
             return  # not displayed
-        if not force and time.monotonic() - self._picture_at < PICTURE_EVERY_S:
-            self._behind = True  # the pacer's next tick publishes again, and sends it then
+        if not force:
             return
+        self._picture_stale = False
         html = self.snapshot_html()
-        self._picture_at = time.monotonic()
         if html != self._picture_sent:
             from IPython.display import update_display
 
@@ -445,7 +464,6 @@ class Dashboard(anywidget.AnyWidget):
         data["text/plain"] = f"{self.title}: the eos dashboard (live where its kernel runs; its picture follows)"
         display(data, metadata=meta, raw=True)
         self._picture_sent = html
-        self._picture_at = time.monotonic()
         display({"text/html": html}, raw=True, display_id=self.picture)
         shell = get_ipython()
         if shell is not None and self._cell_hook is None:
@@ -469,6 +487,9 @@ class Dashboard(anywidget.AnyWidget):
 
     def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
         if not isinstance(content, dict):
+            return
+        if content.get("op") == "hello":  # a view opened: it draws from the whole frame
+            self._send_frame()
             return
         try:
             self.say(self.click(str(content.get("op", "")), str(content.get("node", ""))))
@@ -620,6 +641,7 @@ class Dashboard(anywidget.AnyWidget):
         """
         self.run = run
         self._drawn.clear()
+        self._encoder.forget()
         self._scan = _TraceScan()
         self.notes = [n for n in self.notes if n[0] <= run.recorder.last_index]
         self.confirm = {}

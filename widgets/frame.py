@@ -1,0 +1,244 @@
+"""The dashboard's frame: what its panels show, as flat values, and the diff a tick sends.
+
+Role
+----
+The live dashboard's kernel side sends numbers and short strings, not HTML: :func:`frame` turns a
+frozen board (:mod:`engine.views.board`) and the recent trace into one flat ``dict`` of keys to
+JSON values (numbers, short strings, short lists of them), and :func:`diff` says which keys
+changed since the frame last sent. The browser (``dashboard.js``) keeps the frame and draws every
+panel from it; the static picture (:mod:`widgets.picture`) is still drawn in Python, from the
+board, by :mod:`widgets.panels`.
+
+Keys
+----
+==================  ============================================================================
+key                 value
+==================  ============================================================================
+``o:b`` ``o:p``     the order of brokers (ids), partitions (``topic-p``), producers, consumers,
+``o:pr`` ``o:c``    transactional ids, groups and log tails (``topic-p``)
+``o:t`` ``o:g``
+``o:l``
+``ctl``             the controller's status
+``b:ID``            ``[status, fenced, txn partitions, group partitions]``
+``p:TP``            ``[topic, partition, leader, epoch, isr, replicas, leo, hw, lso, windows]``;
+                    windows ``[[producer id, [[first seq, last seq, first offset]...]]...]``
+``pr:NAME``         ``[status, tx id, producer id, epoch, state, error, partitions]``; a partition
+                    ``[topic, p, next seq, last acked, [[first, last, attempts]...], queued]``
+``c:NAME``          ``[isolation, [[topic, p, position]...]]``
+``t:ID``            ``[coordinator, txn partition, producer id, epoch, state, pending, [[topic, p]...],
+                    timeout, last update]``
+``g:ID``            ``[coordinator, protocol, state, generation, target epoch, members, lag]``;
+                    a member ``[name, epoch or None, assignment text]``
+``ln:TP``           how many batches the tail holds
+``lb:TP:BASE``      one batch of the tail: ``[last, count, kind, producer id, epoch, base seq, last seq,
+                    control type, coordinator epoch, is control]``
+``fr``              the keys of the rows changed lately (``broker:1``, ``partition:t-0`` ...)
+``tl``              ``[first index, index, t0, t1]`` of the recent-events panel
+``e:INDEX``         ``[kind, name, text]`` of one recent event
+``fw``              the fault windows ``[[node, fault, start ms, end ms or None]...]``
+``msc``             the sequence chart (see :class:`widgets.dashboard.Dashboard`)
+``rtp``             the chosen partition of the reads panel (``""``: the first with records)
+==================  ============================================================================
+
+Invariants
+----------
+* A row's values are computed once per row object: the recorder hands out the same row objects
+  until a row changes, so a tick encodes only the rows that moved (:class:`Encoder`).
+* Deterministic: the same board and events give the same frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from engine import trace_events as ev
+from engine.views.board import BoardState
+from widgets import panels
+
+__all__ = ["Encoder", "diff"]
+
+_TXN_EVENTS = frozenset({ev.TXN_STATE_WRITE, ev.MARKER_APPEND, ev.LOG_LSO})
+
+
+def _tp(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class Encoder:
+    """Encode boards into frames, each row once per row object (see the module docstring)."""
+
+    def __init__(self) -> None:
+        #: id(row) -> (row, its entries): the row is held so that its id is not reused
+        self._rows: dict[int, tuple[Any, list[tuple[str, Any]]]] = {}
+        #: trace index -> the event's entry in the recent-events panel
+        self._events: dict[int, list[Any]] = {}
+
+    def _entries(self, row: Any, encode: Any) -> list[tuple[str, Any]]:
+        have = self._rows.get(id(row))
+        if have is not None and have[0] is row:
+            return have[1]
+        out = encode(row)
+        self._rows[id(row)] = (row, out)
+        return out
+
+    def forget(self) -> None:
+        """Drop the cache (another run is shown)."""
+        self._rows.clear()
+        self._events.clear()
+
+    def frame(
+        self,
+        board: BoardState,
+        events: Sequence[Any],
+        faults: Sequence[Any],
+        *,
+        lines: int = panels.TIMELINE_LINES,
+    ) -> dict[str, Any]:
+        """Return the frame of ``board`` (the recent events read from ``events`` up to its index)."""
+        out: dict[str, Any] = {}
+        put = out.update
+        for rows, encode in (
+            (board.brokers, _broker),
+            (board.partitions, _partition),
+            (board.producers, _producer),
+            (board.consumers, _consumer),
+            (board.txns, _txn),
+            (board.groups, _group),
+            (board.logs, _tail),
+        ):
+            for row in rows:
+                put(self._entries(row, encode))
+        if len(self._rows) > 4 * (len(out) + 64):  # rows replaced long ago: let them go
+            self._rows = {k: v for k, v in self._rows.items() if _alive(v[0], board)}
+        out["o:b"] = [b.broker_id for b in board.brokers]
+        out["o:p"] = [_tp(p.topic, p.partition) for p in board.partitions]
+        out["o:pr"] = [p.name for p in board.producers]
+        out["o:c"] = [c.name for c in board.consumers]
+        out["o:t"] = [t.transactional_id for t in board.txns]
+        out["o:g"] = [g.group_id for g in board.groups]
+        out["o:l"] = [_tp(t.topic, t.partition) for t in board.logs]
+        out["ctl"] = board.controller
+        index = board.event_index
+        out["fr"] = sorted(
+            f"{k[0]}:{_tp(*k[1]) if isinstance(k[1], tuple) else k[1]}"
+            for k, when in board.changed.items()
+            if when > 0 and index - when <= panels.FRESH_EVENTS
+        )
+        self._timeline(out, events, faults, index, board.time_ms, lines)
+        return out
+
+    def _timeline(
+        self, out: dict[str, Any], events: Sequence[Any], faults: Sequence[Any], index: int, now_ms: int, lines: int
+    ) -> None:
+        if index < 0 or not events:
+            out["tl"] = None
+            return
+        index = min(index, len(events) - 1)
+        first = max(0, index - lines + 1)
+        cache = self._events
+        for i in range(first, index + 1):
+            entry = cache.get(i)
+            if entry is None:
+                e = events[i]
+                entry = cache[i] = [e.kind, "txn" if e.name in _TXN_EVENTS else "", e.short()]
+            out[f"e:{i}"] = entry
+        if len(cache) > 8 * lines:
+            for i in [i for i in cache if i < first or i > index]:
+                del cache[i]
+        t0 = events[first].time_ms
+        t1 = max(now_ms, t0 + 1)
+        out["tl"] = [first, index, t0, t1]
+        out["fw"] = [list(w) for w in panels.fault_windows(faults, index) if w[3] is None or w[3] >= t0]
+
+
+def _alive(row: Any, board: BoardState) -> bool:
+    groups = (board.brokers, board.partitions, board.producers, board.logs, board.consumers, board.txns, board.groups)
+    return any(row is r for rows in groups for r in rows)
+
+
+def _broker(b: Any) -> list[tuple[str, Any]]:
+    return [(f"b:{b.broker_id}", [b.status, b.fenced, list(b.txn_partitions), list(b.group_partitions)])]
+
+
+def _partition(p: Any) -> list[tuple[str, Any]]:
+    windows = [
+        [e.producer_id, [[w.first_sequence, w.last_sequence, w.first_offset] for w in e.window]] for e in p.producers
+    ]
+    row = [p.topic, p.partition, p.leader, p.leader_epoch, list(p.isr), list(p.replicas), p.leo, p.hw, p.lso, windows]
+    return [(f"p:{_tp(p.topic, p.partition)}", row)]
+
+
+def _producer(pr: Any) -> list[tuple[str, Any]]:
+    parts = [
+        [pp.topic, pp.partition, pp.next_seq, pp.last_acked_seq, [list(f) for f in pp.in_flight], pp.queued]
+        for pp in pr.partitions
+    ]
+    row = [pr.status, pr.transactional_id, pr.producer_id, pr.epoch, pr.state, pr.error, parts]
+    return [(f"pr:{pr.name}", row)]
+
+
+def _consumer(c: Any) -> list[tuple[str, Any]]:
+    return [(f"c:{c.name}", [str(c.isolation), [list(x) for x in c.positions]])]
+
+
+def _txn(t: Any) -> list[tuple[str, Any]]:
+    row = [
+        t.coordinator,
+        t.txn_partition,
+        t.producer_id,
+        t.epoch,
+        t.state,
+        t.pending,
+        [list(x) for x in t.partitions],
+        t.timeout_ms,
+        t.last_update_ms,
+    ]
+    return [(f"t:{t.transactional_id}", row)]
+
+
+def _group(g: Any) -> list[tuple[str, Any]]:
+    members = [[m.client_id or m.member_id, m.epoch, _assignment(m.assignment)] for m in g.members]
+    row = [g.coordinator, g.protocol, g.state, g.generation, g.assignment_epoch, members, g.lag]
+    return [(f"g:{g.group_id}", row)]
+
+
+def _assignment(tps: Sequence[tuple[str, int]]) -> str:
+    """``t:0,1; u:2``, as :mod:`widgets.panels` writes an assignment (unescaped: the page escapes)."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return "; ".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
+
+
+def _tail(tail: Any) -> list[tuple[str, Any]]:
+    tp = _tp(tail.topic, tail.partition)
+    summaries = tail.summaries()
+    out: list[tuple[str, Any]] = [(f"ln:{tp}", len(summaries))]
+    for b in summaries:
+        row = [
+            b.last_offset,
+            b.count,
+            b.kind,
+            b.producer_id,
+            b.producer_epoch,
+            b.base_sequence,
+            b.last_sequence,
+            b.control_type,
+            b.coordinator_epoch,
+            b.is_control,
+        ]
+        out.append((f"lb:{tp}:{b.base_offset}", row))
+    return out
+
+
+def diff(last: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Return ``(set, deleted)``: the keys of ``now`` whose values differ from ``last``'s, and the keys gone."""
+    changed = {}
+    get = last.get
+    for k, v in now.items():
+        old = get(k, diff)
+        if old is not v and old != v:
+            changed[k] = v
+    gone = [k for k in last if k not in now]
+    return changed, gone
