@@ -56,6 +56,7 @@ Invariants
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import threading
@@ -734,6 +735,10 @@ class _TraceScan:
         self.cursor = 0
         #: transactional id -> [(index, name, node)] of its init, begin, commit and abort events
         self.txn: dict[str, list[tuple[int, str, str]]] = {}
+        #: transactional id -> the indexes of its begins, and the node of each
+        self.begins: dict[str, tuple[list[int], list[str]]] = {}
+        #: (transactional id, node, name) -> the indexes of that node's init, commit or abort events of the id
+        self.marks: dict[tuple[str, str, str], list[int]] = {}
         #: every fault event, in order
         self.faults: list[Any] = []
         #: the index of each node's first event
@@ -751,22 +756,32 @@ class _TraceScan:
                 tid = e.get("txn_id")
                 if tid is not None:
                     self.txn.setdefault(tid, []).append((e.index, e.name, e.node))
+                    if e.name == ev.TXN_BEGIN:
+                        at, nodes = self.begins.setdefault(tid, ([], []))
+                        at.append(e.index)
+                        nodes.append(e.node)
+                    else:
+                        self.marks.setdefault((tid, e.node, e.name), []).append(e.index)
         self.cursor = end
 
     def window(self, tid: str, index: int) -> _TxnWindow | None:
-        marks = [m for m in self.txn.get(tid, ()) if m[0] <= index]
-        begins = [m for m in marks if m[1] == ev.TXN_BEGIN]
-        if not begins:
+        """Where the latest transaction of ``tid`` begun at or before ``index`` lies (bisections, not scans)."""
+        at, nodes = self.begins.get(tid, ((), ()))
+        k = bisect.bisect_right(at, index)
+        if k == 0:
             return None
-        begin, _, node = begins[-1]
+        begin, node = at[k - 1], nodes[k - 1]
         start, prefix = self.first_seen.get(node, 0), ()
-        for i, name, n in reversed(marks):
-            if i < begin and n == node and name in (ev.TXN_COMMIT, ev.TXN_ABORT):
-                start = i + 1
-                break
-        inits = [i for i, name, n in marks if n == node and name == ev.TXN_INIT and i < start]
-        if inits:
-            prefix = (inits[-1],)
-        later = [i for i, name, _ in self.txn.get(tid, ()) if i > begin and name == ev.TXN_BEGIN]
-        stop = later[0] if later and later[0] <= index else None
-        return _TxnWindow(prefix, start, begin, stop, len(begins) - 1, len(begins))
+        ends = [
+            ids[bisect.bisect_left(ids, begin) - 1]
+            for name in (ev.TXN_COMMIT, ev.TXN_ABORT)
+            if (ids := self.marks.get((tid, node, name))) and ids[0] < begin
+        ]
+        if ends:
+            start = max(ends) + 1
+        inits = self.marks.get((tid, node, ev.TXN_INIT), [])
+        i = bisect.bisect_left(inits, start)
+        if i:
+            prefix = (inits[i - 1],)
+        stop = at[k] if k < len(at) and at[k] <= index else None
+        return _TxnWindow(prefix, start, begin, stop, k - 1, k)

@@ -53,7 +53,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import trace_events as ev
-from engine.views.board import BoardState
+from engine.log.records import COMMIT
+from engine.views.board import LOG_TAIL, BoardState
 from widgets import panels
 
 __all__ = ["Encoder", "diff"]
@@ -73,6 +74,10 @@ class Encoder:
         self._rows: dict[int, tuple[Any, list[tuple[str, Any]]]] = {}
         #: trace index -> the event's entry in the recent-events panel
         self._events: dict[int, list[Any]] = {}
+        #: topic-partition -> (the tail's batches, its entries)
+        self._tails: dict[str, tuple[Any, list[tuple[str, Any]]]] = {}
+        #: id(batch) -> (batch, kind, its entry)
+        self._batches: dict[int, tuple[Any, str, tuple[str, Any]]] = {}
 
     def _entries(self, row: Any, encode: Any) -> list[tuple[str, Any]]:
         have = self._rows.get(id(row))
@@ -82,10 +87,32 @@ class Encoder:
         self._rows[id(row)] = (row, out)
         return out
 
+    def _tail(self, tail: Any) -> list[tuple[str, Any]]:
+        """A tail's entries; a batch's row is built once per batch and kind (engine batches never change)."""
+        batches = tail.batches
+        tp = _tp(tail.topic, tail.partition)
+        have = self._tails.get(tp)
+        if have is not None and have[0] is batches:
+            return have[1]
+        rows = self._batches
+        out: list[tuple[str, Any]] = [(f"ln:{tp}", len(batches))]
+        for b, kind in zip(batches, _kinds(batches), strict=True):
+            got = rows.get(id(b))
+            if got is None or got[0] is not b or got[1] != kind:
+                got = rows[id(b)] = (b, kind, (f"lb:{tp}:{b.base_offset}", _batch(b, kind)))
+            out.append(got[2])
+        self._tails[tp] = (batches, out)
+        if len(rows) > 4 * LOG_TAIL * (len(self._tails) + 1):  # batches that left every tail: let them go
+            held = {id(b) for t, _ in self._tails.values() for b in t}
+            self._batches = {k: v for k, v in rows.items() if k in held}
+        return out
+
     def forget(self) -> None:
         """Drop the cache (another run is shown)."""
         self._rows.clear()
         self._events.clear()
+        self._tails.clear()
+        self._batches.clear()
 
     def frame(
         self,
@@ -105,10 +132,11 @@ class Encoder:
             (board.consumers, _consumer),
             (board.txns, _txn),
             (board.groups, _group),
-            (board.logs, _tail),
         ):
             for row in rows:
                 put(self._entries(row, encode))
+        for tail in board.logs:
+            put(self._tail(tail))
         if len(self._rows) > 4 * (len(out) + 64):  # rows replaced long ago: let them go
             self._rows = {k: v for k, v in self._rows.items() if _alive(v[0], board)}
         out["o:b"] = [b.broker_id for b in board.brokers]
@@ -153,7 +181,7 @@ class Encoder:
 
 
 def _alive(row: Any, board: BoardState) -> bool:
-    groups = (board.brokers, board.partitions, board.producers, board.logs, board.consumers, board.txns, board.groups)
+    groups = (board.brokers, board.partitions, board.producers, board.consumers, board.txns, board.groups)
     return any(row is r for rows in groups for r in rows)
 
 
@@ -211,25 +239,28 @@ def _assignment(tps: Sequence[tuple[str, int]]) -> str:
     return "; ".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
 
 
-def _tail(tail: Any) -> list[tuple[str, Any]]:
-    tp = _tp(tail.topic, tail.partition)
-    summaries = tail.summaries()
-    out: list[tuple[str, Any]] = [(f"ln:{tp}", len(summaries))]
-    for b in summaries:
-        row = [
-            b.last_offset,
-            b.count,
-            b.kind,
-            b.producer_id,
-            b.producer_epoch,
-            b.base_sequence,
-            b.last_sequence,
-            b.control_type,
-            b.coordinator_epoch,
-            b.is_control,
-        ]
-        out.append((f"lb:{tp}:{b.base_offset}", row))
-    return out
+def _kinds(batches: Sequence[Any]) -> list[str]:
+    """Each batch's kind, as :func:`engine.views.log_batches.summarize` says it (the tail decides every outcome)."""
+    kinds = []
+    pending: dict[int, list[int]] = {}
+    for i, b in enumerate(batches):
+        if b.is_control:
+            commit = b.control_type == COMMIT
+            for j in pending.pop(b.producer_id, ()):
+                kinds[j] = "committed" if commit else "aborted"
+            kinds.append("commit-marker" if commit else "abort-marker")
+        elif b.is_transactional:
+            pending.setdefault(b.producer_id, []).append(i)
+            kinds.append("open")
+        else:
+            kinds.append("plain")
+    return kinds
+
+
+def _batch(b: Any, kind: str) -> list[Any]:
+    control = b.control_type if b.is_control else None
+    who = (b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence)
+    return [b.last_offset, b.count, kind, *who, control, b.coordinator_epoch, b.is_control]
 
 
 def diff(last: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

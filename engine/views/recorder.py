@@ -148,7 +148,7 @@ class Series:
 class _LogTrack:
     """One partition's leader log over time: every batch with the index that added and removed it."""
 
-    __slots__ = ("added", "batches", "live", "removed")
+    __slots__ = ("_last", "added", "batches", "live", "removals", "removed")
 
     def __init__(self) -> None:
         self.added: list[int] = []
@@ -156,6 +156,10 @@ class _LogTrack:
         self.batches: list[RecordBatch] = []
         #: Positions (into the lists above) of the batches in the log now, in offset order.
         self.live: list[int] = []
+        #: The index of every truncation, in order.
+        self.removals: list[int] = []
+        #: The last tail read: (position, truncations up to its index, the tail); see :meth:`tail`.
+        self._last: tuple[int, int, tuple[RecordBatch, ...]] = (-1, -1, ())
 
     def reconcile(self, index: int, now: list[RecordBatch]) -> None:
         """Make the live batches equal ``now``: truncate where they part, then append the rest."""
@@ -165,6 +169,8 @@ class _LogTrack:
             k -= 1
         if k == len(live) == len(now):
             return
+        if k < len(live):
+            self.removals.append(index)
         for pos in live[k:]:
             self.removed[pos] = index
         del live[k:]
@@ -176,15 +182,21 @@ class _LogTrack:
 
     def tail(self, index: int) -> tuple[RecordBatch, ...]:
         """Return the newest :data:`LOG_TAIL` batches of the log as of ``index``."""
+        top = pos = bisect_right(self.added, index) - 1
+        cut = bisect_right(self.removals, index)
+        last_top, last_cut, last = self._last
+        if top == last_top and cut == last_cut:  # the same batches added and removed by then: the same tail
+            return last
         out: list[RecordBatch] = []
-        pos = bisect_right(self.added, index) - 1
         removed, batches = self.removed, self.batches
         while pos >= 0 and len(out) < LOG_TAIL:
             if removed[pos] > index:
                 out.append(batches[pos])
             pos -= 1
         out.reverse()
-        return tuple(out)
+        tail = tuple(out)
+        self._last = (top, cut, tail)
+        return tail
 
 
 class Recorder:
