@@ -211,6 +211,21 @@ function button(op, node, text, title) {
   return `<button class="eos-act" data-op="${esc(op)}" data-node="${esc(node)}" title="${esc(title)}">${esc(text)}</button>`;
 }
 
+/**
+ * A tail's batch as the drawing reads it, from its frame value (widgets/frame.py ``_batch``):
+ * [base, last, count, kind, producer id, epoch, base seq, last seq, control type, coordinator epoch, is control].
+ * @param {number} base
+ * @param {any[]} v [count, kind, producer id, epoch, base seq (a marker: coordinator epoch)]
+ */
+function batchRow(base, v) {
+  const [count, kind, pid, epoch, x] = v;
+  const control = kind === "commit-marker" || kind === "abort-marker";
+  const bseq = control ? -1 : x;
+  const lseq = bseq >= 0 ? bseq + count - 1 : -1;
+  const ctype = control ? (kind === "commit-marker" ? "COMMIT" : "ABORT") : null;
+  return [base, base + count - 1, count, kind, pid, epoch, bseq, lseq, ctype, control ? x : -1, control];
+}
+
 /** The frame's rows, by kind, in order. */
 class View {
   /** @param {Frame} f */
@@ -238,7 +253,7 @@ class View {
       const cut = key.lastIndexOf(":");
       const tp = key.slice(3, cut);
       const list = this.tails.get(tp);
-      if (list) list.push([Number(key.slice(cut + 1)), ...f[key]]);
+      if (list) list.push(batchRow(Number(key.slice(cut + 1)), f[key]));
     }
     for (const list of this.tails.values()) list.sort((a, b) => a[0] - b[0]);
   }
@@ -1169,6 +1184,7 @@ function render({ model, el: root }) {
     if (msg.full) frame = {};
     for (const k of msg.del || []) delete frame[k];
     Object.assign(frame, msg.set || {});
+    if (msg.full || (msg.set && "st" in msg.set)) showStatus();
     draw(msg.full ? PANELS.map(([name]) => name) : touched([...Object.keys(msg.set || {}), ...(msg.del || [])]));
   }
 
@@ -1196,7 +1212,7 @@ function render({ model, el: root }) {
 
   let dragging = false;
   function showStatus() {
-    const s = model.get("status") || {};
+    const s = frame.st || {};
     head.textContent = `${s.title} · seed ${s.seed} · t=${s.time_ms} ms · event ${s.index} of ${s.last}`;
     head.dataset.index = String(s.index);
     head.dataset.time = String(s.time_ms);
@@ -1246,7 +1262,7 @@ function render({ model, el: root }) {
     dragging = true;
     if (pending !== undefined) clearTimeout(pending);
     pending = window.setTimeout(() => {
-      const s = model.get("status") || {};
+      const s = frame.st || {};
       const v = Number(scrub.value);
       model.set("scrub", v >= Number(s.last) ? -1 : v);
       model.save_changes();
@@ -1287,7 +1303,7 @@ function render({ model, el: root }) {
 
   /** @type {Array<[string, (...a: any[]) => void]>} */
   const handlers = [["msg:custom", onFrame]];
-  handlers.push(["change:status", showStatus], ["change:txn_ids", showTxnIds], ["change:msc_txn", showTxnIds]);
+  handlers.push(["change:txn_ids", showTxnIds], ["change:msc_txn", showTxnIds]);
   handlers.push(["change:partition_names", showPartitions], ["change:reads_tp", showPartitions]);
   handlers.push(["change:playing", showPlaying], ["change:rate", showRate], ["change:confirm", showConfirm]);
   for (const [event, cb] of handlers) model.on(event, cb);

@@ -61,7 +61,7 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -138,8 +138,8 @@ class Dashboard(anywidget.AnyWidget):
     reads = _panel("reads")
     timeline = _panel("timeline")
     msc = _panel("msc")
-    #: time_ms, index, first, last, live, title, note, forks, quiet
-    status = traitlets.Dict().tag(sync=True)
+    #: time_ms, index, first, last, live, title, note, forks, quiet (the page gets it in the frame, key ``st``)
+    status = traitlets.Dict()
     #: The question a click on the run while rewound asks before forking ({} : none); see the module docstring.
     confirm = traitlets.Dict().tag(sync=True)
     txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -236,7 +236,7 @@ class Dashboard(anywidget.AnyWidget):
         if board is None:
             board = self.run.recorder.at(self.index())
         index = board.event_index
-        self._scan.advance(self.run.cluster.world.trace.events)
+        self._scan.advance(self.run.cluster.world.trace.events, self.run.recorder)
         hues = panels.producer_palette(board)
         zombies = panels.fenced_epochs(board)
         look = (tuple(hues.items()), frozenset(zombies))
@@ -361,7 +361,7 @@ class Dashboard(anywidget.AnyWidget):
         self._shown, self._behind = key, False
         board = rec.at(index)
         events = self.run.cluster.world.trace.events
-        self._scan.advance(events)
+        self._scan.advance(events, rec)
         with self.hold_sync():
             ids = sorted({t.transactional_id for t in board.txns})
             if ids != list(self.txn_ids):
@@ -385,6 +385,7 @@ class Dashboard(anywidget.AnyWidget):
             if status != self.status:
                 self.status = status
         now = self._encoder.frame(board, events, self._scan.faults)
+        now["st"] = self.status
         now["msc"] = self._msc(index)
         now["rtp"] = self.reads_tp
         changed, gone = frame.diff(self._sent, now)
@@ -723,46 +724,67 @@ class _TxnWindow:
 
 
 class _TraceScan:
-    """Read each new trace event once: the transactions' begin/end/init events and the faults.
+    """Take in each transaction begin/end/init event and each fault once, as the recorder collects them.
 
     The dashboard asks, every tick, where the chosen id's latest transaction lies and which
-    faults happened; reading the whole trace each time would grow with the run.
+    faults happened; reading the whole trace each time would grow with the run, and reading
+    each new event would grow with the engine's pace.
     """
 
     _TXN = frozenset({ev.TXN_INIT, ev.TXN_BEGIN, ev.TXN_COMMIT, ev.TXN_ABORT})
 
     def __init__(self) -> None:
-        self.cursor = 0
-        #: transactional id -> [(index, name, node)] of its init, begin, commit and abort events
-        self.txn: dict[str, list[tuple[int, str, str]]] = {}
+        #: How many of the recorder's transaction and fault events were taken in (-1: none yet).
+        self.cursor = -1
+        self.fault_cursor = -1
         #: transactional id -> the indexes of its begins, and the node of each
         self.begins: dict[str, tuple[list[int], list[str]]] = {}
         #: (transactional id, node, name) -> the indexes of that node's init, commit or abort events of the id
         self.marks: dict[tuple[str, str, str], list[int]] = {}
         #: every fault event, in order
         self.faults: list[Any] = []
-        #: the index of each node's first event
+        #: the index of each producer's first event (found when a window asks)
         self.first_seen: dict[str, int] = {}
+        self._events: list[Any] = []
 
-    def advance(self, events: list[Any]) -> None:
-        end = len(events)
-        first_seen = self.first_seen
-        for e in itertools.islice(events, self.cursor, end):
-            if e.node not in first_seen:
-                first_seen[e.node] = e.index
-            if e.kind == "fault":
-                self.faults.append(e)
-            elif e.kind == "state" and e.name in self._TXN:
-                tid = e.get("txn_id")
-                if tid is not None:
-                    self.txn.setdefault(tid, []).append((e.index, e.name, e.node))
-                    if e.name == ev.TXN_BEGIN:
-                        at, nodes = self.begins.setdefault(tid, ([], []))
-                        at.append(e.index)
-                        nodes.append(e.node)
-                    else:
-                        self.marks.setdefault((tid, e.node, e.name), []).append(e.index)
-        self.cursor = end
+    def advance(self, events: list[Any], recorder: Any) -> None:
+        """Take in the transaction and fault events new since the last call.
+
+        The recorder collects them as the run goes (``txn_events``, ``fault_events``); only the
+        events before it started watching are read from the trace, once.
+        """
+        self._events = events
+        if self.cursor < 0:
+            self._take(itertools.islice(events, recorder.seen_from), itertools.islice(events, recorder.seen_from))
+            self.cursor = self.fault_cursor = 0
+        txn, faults = recorder.txn_events, recorder.fault_events
+        t_end, f_end = len(txn), len(faults)
+        self._take(itertools.islice(txn, self.cursor, t_end), itertools.islice(faults, self.fault_cursor, f_end))
+        self.cursor, self.fault_cursor = t_end, f_end
+
+    def _take(self, txn_events: Iterable[Any], fault_events: Iterable[Any]) -> None:
+        names = self._TXN
+        for e in txn_events:
+            if e.kind != "state" or e.name not in names:
+                continue
+            tid = e.get("txn_id")
+            if tid is None:
+                continue
+            if e.name == ev.TXN_BEGIN:
+                at, nodes = self.begins.setdefault(tid, ([], []))
+                at.append(e.index)
+                nodes.append(e.node)
+            else:
+                self.marks.setdefault((tid, e.node, e.name), []).append(e.index)
+        self.faults.extend(e for e in fault_events if e.kind == "fault")
+
+    def _first_event(self, node: str) -> int:
+        """The index of ``node``'s first event (read once per node, from the start of the trace)."""
+        first = self.first_seen.get(node)
+        if first is None:
+            first = next((e.index for e in self._events if e.node == node), 0)
+            self.first_seen[node] = first
+        return first
 
     def window(self, tid: str, index: int) -> _TxnWindow | None:
         """Where the latest transaction of ``tid`` begun at or before ``index`` lies (bisections, not scans)."""
@@ -771,7 +793,7 @@ class _TraceScan:
         if k == 0:
             return None
         begin, node = at[k - 1], nodes[k - 1]
-        start, prefix = self.first_seen.get(node, 0), ()
+        start, prefix = self._first_event(node), ()
         ends = [
             ids[bisect.bisect_left(ids, begin) - 1]
             for name in (ev.TXN_COMMIT, ev.TXN_ABORT)

@@ -30,14 +30,15 @@ key                 value
 ``g:ID``            ``[coordinator, protocol, state, generation, target epoch, members, lag]``;
                     a member ``[name, epoch or None, assignment text]``
 ``ln:TP``           how many batches the tail holds
-``lb:TP:BASE``      one batch of the tail: ``[last, count, kind, producer id, epoch, base seq, last seq,
-                    control type, coordinator epoch, is control]``
+``lb:TP:BASE``      one batch of the tail: ``[count, kind, producer id, epoch, base seq]`` (a marker:
+                    its coordinator epoch for the base seq)
 ``fr``              the keys of the rows changed lately (``broker:1``, ``partition:t-0`` ...)
 ``tl``              ``[first index, index, t0, t1]`` of the recent-events panel
 ``e:INDEX``         ``[kind, name, text]`` of one recent event
 ``fw``              the fault windows ``[[node, fault, start ms, end ms or None]...]``
 ``msc``             the sequence chart (see :class:`widgets.dashboard.Dashboard`)
 ``rtp``             the chosen partition of the reads panel (``""``: the first with records)
+``st``              the status bar (:attr:`widgets.dashboard.Dashboard.status`)
 ==================  ============================================================================
 
 Invariants
@@ -258,9 +259,14 @@ def _kinds(batches: Sequence[Any]) -> list[str]:
 
 
 def _batch(b: Any, kind: str) -> list[Any]:
-    control = b.control_type if b.is_control else None
-    who = (b.producer_id, b.producer_epoch, b.base_sequence, b.last_sequence)
-    return [b.last_offset, b.count, kind, *who, control, b.coordinator_epoch, b.is_control]
+    """``[count, kind, producer id, epoch, base sequence or a marker's coordinator epoch]``.
+
+    The rest follows (engine batches have no offset or sequence gaps): the last offset is
+    ``base + count - 1``, the last sequence ``base sequence + count - 1`` (-1 without one), a
+    marker's kind names its control type.
+    """
+    last = b.coordinator_epoch if b.is_control else b.base_sequence
+    return [len(b.values), kind, b.producer_id, b.producer_epoch, last]
 
 
 def diff(last: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

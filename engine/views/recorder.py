@@ -106,6 +106,9 @@ _TXN_EVENTS = frozenset(
 
 #: Event name prefixes after which the consumer group rows are read again (the coordinators' group,
 #: offset-commit and KIP-848 events).
+#: A transactional client's own events: where each of its transactions begins and ends.
+_CLIENT_TXN_EVENTS = frozenset({events.TXN_INIT, events.TXN_BEGIN, events.TXN_COMMIT, events.TXN_ABORT})
+
 _GROUP_PREFIXES = ("group.", "offset_commit", "txn_offset_commit", "consumer_group")
 
 _MISSING = object()
@@ -233,6 +236,12 @@ class Recorder:
         self.first_index = -1
         #: The index of the latest board.
         self.last_index = -1
+        #: The clients' transaction events (init, begin, commit, abort) and every fault event seen,
+        #: in trace order: the dashboard reads these, not the whole trace, every tick.
+        self.txn_events: list[TraceEvent] = []
+        self.fault_events: list[TraceEvent] = []
+        #: The index of the first event this recorder saw (:meth:`attach` starts later than 0).
+        self.seen_from = 0
 
     # -- binding ------------------------------------------------------------------------------
 
@@ -240,6 +249,7 @@ class Recorder:
     def attach(cls, cluster: ClientsCluster) -> Recorder:
         """Start recording ``cluster`` now (its board from this moment on)."""
         rec = cls()
+        rec.seen_from = cluster.world.trace.count
         cluster.world.attach(rec)
         rec.on_cluster(cluster)
         return rec
@@ -267,8 +277,11 @@ class Recorder:
             self._dirty_nodes.add(event.node)
         name = event.name
         if event.kind == "fault":
+            self.fault_events.append(event)
             self._everything_dirty()
             return
+        if name in _CLIENT_TXN_EVENTS:
+            self.txn_events.append(event)
         if name in _PARTITION_EVENTS:
             self._all_partitions = self._brokers = True
         if name in _TXN_EVENTS:
