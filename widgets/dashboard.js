@@ -1049,6 +1049,290 @@ function logsPanel(v) {
   return strips.join("") || '<div class="eos-empty">no topics yet</div>';
 }
 
+// -- the sequence chart (widgets/sequence_svg.py) ------------------------------------------------------
+
+const MSC_WIDTH = 800;
+const GAP_MS = 1000;
+/** @type {Record<string, string>} */
+const API_COLOURS = {
+  FindCoordinator: "#888888",
+  InitProducerId: "#cc79a7",
+  AddPartitionsToTxn: "#e69f00",
+  Produce: "#0072b2",
+  AddOffsetsToTxn: "#009e73",
+  TxnOffsetCommit: "#56b4e9",
+  EndTxn: "#d55e00",
+  WriteTxnMarkers: "#000000",
+};
+/** @type {Record<string, string>} */
+const NOTE_FILL = {
+  "txn_state.write": "#fff3c4",
+  "txn.complete": "#d9f2d9",
+  "marker.append": "#eadcf0",
+  "marker.rejected": "#f8d0d0",
+  "produce.failed": "#f8d0d0",
+  "txn_offset_commit.pending": "#dff0f7",
+  "txn_offset_commit.completed": "#dff0f7",
+};
+const ROW = 18;
+const GAP_ROW = 24;
+const TIME_X = 54;
+const LANE_LEFT = 130;
+const LANE_RIGHT = MSC_WIDTH - 80;
+const CHAR_PX = 5.6;
+const LOOP_PX = 36;
+
+/** @param {string} api */
+function apiColour(api) {
+  return API_COLOURS[api] || "#555555";
+}
+
+/**
+ * Where lanes and rows are (sequence_svg._Layout).
+ * @param {any} c the chart's values (sequence_svg.chart_values)
+ */
+function mscLayout(c) {
+  const n = c.lanes.length;
+  const step = n > 1 ? Math.floor((LANE_RIGHT - LANE_LEFT) / (n - 1)) : 0;
+  const start = n > 1 ? LANE_LEFT : Math.floor(MSC_WIDTH / 2);
+  /** @type {Record<string, number>} */
+  const x = {};
+  c.lanes.forEach((/** @type {any[]} */ lane, /** @type {number} */ i) => {
+    x[lane[0]] = start + i * step;
+  });
+  const headerLines = Math.max(1, ...c.lanes.map((/** @type {any[]} */ l) => l[1].length));
+  const top = 58 + 11 * headerLines + 16;
+  /** @type {Map<number, number>} */
+  const times = new Map();
+  for (const a of c.arrows) {
+    times.set(a[0], a[9]);
+    if (a[1] !== null && a[10] !== null) times.set(a[1], a[10]);
+  }
+  for (const note of c.notes) times.set(note[0], note[1]);
+  /** @type {Map<number, number>} */
+  const y = new Map();
+  /** @type {Array<[number, number]>} */
+  const timeLabels = [];
+  /** @type {Array<[number, number]>} */
+  const gaps = [];
+  let row = top;
+  /** @type {number | null} */
+  let lastMs = null;
+  for (const index of [...times.keys()].sort((a, b) => a - b)) {
+    const ms = /** @type {number} */ (times.get(index));
+    if (lastMs !== null && ms - lastMs > GAP_MS) {
+      gaps.push([row - Math.floor(ROW / 2) + Math.floor(GAP_ROW / 2), ms - lastMs]);
+      row += GAP_ROW;
+    }
+    if (ms !== lastMs) timeLabels.push([row, ms]);
+    y.set(index, row);
+    lastMs = ms;
+    row += ROW;
+  }
+  const inFlight = c.arrows.some((/** @type {any[]} */ a) => a[1] === null);
+  return { x, y, top, timeLabels, gaps, endRow: inFlight ? row : null, bottom: row + (inFlight ? ROW : 0) };
+}
+
+/** @param {any[]} a */
+function arrowHover(a) {
+  const [sendIndex, endIndex, msgId, src, dst, , msg, , , sendMs, endMs, deliverMs, drop, replyTo, detail] = a;
+  let fate;
+  if (drop !== null) fate = `dropped at ${endMs} ms (trace #${endIndex}): ${drop}`;
+  else if (deliverMs === null) fate = "still in flight when the trace ends";
+  else fate = `delivered at ${deliverMs} ms (trace #${endIndex})`;
+  const lines = [`${msg} ${src} -> ${dst} (message id ${msgId})`, `sent at ${sendMs} ms (trace #${sendIndex}); ${fate}`];
+  if (replyTo !== null) lines.push(`answers the request sent at trace #${replyTo}`);
+  if (detail) lines.push(detail);
+  return lines.join("\n");
+}
+
+/**
+ * @param {number} x1
+ * @param {number} y1
+ * @param {number} x2
+ * @param {number} y2
+ * @param {string} colour
+ */
+function arrowHead(x1, y1, x2, y2, colour) {
+  const dx = x2 - x1;
+  const dy = y2 - y1;
+  const length = Math.sqrt(dx * dx + dy * dy) || 1.0;
+  const ux = dx / length;
+  const uy = dy / length;
+  const bx = x2 - 8 * ux;
+  const by = y2 - 8 * uy;
+  const px = -uy * 3.5;
+  const py = ux * 3.5;
+  const f = (/** @type {number} */ v) => v.toFixed(1);
+  return `<polygon points="${f(x2)},${f(y2)} ${f(bx + px)},${f(by + py)} ${f(bx - px)},${f(by - py)}" fill="${colour}"/>`;
+}
+
+/**
+ * One arrow's group and its label (sequence_svg._arrow).
+ * @param {any[]} a
+ * @param {ReturnType<typeof mscLayout>} L
+ * @returns {[string, string]}
+ */
+function mscArrow(a, L) {
+  const [sendIndex, endIndex, , src, dst, kind, , api, label, , , , drop] = a;
+  const colour = apiColour(api);
+  const x1 = L.x[src];
+  const y1 = /** @type {number} */ (L.y.get(sendIndex));
+  const xd = L.x[dst];
+  let x2 = xd;
+  let y2;
+  if (endIndex === null) y2 = L.endRow !== null ? L.endRow : y1 + ROW;
+  else y2 = /** @type {number} */ (L.y.get(endIndex));
+  let dash = kind === "response" ? ' stroke-dasharray="5 3"' : "";
+  if (endIndex === null) dash = ' stroke-dasharray="1 3"';
+  const stroke = `fill="none" stroke="${colour}" stroke-width="1.5"${dash}`;
+  const shapes = [];
+  let endX;
+  let headFrom;
+  if (src === dst) {
+    const side = x1 > Math.floor(MSC_WIDTH / 2) ? -1 : 1;
+    const bend = x1 + side * LOOP_PX;
+    endX = drop !== null ? bend : x1 + 2 * side;
+    shapes.push(`<path d="M${x1} ${y1}C${bend} ${y1} ${bend} ${y2} ${endX} ${y2}" ${stroke}/>`);
+    headFrom = bend;
+  } else {
+    if (drop !== null) x2 = x1 + Math.floor(((xd - x1) * 3) / 5);
+    shapes.push(`<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" ${stroke}/>`);
+    endX = x2;
+    headFrom = x1;
+  }
+  if (drop !== null)
+    shapes.push(
+      `<path d="M${endX - 5} ${y2 - 5}L${endX + 5} ${y2 + 5}M${endX - 5} ${y2 + 5}L${endX + 5} ${y2 - 5}" ` +
+        'stroke="#cc0000" stroke-width="2"/>',
+    );
+  else shapes.push(arrowHead(headFrom, src !== dst ? y1 : y2, endX, y2, colour));
+  const hover = `<title>${esc(arrowHover(a))}</title>`;
+  const group =
+    `<g class="arrow" data-api="${esc(api)}" data-kind="${esc(kind)}" data-index="${sendIndex}">` +
+    hover +
+    shapes.join("") +
+    "</g>";
+  const right = xd > x1 || (xd === x1 && x1 <= Math.floor(MSC_WIDTH / 2));
+  const text =
+    `<text class="label" data-index="${sendIndex}" x="${right ? x1 + 6 : x1 - 6}" y="${y1 - 3}" ` +
+    `text-anchor="${right ? "start" : "end"}" fill="${colour}" stroke="#ffffff" stroke-width="3" ` +
+    `paint-order="stroke">${hover}${esc(label)}</text>`;
+  return [group, text];
+}
+
+/**
+ * @param {any} c
+ * @param {number} top
+ * @returns {[string[], number]}
+ */
+function mscLegend(c, top) {
+  const present = new Set(c.arrows.map((/** @type {any[]} */ a) => a[7]));
+  /** @type {Array<[string, string, string]>} */
+  const items = Object.keys(API_COLOURS)
+    .filter((api) => present.has(api))
+    .map((api) => [api, apiColour(api), ""]);
+  for (const api of [...present].filter((p) => !(p in API_COLOURS)).sort()) items.push([api, apiColour(api), ""]);
+  items.push(["request", "#333333", ""], ["response", "#333333", ' stroke-dasharray="5 3"']);
+  if (c.arrows.some((/** @type {any[]} */ a) => a[1] === null))
+    items.push(["in flight at the end", "#333333", ' stroke-dasharray="1 3"']);
+  const out = ['<g class="legend">'];
+  let x = 10;
+  let y = top;
+  for (const [name, colour, dash] of items) {
+    const width = 26 + Math.floor(name.length * CHAR_PX) + 14;
+    if (x + width > MSC_WIDTH - 10) {
+      x = 10;
+      y += 16;
+    }
+    out.push(
+      `<line x1="${x}" y1="${y}" x2="${x + 20}" y2="${y}" stroke="${colour}" stroke-width="2"${dash}/>` +
+        `<text x="${x + 26}" y="${y + 3}">${esc(name)}</text>`,
+    );
+    x += width;
+  }
+  if (c.arrows.some((/** @type {any[]} */ a) => a[12] !== null)) {
+    if (x + 70 > MSC_WIDTH - 10) {
+      x = 10;
+      y += 16;
+    }
+    out.push(
+      `<path d="M${x + 5} ${y - 5}L${x + 15} ${y + 5}M${x + 5} ${y + 5}L${x + 15} ${y - 5}" stroke="#cc0000" ` +
+        `stroke-width="2"/><text x="${x + 26}" y="${y + 3}">dropped</text>`,
+    );
+  }
+  out.push("</g>");
+  return [out, y - top + 12];
+}
+
+/**
+ * The sequence chart panel from the frame's ``msc`` value (sequence_svg.sequence_svg).
+ * @param {any} c
+ */
+function mscPanel(c) {
+  if (!c) return "";
+  if (c.empty !== undefined) return `<div class="eos-empty">${esc(c.empty)}</div>`;
+  const L = mscLayout(c);
+  const [legend, legendHeight] = mscLegend(c, L.bottom + 14);
+  const height = L.bottom + 14 + legendHeight + 8;
+  const producer = `producer ${c.producer}, pid ${c.pid}`;
+  const ys = [...L.y.keys()];
+  const first = ys.length ? Math.min(...ys) : c.first;
+  const last = ys.length ? Math.max(...ys) : c.last;
+  const subtitle =
+    `${producer}; trace events ${first}..${last}; ` +
+    "time runs downwards (simulated ms at the left); hover an arrow for its detail";
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${MSC_WIDTH}" height="${height}" viewBox="0 0 ${MSC_WIDTH} ${height}" ` +
+      'font-family="Helvetica, Arial, sans-serif" font-size="10">',
+    `<title>${esc(c.heading)} (${esc(producer)})</title>`,
+    `<rect x="0" y="0" width="${MSC_WIDTH}" height="${height}" fill="#ffffff"/>`,
+    `<text x="10" y="18" font-size="13" font-weight="bold">${esc(c.heading)}</text>`,
+    `<text x="10" y="34" fill="#555555">${esc(subtitle)}</text>`,
+  ];
+  for (const [node, roles] of c.lanes) {
+    const x = L.x[node];
+    const lines = [`<text x="${x}" y="58" text-anchor="middle" font-size="11" font-weight="bold">${esc(node)}</text>`];
+    roles.forEach((/** @type {string} */ r, /** @type {number} */ i) =>
+      lines.push(`<text x="${x}" y="${71 + 11 * i}" text-anchor="middle" font-size="9" fill="#444444">${esc(r)}</text>`),
+    );
+    parts.push(
+      `<g class="lane" data-node="${esc(node)}"><title>${esc(node)}: ${esc(roles.join("; "))}</title>` +
+        lines.join("") +
+        `<line x1="${x}" y1="${L.top - 10}" x2="${x}" y2="${L.bottom}" stroke="#b0b0b0" stroke-width="1.5"/></g>`,
+    );
+  }
+  for (const [y, ms] of L.timeLabels)
+    parts.push(`<text x="${TIME_X}" y="${y + 3}" text-anchor="end" font-size="9" fill="#666666">${ms} ms</text>`);
+  for (const [y, skipped] of L.gaps)
+    parts.push(
+      `<line x1="10" y1="${y}" x2="${MSC_WIDTH - 10}" y2="${y}" stroke="#999999" stroke-dasharray="2 4"/>` +
+        `<text x="${TIME_X + 8}" y="${y - 3}" font-size="9" fill="#666666" font-style="italic">${skipped} ms later</text>`,
+    );
+  if (L.endRow !== null)
+    parts.push(
+      `<text x="${TIME_X}" y="${L.endRow + 3}" text-anchor="end" font-size="9" fill="#666666">end of trace</text>`,
+    );
+  /** @type {Array<[string, string]>} */
+  const arrows = c.arrows.map((/** @type {any[]} */ a) => mscArrow(a, L));
+  for (const [group] of arrows) parts.push(group);
+  parts.push('<g class="labels">', ...arrows.map(([, label]) => label), "</g>");
+  for (const [index, ms, node, name, text, detail] of c.notes) {
+    const x = L.x[node];
+    const y = /** @type {number} */ (L.y.get(index));
+    const fill = NOTE_FILL[name] || (node === c.producer ? "#e8eef7" : "#eeeeee");
+    const width = Math.floor(text.length * CHAR_PX) + 10;
+    const hover = `${name} ${detail} (at ${ms} ms, trace #${index})`;
+    parts.push(
+      `<g class="note" data-index="${index}"><title>${esc(hover)}</title>` +
+        `<rect x="${x - Math.floor(width / 2)}" y="${y - 7}" width="${width}" height="14" rx="3" fill="${fill}" stroke="#888888"/>` +
+        `<text x="${x}" y="${y + 3}" text-anchor="middle" font-size="9" fill="#222222">${esc(text)}</text></g>`,
+    );
+  }
+  parts.push(...legend, "</svg>");
+  return parts.join("\n") + "\n";
+}
+
 /** What each panel is drawn from: the frame keys (or key prefixes, ending in ":") it reads. */
 const DRAWN_FROM = {
   brokers: ["b:", "o:b", "ctl", "fr"],
@@ -1072,7 +1356,7 @@ const DRAW = {
   logs: logsPanel,
   reads: readsPanel,
   timeline: (v) => timelinePanel(v.f),
-  msc: (v) => String(v.f.msc || ""),
+  msc: (v) => mscPanel(v.f.msc),
 };
 
 /**

@@ -74,7 +74,7 @@ from engine.views.sequence_chart import transaction_chart
 from widgets import frame, panels, picture
 from widgets.live import LiveRun
 from widgets.pacer import MAX_HZ, pacer_for
-from widgets.sequence_svg import sequence_svg
+from widgets.sequence_svg import chart_values, sequence_svg
 
 #: Panel traits, in page order.
 PANELS = ("brokers", "partitions", "producers", "txns", "groups", "logs", "reads", "timeline", "msc")
@@ -171,7 +171,7 @@ class Dashboard(anywidget.AnyWidget):
         self.notes: list[tuple[int, str]] = []
         self.quiet = False
         self._shown: tuple[Any, ...] = ()
-        self._drawn: dict[str, tuple[Any, str]] = {}
+        self._drawn: dict[str, tuple[Any, Any]] = {}
         self._msc_at = 0.0
         #: The panels' HTML (the picture's, and what Python reads) for the key it was drawn at.
         self._html: tuple[Any, dict[str, str]] = ((), {})
@@ -308,37 +308,56 @@ class Dashboard(anywidget.AnyWidget):
             return topic, int(partition)
         return None, 0
 
-    def _msc(self, index: int) -> str:
-        """The sequence chart of the chosen id's latest transaction up to ``index``.
+    def _msc_chart(self, index: int) -> tuple[Any, Any]:
+        """``(key, chart)``: the sequence chart of the chosen id's latest transaction up to ``index``.
 
-        Drawn from that transaction's own stretch of the trace (found by :class:`_TraceScan`, not
-        by reading the whole trace), and while live at most once per :data:`MSC_EVERY_S`.
+        ``chart`` is a :class:`~engine.views.sequence_chart.SequenceChart`, or the text to show
+        instead. Built from that transaction's own stretch of the trace (found by
+        :class:`_TraceScan`, not by reading the whole trace), and while live at most once per
+        :data:`MSC_EVERY_S`.
         """
         tid = self.msc_txn or (self.txn_ids[0] if self.txn_ids else "")
         if not tid:
-            return '<div class="eos-empty">no transaction yet</div>'
+            return ("none",), "no transaction yet"
         window = self._scan.window(tid, index)
         if window is None:
-            return f'<div class="eos-empty">no transaction of {escape(tid)} yet</div>'
+            return ("none", tid), f"no transaction of {tid} yet"
         key = (id(self.run), tid, window.begin, window.upto(index))
         live = index == self.run.recorder.last_index
-        have = self._drawn.get("msc")
+        have = self._drawn.get("msc-chart")
         if have is not None and have[0] == key:
-            return have[1]
+            return have
         if have is not None and live and time.monotonic() - self._msc_at < MSC_EVERY_S:
             self._behind = True
-            return have[1]
+            return have
         events = self.run.cluster.world.trace.events
         picked = [events[i] for i in window.prefix] + events[window.start : window.upto(index) + 1]
         try:
-            chart = transaction_chart(picked, tid)
+            chart: Any = transaction_chart(picked, tid)
             chart = dataclasses.replace(chart, occurrence=window.occurrence, count=window.count)
-            html = sequence_svg(chart)
         except ValueError as exc:
-            html = f'<div class="eos-empty">{escape(str(exc))}</div>'
-        self._drawn["msc"] = (key, html)
+            chart = str(exc)
+        self._drawn["msc-chart"] = (key, chart)
         self._msc_at = time.monotonic()
-        return html
+        return key, chart
+
+    def _msc(self, index: int) -> str:
+        """The sequence chart as the picture draws it (:func:`~widgets.sequence_svg.sequence_svg`)."""
+        key, chart = self._msc_chart(index)
+        have = self._drawn.get("msc")
+        if have is None or have[0] != key:
+            html = f'<div class="eos-empty">{escape(chart)}</div>' if isinstance(chart, str) else sequence_svg(chart)
+            have = self._drawn["msc"] = (key, html)
+        return have[1]
+
+    def _msc_values(self, index: int) -> dict[str, Any]:
+        """The sequence chart as the frame sends it (:func:`~widgets.sequence_svg.chart_values`)."""
+        key, chart = self._msc_chart(index)
+        have = self._drawn.get("msc-values")
+        if have is None or have[0] != key:
+            values = {"empty": chart} if isinstance(chart, str) else chart_values(chart)
+            have = self._drawn["msc-values"] = (key, values)
+        return have[1]
 
     def publish(self, *, force: bool = False) -> bool:
         """Render and send what changed since the last publish; return True if anything was sent.
@@ -386,7 +405,7 @@ class Dashboard(anywidget.AnyWidget):
                 self.status = status
         now = self._encoder.frame(board, events, self._scan.faults)
         now["st"] = self.status
-        now["msc"] = self._msc(index)
+        now["msc"] = self._msc_values(index)
         now["rtp"] = self.reads_tp
         changed, gone = frame.diff(self._sent, now)
         self._sent = now
@@ -396,6 +415,11 @@ class Dashboard(anywidget.AnyWidget):
         if force:
             self._update_picture(True)
         return True
+
+    @property
+    def sent_frame(self) -> dict[str, Any]:
+        """The frame last sent to the page (:mod:`widgets.frame`; read it, do not change it)."""
+        return self._sent
 
     def _send_frame(self) -> None:
         """Send the whole frame last sent (a page that opens a view asks for it: ``hello``)."""

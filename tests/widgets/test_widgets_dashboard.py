@@ -153,7 +153,7 @@ def test_only_changed_values_are_sent() -> None:
     (msg,) = sent
     assert msg["set"]["b:3"][0] == "down" and "pr:p" not in msg["set"] and "lb:t-0:0" not in msg["set"]
     gone = [k for k in msg["del"] if k.startswith("e:")]  # the recent events scrolled: the old ones go
-    assert gone and all(k not in dash._sent for k in gone)
+    assert gone and all(k not in dash.sent_frame for k in gone)
 
 
 def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
@@ -161,7 +161,7 @@ def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
     run = LiveRun.start(seed=3, brokers=3)
     dash = Dashboard(run, pacer=False)
     sent = _frames(dash)
-    dash._on_action(dash, {"op": "hello"}, [])
+    dash._on_action(dash, {"op": "hello"}, [])  # what the page's message does
     page: dict[str, Any] = {}
     workload(run.cluster)
     for step in range(4):
@@ -175,7 +175,7 @@ def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
         for k in msg["del"]:
             del page[k]
         page.update(msg["set"])
-    assert sent[0]["full"] and page == dash._sent
+    assert sent[0]["full"] and page == dash.sent_frame
 
 
 def test_scrubbing_shows_the_recorded_board_and_live_comes_back() -> None:
