@@ -211,19 +211,39 @@ function button(op, node, text, title) {
   return `<button class="eos-act" data-op="${esc(op)}" data-node="${esc(node)}" title="${esc(title)}">${esc(text)}</button>`;
 }
 
+/** A batch's kind by its number in a packed tail (widgets/frame.py KINDS). */
+const KINDS = ["plain", "open", "committed", "aborted", "commit-marker", "abort-marker"];
+/** The numbers of one batch in a packed tail (widgets/frame.py BATCH_FIELDS). */
+const BATCH_FIELDS = 6;
+
 /**
- * A tail's batch as the drawing reads it, from its frame value (widgets/frame.py ``_batch``):
+ * A tail's batch as the drawing reads it, from its numbers in the packed tail (widgets/frame.py
+ * ``_batch``: base offset, count, kind, producer id, epoch, base sequence or a marker's coordinator epoch):
  * [base, last, count, kind, producer id, epoch, base seq, last seq, control type, coordinator epoch, is control].
- * @param {number} base
- * @param {any[]} v [count, kind, producer id, epoch, base seq (a marker: coordinator epoch)]
+ * @param {ArrayLike<number>} p the packed tail
+ * @param {number} i where the batch starts in it
  */
-function batchRow(base, v) {
-  const [count, kind, pid, epoch, x] = v;
+function batchRow(p, i) {
+  const base = p[i];
+  const count = p[i + 1];
+  const kind = KINDS[p[i + 2]] || "plain";
+  const x = p[i + 5];
   const control = kind === "commit-marker" || kind === "abort-marker";
   const bseq = control ? -1 : x;
   const lseq = bseq >= 0 ? bseq + count - 1 : -1;
   const ctype = control ? (kind === "commit-marker" ? "COMMIT" : "ABORT") : null;
-  return [base, base + count - 1, count, kind, pid, epoch, bseq, lseq, ctype, control ? x : -1, control];
+  return [base, base + count - 1, count, kind, p[i + 3], p[i + 4], bseq, lseq, ctype, control ? x : -1, control];
+}
+
+/**
+ * The numbers of a packed value: little-endian float64s (widgets/frame.py ``pack``).
+ * @param {DataView} view
+ * @returns {number[]}
+ */
+function unpack(view) {
+  const out = [];
+  for (let at = 0; at + 8 <= view.byteLength; at += 8) out.push(view.getFloat64(at, true));
+  return out;
 }
 
 /** The frame's rows, by kind, in order. */
@@ -245,17 +265,14 @@ class View {
     this.txns = (f["o:t"] || []).map((/** @type {string} */ n) => ({ name: n, r: f[`t:${n}`] }));
     /** @type {Array<{name: string, r: any[]}>} */
     this.groups = (f["o:g"] || []).map((/** @type {string} */ n) => ({ name: n, r: f[`g:${n}`] }));
-    /** @type {Map<string, any[][]>} tp -> its tail's batches, oldest first: [base, ...the lb row] */
+    /** @type {Map<string, any[][]>} tp -> its tail's batches, oldest first (batchRow) */
     this.tails = new Map();
-    for (const tp of f["o:l"] || []) this.tails.set(tp, []);
-    for (const key of Object.keys(f)) {
-      if (!key.startsWith("lb:")) continue;
-      const cut = key.lastIndexOf(":");
-      const tp = key.slice(3, cut);
-      const list = this.tails.get(tp);
-      if (list) list.push(batchRow(Number(key.slice(cut + 1)), f[key]));
+    for (const tp of f["o:l"] || []) {
+      const packed = f[`lt:${tp}`] || [];
+      const list = [];
+      for (let i = 0; i + BATCH_FIELDS <= packed.length; i += BATCH_FIELDS) list.push(batchRow(packed, i));
+      this.tails.set(tp, list);
     }
-    for (const list of this.tails.values()) list.sort((a, b) => a[0] - b[0]);
   }
 
   /**
@@ -1337,11 +1354,11 @@ function mscPanel(c) {
 const DRAWN_FROM = {
   brokers: ["b:", "o:b", "ctl", "fr"],
   partitions: ["p:", "o:p", "b:", "o:b", "fr"],
-  producers: ["pr:", "o:pr", "p:", "o:p", "b:", "t:", "o:t", "lb:", "o:l", "fr"],
+  producers: ["pr:", "o:pr", "p:", "o:p", "b:", "t:", "o:t", "lt:", "o:l", "fr"],
   txns: ["t:", "o:t", "fr"],
   groups: ["g:", "o:g", "fr"],
-  logs: ["lb:", "ln:", "o:l", "p:", "o:p", "b:", "pr:", "o:pr", "t:", "o:t"],
-  reads: ["p:", "o:p", "b:", "lb:", "o:l", "c:", "o:c", "rtp"],
+  logs: ["lt:", "o:l", "p:", "o:p", "b:", "pr:", "o:pr", "t:", "o:t"],
+  reads: ["p:", "o:p", "b:", "lt:", "o:l", "c:", "o:c", "rtp"],
   timeline: ["tl", "e:", "fw"],
   msc: ["msc"],
 };
@@ -1462,12 +1479,18 @@ function render({ model, el: root }) {
       }
     }
   }
-  /** @param {any} msg */
-  function onFrame(msg) {
+  /**
+   * @param {any} msg
+   * @param {DataView[]} [buffers]
+   */
+  function onFrame(msg, buffers) {
     if (!msg || msg.op !== "frame") return;
     if (msg.full) frame = {};
     for (const k of msg.del || []) delete frame[k];
-    Object.assign(frame, msg.set || {});
+    for (const [k, v] of Object.entries(msg.set || {})) {
+      const packed = v !== null && typeof v === "object" && typeof v.buffer === "number" && buffers;
+      frame[k] = packed ? unpack(buffers[v.buffer]) : v;
+    }
     if (msg.full || (msg.set && "st" in msg.set)) showStatus();
     draw(msg.full ? PANELS.map(([name]) => name) : touched([...Object.keys(msg.set || {}), ...(msg.del || [])]));
   }

@@ -410,7 +410,7 @@ class Dashboard(anywidget.AnyWidget):
         changed, gone = frame.diff(self._sent, now)
         self._sent = now
         if changed or gone:
-            self.send({"op": "frame", "set": changed, "del": gone})
+            self.send(*frame.message(changed, gone))
         self._picture_stale = self._picture_sent is not None
         if force:
             self._update_picture(True)
@@ -424,7 +424,7 @@ class Dashboard(anywidget.AnyWidget):
     def _send_frame(self) -> None:
         """Send the whole frame last sent (a page that opens a view asks for it: ``hello``)."""
         with self._publishing:
-            self.send({"op": "frame", "set": self._sent, "del": [], "full": True})
+            self.send(*frame.message(self._sent, [], full=True))
 
     def _panels_html(self) -> dict[str, str]:
         """Every panel's HTML at the event shown now (drawn once per shown moment)."""

@@ -29,9 +29,9 @@ key                 value
                     timeout, last update]``
 ``g:ID``            ``[coordinator, protocol, state, generation, target epoch, members, lag]``;
                     a member ``[name, epoch or None, assignment text]``
-``ln:TP``           how many batches the tail holds
-``lb:TP:BASE``      one batch of the tail: ``[count, kind, producer id, epoch, base seq]`` (a marker:
-                    its coordinator epoch for the base seq)
+``lt:TP``           the log tail, packed: :data:`BATCH_FIELDS` per batch, oldest first, as little-endian
+                    float64 (:func:`pack`); sent as a binary buffer of the message (:func:`message`),
+                    so the many numbers of a busy log cost no JSON
 ``fr``              the keys of the rows changed lately (``broker:1``, ``partition:t-0`` ...)
 ``tl``              ``[first index, index, t0, t1]`` of the recent-events panel
 ``e:INDEX``         ``[kind, name, text]`` of one recent event
@@ -50,6 +50,8 @@ Invariants
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -58,7 +60,12 @@ from engine.log.records import COMMIT
 from engine.views.board import LOG_TAIL, BoardState
 from widgets import panels
 
-__all__ = ["Encoder", "diff"]
+__all__ = ["BATCH_FIELDS", "KINDS", "Encoder", "diff", "message", "pack", "unpack"]
+
+#: A batch's kind (:func:`engine.views.log_batches.summarize`) as a number in a packed tail.
+KINDS = {"plain": 0, "open": 1, "committed": 2, "aborted": 3, "commit-marker": 4, "abort-marker": 5}
+#: The numbers of one batch in a packed tail.
+BATCH_FIELDS = ("base offset", "count", "kind", "producer id", "epoch", "base sequence or coordinator epoch")
 
 _TXN_EVENTS = frozenset({ev.TXN_STATE_WRITE, ev.MARKER_APPEND, ev.LOG_LSO})
 
@@ -75,10 +82,10 @@ class Encoder:
         self._rows: dict[int, tuple[Any, list[tuple[str, Any]]]] = {}
         #: trace index -> the event's entry in the recent-events panel
         self._events: dict[int, list[Any]] = {}
-        #: topic-partition -> (the tail's batches, its entries)
-        self._tails: dict[str, tuple[Any, list[tuple[str, Any]]]] = {}
-        #: id(batch) -> (batch, kind, its entry)
-        self._batches: dict[int, tuple[Any, str, tuple[str, Any]]] = {}
+        #: topic-partition -> (the tail's batches, its entry)
+        self._tails: dict[str, tuple[Any, tuple[str, bytes]]] = {}
+        #: id(batch) -> (batch, kind, its numbers)
+        self._batches: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
 
     def _entries(self, row: Any, encode: Any) -> list[tuple[str, Any]]:
         have = self._rows.get(id(row))
@@ -88,25 +95,30 @@ class Encoder:
         self._rows[id(row)] = (row, out)
         return out
 
-    def _tail(self, tail: Any) -> list[tuple[str, Any]]:
-        """A tail's entries; a batch's row is built once per batch and kind (engine batches never change)."""
+    def _tail(self, tail: Any) -> tuple[str, bytes]:
+        """A tail's entry: its batches as :data:`BATCH_FIELDS` numbers each, packed (see the module docstring).
+
+        A batch's numbers are worked out once per batch and kind (engine batches never change;
+        a transaction's outcome does, when its marker comes).
+        """
         batches = tail.batches
         tp = _tp(tail.topic, tail.partition)
         have = self._tails.get(tp)
         if have is not None and have[0] is batches:
             return have[1]
         rows = self._batches
-        out: list[tuple[str, Any]] = [(f"ln:{tp}", len(batches))]
+        flat: list[int] = []
         for b, kind in zip(batches, _kinds(batches), strict=True):
             got = rows.get(id(b))
             if got is None or got[0] is not b or got[1] != kind:
-                got = rows[id(b)] = (b, kind, (f"lb:{tp}:{b.base_offset}", _batch(b, kind)))
-            out.append(got[2])
-        self._tails[tp] = (batches, out)
+                got = rows[id(b)] = (b, kind, _batch(b, kind))
+            flat += got[2]
+        entry = (f"lt:{tp}", pack(flat))
+        self._tails[tp] = (batches, entry)
         if len(rows) > 4 * LOG_TAIL * (len(self._tails) + 1):  # batches that left every tail: let them go
             held = {id(b) for t, _ in self._tails.values() for b in t}
             self._batches = {k: v for k, v in rows.items() if k in held}
-        return out
+        return entry
 
     def forget(self) -> None:
         """Drop the cache (another run is shown)."""
@@ -137,7 +149,8 @@ class Encoder:
             for row in rows:
                 put(self._entries(row, encode))
         for tail in board.logs:
-            put(self._tail(tail))
+            key, packed = self._tail(tail)
+            out[key] = packed
         if len(self._rows) > 4 * (len(out) + 64):  # rows replaced long ago: let them go
             self._rows = {k: v for k, v in self._rows.items() if _alive(v[0], board)}
         out["o:b"] = [b.broker_id for b in board.brokers]
@@ -258,15 +271,48 @@ def _kinds(batches: Sequence[Any]) -> list[str]:
     return kinds
 
 
-def _batch(b: Any, kind: str) -> list[Any]:
-    """``[count, kind, producer id, epoch, base sequence or a marker's coordinator epoch]``.
+def _batch(b: Any, kind: str) -> tuple[int, ...]:
+    """A batch's :data:`BATCH_FIELDS`.
 
     The rest follows (engine batches have no offset or sequence gaps): the last offset is
     ``base + count - 1``, the last sequence ``base sequence + count - 1`` (-1 without one), a
     marker's kind names its control type.
     """
     last = b.coordinator_epoch if b.is_control else b.base_sequence
-    return [len(b.values), kind, b.producer_id, b.producer_epoch, last]
+    return (b.base_offset, len(b.values), KINDS[kind], b.producer_id, b.producer_epoch, last)
+
+
+def pack(numbers: list[int]) -> bytes:
+    """Integers as little-endian float64 (exact below 2**53), what a page reads with a ``DataView``."""
+    out = array("d", numbers)
+    if sys.byteorder == "big":  # pragma: no cover - every platform we run on is little-endian
+        out.byteswap()
+    return out.tobytes()
+
+
+def unpack(data: bytes) -> list[int]:
+    """The integers :func:`pack` packed."""
+    out = array("d")
+    out.frombytes(data)
+    if sys.byteorder == "big":  # pragma: no cover
+        out.byteswap()
+    return [int(v) for v in out]
+
+
+def message(changed: dict[str, Any], gone: list[str], *, full: bool = False) -> tuple[dict[str, Any], list[bytes]]:
+    """The custom message of a diff, and its binary buffers: a packed value is sent as ``{"buffer": i}``."""
+    values: dict[str, Any] = {}
+    buffers: list[bytes] = []
+    for k, v in changed.items():
+        if type(v) is bytes:
+            values[k] = {"buffer": len(buffers)}
+            buffers.append(v)
+        else:
+            values[k] = v
+    content: dict[str, Any] = {"op": "frame", "set": values, "del": gone}
+    if full:
+        content["full"] = True
+    return content, buffers
 
 
 def diff(last: dict[str, Any], now: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -26,7 +26,7 @@ import pytest
 from engine import Cluster
 from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from engine.views.board import board_state
-from widgets import panels
+from widgets import frame, panels
 from widgets.dashboard import MAX_HZ, PANELS, Dashboard
 from widgets.live import LiveRun
 
@@ -122,9 +122,17 @@ def test_dashboard_actions_are_journaled_and_replay_to_the_same_fingerprint() ->
 
 
 def _frames(dash: Dashboard) -> list[dict[str, Any]]:
-    """Catch what the dashboard sends to the page (its custom messages) in a list."""
+    """Catch what the dashboard sends to the page (its custom messages) in a list, buffers unpacked."""
     sent: list[dict[str, Any]] = []
-    dash.send = lambda content, buffers=None: sent.append(content)  # type: ignore[method-assign]
+
+    def send(content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
+        values = content["set"]
+        for k, v in values.items():
+            if isinstance(v, dict) and set(v) == {"buffer"}:
+                values[k] = frame.unpack((buffers or [])[v["buffer"]])
+        sent.append(content)
+
+    dash.send = send  # type: ignore[method-assign]
     return sent
 
 
@@ -142,16 +150,17 @@ def test_only_changed_values_are_sent() -> None:
     (msg,) = sent
     assert msg["op"] == "frame" and not msg.get("full")
     changed = set(msg["set"])
-    assert {"p:t-0", "pr:p", "o:pr", "ln:t-0", "lb:t-0:0", "tl"} <= changed
+    assert {"p:t-0", "pr:p", "o:pr", "lt:t-0", "tl"} <= changed
     assert not any(k.startswith(("b:", "t:", "g:", "o:b", "o:t")) for k in changed)  # brokers, txns: unchanged
     assert msg["set"]["p:t-0"][6:9] == [1, 1, 1]  # LEO, HW, LSO
-    assert msg["set"]["lb:t-0:0"][:2] == [1, "plain"]  # count, kind
-    assert not any(isinstance(v, str) and "<" in v for k, v in msg["set"].items() if k != "msc")
+    pid = p.producer_id
+    assert msg["set"]["lt:t-0"] == [0, 1, frame.KINDS["plain"], pid, 0, 0]  # one batch: offset 0, 1 record, seq 0
+    assert not any(isinstance(v, str) and "<" in v for v in msg["set"].values())
     sent.clear()
     run.cluster.crash(3)
     dash.publish()
     (msg,) = sent
-    assert msg["set"]["b:3"][0] == "down" and "pr:p" not in msg["set"] and "lb:t-0:0" not in msg["set"]
+    assert msg["set"]["b:3"][0] == "down" and "pr:p" not in msg["set"] and "lt:t-0" not in msg["set"]
     gone = [k for k in msg["del"] if k.startswith("e:")]  # the recent events scrolled: the old ones go
     assert gone and all(k not in dash.sent_frame for k in gone)
 
@@ -175,7 +184,8 @@ def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
         for k in msg["del"]:
             del page[k]
         page.update(msg["set"])
-    assert sent[0]["full"] and page == dash.sent_frame
+    kernel = {k: frame.unpack(v) if type(v) is bytes else v for k, v in dash.sent_frame.items()}
+    assert sent[0]["full"] and page == kernel
 
 
 def test_scrubbing_shows_the_recorded_board_and_live_comes_back() -> None:

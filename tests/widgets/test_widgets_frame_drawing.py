@@ -6,11 +6,12 @@ consumer; then 70 one-record batches on another topic, so a log tail holds more 
 draws, a consumer group, a transaction with a dropped acknowledgement and a request in flight when its
 leader crashes). A ``Dashboard`` is scrubbed to 27 moments of it, with the reads partition and the
 sequence chart's id switched on the way, and at each moment we keep its frame (what the kernel sends,
-:mod:`widgets.frame`) and every panel's HTML from :mod:`widgets.panels` and
-:mod:`widgets.sequence_svg` (what the static picture shows). Node then runs the drawing functions of
-``widgets/dashboard.js`` on each frame: every panel must equal Python's, character for character (after
-``&#x27;``/``&quot;`` are read as the quotes they stand for: the two escape differently, the browser shows
-the same). Without node (``check-js.sh`` needs it too) the test is skipped.
+:mod:`widgets.frame`; a packed log tail unpacked to its numbers, as the page does) and every panel's
+HTML from :mod:`widgets.panels` and :mod:`widgets.sequence_svg` (what the static picture shows). Node
+then runs the drawing functions of ``widgets/dashboard.js`` on each frame: every panel must equal
+Python's, character for character (after ``&#x27;``/``&quot;`` are read as the quotes they stand for:
+the two escape differently, the browser shows the same). Without node (``check-js.sh`` needs it too)
+the test is skipped.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pytest
 from engine import fault_verbs
 from tests.widgets.test_widgets_dashboard import workload
 from widgets import dashboard as dashboard_module
+from widgets import frame
 from widgets.dashboard import PANELS, Dashboard
 from widgets.live import LiveRun
 
@@ -87,7 +89,8 @@ def _moments(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, object]]:
         dash.msc_txn = "z" if (i // 3) % 2 else ""
         dash.publish(force=True)
         html = {name: getattr(dash, name) for name in PANELS}
-        out.append({"frame": dash.sent_frame, "html": html})
+        sent = {k: frame.unpack(v) if type(v) is bytes else v for k, v in dash.sent_frame.items()}
+        out.append({"frame": sent, "html": html})
     return out
 
 
