@@ -112,6 +112,11 @@ _NAMED = 3
 _CUTTABLE = frozenset({("cluster", "run_for"), ("cluster", "run_until"), ("cluster", "step")})
 #: The status bar keeps at most this many notes (each with the event it was written at).
 MAX_NOTES = 200
+#: While live, a tick packs at most this many changed log tails, or as many as lets every tail
+#: wait at most :data:`TAIL_TICKS` ticks (the ones packed longest ago first): a busy run's logs
+#: change every tick, and packing all of them would make a tick's cost grow with the partitions.
+TAILS_PER_TICK = 2
+TAIL_TICKS = 5
 #: While live, the sequence chart is drawn again at most this often (seconds of wall time).
 MSC_EVERY_S = 1.0
 
@@ -403,7 +408,11 @@ class Dashboard(anywidget.AnyWidget):
             }
             if status != self.status:
                 self.status = status
-        now = self._encoder.frame(board, events, self._scan.faults)
+        live = index == rec.last_index and not force
+        budget = max(TAILS_PER_TICK, -(-len(board.logs) // TAIL_TICKS)) if live else None
+        now = self._encoder.frame(board, events, self._scan.faults, tail_budget=budget)
+        if self._encoder.tails_behind:
+            self._behind = True  # the next tick packs the tails left as they were
         now["st"] = self.status
         now["msc"] = self._msc_values(index)
         now["rtp"] = self.reads_tp

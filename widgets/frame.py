@@ -84,6 +84,11 @@ class Encoder:
         self._events: dict[int, list[Any]] = {}
         #: topic-partition -> (the tail's batches, its entry)
         self._tails: dict[str, tuple[Any, tuple[str, bytes]]] = {}
+        #: topic-partition -> the frame count when its tail was last packed; frames built so far
+        self._packed_at: dict[str, int] = {}
+        self._packs = 0
+        #: How many changed tails the last frame left as they were (its ``tail_budget``).
+        self.tails_behind = 0
         #: id(batch) -> (batch, kind, its numbers)
         self._batches: dict[int, tuple[Any, str, tuple[int, ...]]] = {}
 
@@ -115,6 +120,7 @@ class Encoder:
             flat += got[2]
         entry = (f"lt:{tp}", pack(flat))
         self._tails[tp] = (batches, entry)
+        self._packed_at[tp] = self._packs
         if len(rows) > 4 * LOG_TAIL * (len(self._tails) + 1):  # batches that left every tail: let them go
             held = {id(b) for t, _ in self._tails.values() for b in t}
             self._batches = {k: v for k, v in rows.items() if k in held}
@@ -126,6 +132,7 @@ class Encoder:
         self._events.clear()
         self._tails.clear()
         self._batches.clear()
+        self._packed_at.clear()
 
     def frame(
         self,
@@ -134,8 +141,14 @@ class Encoder:
         faults: Sequence[Any],
         *,
         lines: int = panels.TIMELINE_LINES,
+        tail_budget: int | None = None,
     ) -> dict[str, Any]:
-        """Return the frame of ``board`` (the recent events read from ``events`` up to its index)."""
+        """Return the frame of ``board`` (the recent events read from ``events`` up to its index).
+
+        ``tail_budget``: pack at most this many changed log tails (those packed longest ago
+        first); the others keep the value last packed, and :attr:`tails_behind` says how many
+        wait. None packs every changed tail.
+        """
         out: dict[str, Any] = {}
         put = out.update
         for rows, encode in (
@@ -148,9 +161,25 @@ class Encoder:
         ):
             for row in rows:
                 put(self._entries(row, encode))
+        self._packs += 1
+        changed = []
         for tail in board.logs:
+            tp = _tp(tail.topic, tail.partition)
+            have = self._tails.get(tp)
+            if have is not None and have[0] is tail.batches:
+                out[have[1][0]] = have[1][1]
+            elif have is None or tail_budget is None:
+                key, packed = self._tail(tail)
+                out[key] = packed
+            else:
+                changed.append((self._packed_at.get(tp, 0), tp, tail))
+                out[have[1][0]] = have[1][1]  # as last packed, until its turn
+        changed.sort(key=lambda c: c[:2])
+        budget = len(changed) if tail_budget is None else tail_budget
+        for _, _, tail in changed[:budget]:
             key, packed = self._tail(tail)
             out[key] = packed
+        self.tails_behind = max(0, len(changed) - budget)
         if len(self._rows) > 4 * (len(out) + 64):  # rows replaced long ago: let them go
             self._rows = {k: v for k, v in self._rows.items() if _alive(v[0], board)}
         out["o:b"] = [b.broker_id for b in board.brokers]

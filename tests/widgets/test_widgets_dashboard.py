@@ -26,6 +26,7 @@ import pytest
 from engine import Cluster
 from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from engine.views.board import board_state
+from widgets import dashboard as dashboard_module
 from widgets import frame, panels
 from widgets.dashboard import MAX_HZ, PANELS, Dashboard
 from widgets.live import LiveRun
@@ -186,6 +187,30 @@ def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
         page.update(msg["set"])
     kernel = {k: frame.unpack(v) if type(v) is bytes else v for k, v in dash.sent_frame.items()}
     assert sent[0]["full"] and page == kernel
+
+
+def test_a_live_tick_packs_a_few_log_tails_and_the_next_ticks_catch_up() -> None:
+    """A busy run changes every log tail each tick: a live tick packs at most a few, the rest follow."""
+    run = LiveRun.start(seed=3, brokers=3)
+    run.cluster.create_topic("t", partitions=12, replication_factor=3)
+    dash = Dashboard(run, pacer=False)
+    sent = _frames(dash)
+    p = run.cluster.producer({"client.id": "p"})
+    for k in range(12):
+        p.produce("t", value=b"v", partition=k)
+    p.flush()
+    budget = max(dashboard_module.TAILS_PER_TICK, -(-12 // dashboard_module.TAIL_TICKS))
+    ticks = 0
+    while dash.publish():
+        ticks += 1
+        assert ticks <= dashboard_module.TAIL_TICKS + 1
+    packed = [sum(k.startswith("lt:") for k in m["set"]) for m in sent]
+    assert packed[0] == budget < 12 and sum(packed) == 12, packed
+    board = run.recorder.latest()
+    whole = frame.Encoder().frame(board, run.cluster.world.trace.events, ())
+    assert {k: v for k, v in dash.sent_frame.items() if k.startswith("lt:")} == {
+        k: v for k, v in whole.items() if k.startswith("lt:")
+    }
 
 
 def test_scrubbing_shows_the_recorded_board_and_live_comes_back() -> None:
