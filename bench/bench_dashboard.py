@@ -27,9 +27,17 @@ header, parent, metadata and content and an HMAC-SHA256 signature over them, and
 Each pacer tick's ``publish()`` is wrapped and timed in the pacer thread: wall ms (what the tick
 took, GIL waits included: the engine thread holds the GIL for up to ``sys.getswitchinterval()``
 at a time) and that thread's CPU ms (``time.thread_time``: the tick's own cost, the figure T8
-bounds), plus bytes and messages sent through the sink during that call. T8's targets: the
-dashboard run < 10 % slower than ``recorded`` (and the figures against ``bare`` are printed too),
-and ≤ 1 ms per tick.
+bounds), plus bytes and messages sent through the sink during that call (a binary buffer counts
+its bytes). T8's targets (issue 44): the dashboard run < 5 % slower than ``recorded`` (and the
+figures against ``bare`` are printed too), and ≤ 1 ms per tick. Each variant also reports the
+process's CPU seconds over the timed span (``time.process_time``: the engine's thread and the
+pacer's), a slowdown figure that the other work on a shared machine disturbs far less than the
+wall time.
+
+``--baseline-tree DIR`` runs ``recorded`` and ``dashboard`` a second time on another checkout's
+engine and widgets (e.g. ``git worktree add /tmp/base <commit before>``), with this script, in the
+same run: the rows named ``base ...``. ``--rounds N`` runs every part-1 variant N times and keeps
+each one's fastest run.
 
 **Part 2, scrub: the state at a random event of a ≥ 100k-event run.** A ``recorded`` run of the
 same workload (``--scrub-records``), then ``Dashboard(run, pacer=False)`` on the json sink, and
@@ -55,6 +63,7 @@ Usage::
 
     python bench/bench_dashboard.py                   # full: 25k idempotent + 25k transactional records
     python bench/bench_dashboard.py --quick           # CI smoke run (< 30 s)
+    python bench/bench_dashboard.py --baseline-tree /tmp/base --rounds 3   # against the commit before
     python bench/bench_dashboard.py --records 20000 --scrub-records 10000
     # one variant in this process, readable:
     python bench/bench_dashboard.py --child dashboard --records 10000
@@ -403,15 +412,18 @@ def child_t8(kind: str, records: int, seed: int) -> dict[str, Any]:
     events0 = trace.count
     gc.collect()
     gc.freeze()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     wl.run()
     t1 = time.perf_counter()
+    c1 = time.process_time()
     timed_ticks = len(ticks)  # the ticks that ran while the engine did
     rss1 = rss_bytes()
     out: dict[str, Any] = {
         "kind": kind,
         "records": 2 * records,
         "seconds": t1 - t0,
+        "cpu_seconds": c1 - c0,
         "sim_ms": c.now_ms,
         "trace_events": trace.count,
         "timed_events": trace.count - events0,
@@ -581,7 +593,8 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
     bare = res.get("bare")
     recd = res.get("recorded")
     head = (
-        f"{'variant':<15} {'records':>8} {'seconds':>8} {'records/s':>10} {'÷ bare':>7} {'÷ recorded':>10} "
+        f"{'variant':<15} {'records':>8} {'seconds':>8} {'CPU s':>7} {'records/s':>10} {'÷ bare':>7} "
+        f"{'÷ recorded':>10} "
         f"{'trace events':>12} {'RSS growth MB':>13} {'peak RSS MB':>11} {'rec. changes':>12}"
     )
     print(head)
@@ -593,7 +606,8 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
         vs_rec = f"{rate / (rec['records'] / rec['seconds']):.3f}" if rec and kind.endswith("dashboard") else ""
         changes = f"{r['recorder_changes']:,}" if "recorder_changes" in r else "-"
         print(
-            f"{kind:<15} {r['records']:>8,} {r['seconds']:>8.3f} {rate:>10,.0f} {vs_bare:>7} {vs_rec:>10} "
+            f"{kind:<15} {r['records']:>8,} {r['seconds']:>8.3f} {r['cpu_seconds']:>7.3f} {rate:>10,.0f} "
+            f"{vs_bare:>7} {vs_rec:>10} "
             f"{r['trace_events']:>12,} {r['rss_growth'] * mb:>13.1f} {r['peak_rss'] * mb:>11.1f} {changes:>12}"
         )
     if bare and recd:
@@ -649,7 +663,10 @@ def print_ticks(kind: str, d: dict[str, Any]) -> None:
             f"{statistics.median(t['cpu_ms'] for t in late):.2f} ms at ≥ {late[0]['index']:,} events"
         )
         share = sum(cpu) / 1e3 / d["seconds"]
-        print(f"pacer CPU over the timed span: {sum(cpu) / 1e3:.2f} s = {share:.1%} of the run's wall time")
+        print(
+            f"pacer CPU over the timed span: {sum(cpu) / 1e3:.2f} s = {share:.1%} of the run's wall time, "
+            f"{sum(cpu) / 1e3 / d['cpu_seconds']:.1%} of its CPU time; mean {statistics.fmean(cpu):.2f} ms a tick"
+        )
     for e in d["pacer_errors"][:5]:
         print(f"  pacer error: {e}")
 
@@ -795,10 +812,12 @@ def main(argv: list[str] | None = None) -> int:
         if prefix + "dashboard" in res and prefix + "recorded" in res:
             d, r = res[prefix + "dashboard"], res[prefix + "recorded"]
             ratio = (d["records"] / d["seconds"]) / (r["records"] / r["seconds"])
+            extra = d["cpu_seconds"] / r["cpu_seconds"] - 1
             print(
                 f"T8{' (baseline tree)' if prefix else ''}: dashboard at 10 Hz runs at {ratio:.3f}× the detached run "
                 f"({(1 - ratio):.1%} slower; target < {SLOWDOWN_TARGET:.0%}: "
-                f"{'met' if ratio >= 1 - SLOWDOWN_TARGET else 'NOT met'})"
+                f"{'met' if ratio >= 1 - SLOWDOWN_TARGET else 'NOT met'}); the process's CPU time "
+                f"{extra:+.1%} ({'met' if extra < SLOWDOWN_TARGET else 'NOT met'})"
             )
     if scrub is not None:
         print()
