@@ -143,8 +143,6 @@ class Dashboard(anywidget.AnyWidget):
     reads = _panel("reads")
     timeline = _panel("timeline")
     msc = _panel("msc")
-    #: time_ms, index, first, last, live, title, note, forks, quiet (the page gets it in the frame, key ``st``)
-    status = traitlets.Dict()
     #: The question a click on the run while rewound asks before forking ({} : none); see the module docstring.
     confirm = traitlets.Dict().tag(sync=True)
     txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -175,6 +173,8 @@ class Dashboard(anywidget.AnyWidget):
         #: (event index, text): what the status bar says from that event on
         self.notes: list[tuple[int, str]] = []
         self.quiet = False
+        #: time_ms, index, first, last, live, title, note, forks, quiet (the page gets it in the frame, key ``st``)
+        self.status: dict[str, Any] = {}
         self._shown: tuple[Any, ...] = ()
         self._drawn: dict[str, tuple[Any, Any]] = {}
         self._msc_at = 0.0
@@ -386,28 +386,25 @@ class Dashboard(anywidget.AnyWidget):
         board = rec.at(index)
         events = self.run.cluster.world.trace.events
         self._scan.advance(events, rec)
-        with self.hold_sync():
-            ids = sorted({t.transactional_id for t in board.txns})
-            if ids != list(self.txn_ids):
-                self.txn_ids = ids  # before the chart: its default id is the first
-            names = [f"{p.topic}-{p.partition}" for p in board.partitions]
-            if names != list(self.partition_names):
-                self.partition_names = names
-            status = {
-                "title": self.title,
-                "seed": self.run.cluster.seed,
-                "time_ms": board.time_ms,
-                "now_ms": self.run.cluster.now_ms,
-                "index": index,
-                "first": rec.first_index,
-                "last": rec.last_index,
-                "live": index == rec.last_index,
-                "note": self.note_at(index),
-                "forks": self.forks,
-                "quiet": self.quiet,
-            }
-            if status != self.status:
-                self.status = status
+        ids = sorted({t.transactional_id for t in board.txns})
+        if ids != self.txn_ids:
+            self.txn_ids = ids  # before the chart: its default id is the first (a trait: sent when it changes)
+        names = [f"{p.topic}-{p.partition}" for p in board.partitions]
+        if names != self.partition_names:
+            self.partition_names = names
+        self.status = {
+            "title": self.title,
+            "seed": self.run.cluster.seed,
+            "time_ms": board.time_ms,
+            "now_ms": self.run.cluster.now_ms,
+            "index": index,
+            "first": rec.first_index,
+            "last": rec.last_index,
+            "live": index == rec.last_index,
+            "note": self.note_at(index),
+            "forks": self.forks,
+            "quiet": self.quiet,
+        }
         live = index == rec.last_index and not force
         budget = max(TAILS_PER_TICK, -(-len(board.logs) // TAIL_TICKS)) if live else None
         now = self._encoder.frame(board, events, self._scan.faults, tail_budget=budget)
