@@ -369,6 +369,7 @@ def attach_dashboard(run: Any) -> tuple[Any, Any, list[dict[str, float]]]:
         if threading.current_thread().name != PACER_THREAD:
             return inner(force=force)
         b0, m0 = sink.sent_bytes, sink.sent_messages
+        charts = getattr(dash, "charts_built", None)
         w0, c0 = time.perf_counter(), time.thread_time()
         sent = inner(force=force)
         c1, w1 = time.thread_time(), time.perf_counter()
@@ -380,6 +381,7 @@ def attach_dashboard(run: Any) -> tuple[Any, Any, list[dict[str, float]]]:
                 "messages": sink.sent_messages - m0,
                 "sent": bool(sent),
                 "index": run.recorder.last_index,
+                "chart": None if charts is None else dash.charts_built != charts,
             }
         )
         return sent
@@ -654,6 +656,14 @@ def print_ticks(kind: str, d: dict[str, Any]) -> None:
             f"{statistics.median(tick_msgs):.0f} message(s); {d['sink_bytes'] / (1 << 20):.1f} MB in "
             f"{d['sink_messages']:,} messages in all"
         )
+        plain = [t["cpu_ms"] for t in sent if t.get("chart") is False]
+        if plain:
+            s_plain = summary(plain)
+            print(
+                f"per tick, CPU ms without the sequence chart's rebuild (at most one a second while live): median "
+                f"{s_plain['median']:.2f}, p95 {s_plain['p95']:.2f}, mean {statistics.fmean(plain):.2f} "
+                f"({len(sent) - len(plain)} of {len(sent)} ticks rebuilt it)"
+            )
         tenth = max(1, len(sent) // 10)
         early, late = sent[:tenth], sent[-tenth:]
         print(

@@ -178,6 +178,8 @@ class Dashboard(anywidget.AnyWidget):
         self._shown: tuple[Any, ...] = ()
         self._drawn: dict[str, tuple[Any, Any]] = {}
         self._msc_at = 0.0
+        #: How many sequence charts were built (a bench tells the ticks that built one apart).
+        self.charts_built = 0
         #: The panels' HTML (the picture's, and what Python reads) for the key it was drawn at.
         self._html: tuple[Any, dict[str, str]] = ((), {})
         #: The frame last sent to the page (:mod:`widgets.frame`), and its encoder.
@@ -344,6 +346,7 @@ class Dashboard(anywidget.AnyWidget):
             chart = str(exc)
         self._drawn["msc-chart"] = (key, chart)
         self._msc_at = time.monotonic()
+        self.charts_built += 1
         return key, chart
 
     def _msc(self, index: int) -> str:
