@@ -15,9 +15,14 @@ Threads
 One pacer (:mod:`widgets.pacer`: a thread, or the asyncio loop where threads cannot start, as in
 JupyterLite's Pyodide) wakes at most :data:`MAX_HZ` times a second. When playing it
 advances the engine with ``cluster.run_for`` (journaled, under the run's lock); then it
-publishes: it reads the board at the chosen event from the recorder, renders the panels and,
-inside ``hold_sync``, sets only the traits whose text changed. Clicks arrive on the kernel's
-main thread and act under the same lock. The engine itself never sees a thread.
+publishes: it reads the board at the chosen event from the recorder, turns it into the frame
+(:mod:`widgets.frame`: numbers and short strings, log tails packed) and sends the values that
+changed since the frame last sent, in one custom message; the page (``dashboard.js``) keeps the
+frame and draws every panel from it. A view that opens asks for the whole frame (``hello``).
+While live a tick packs at most a few changed log tails (:data:`TAILS_PER_TICK`) and builds the
+sequence chart at most every :data:`MSC_EVERY_S`, so its cost grows neither with the run nor with
+the partitions. Clicks arrive on the kernel's main thread and act under the same lock. The
+engine itself never sees a thread.
 
 Time travel
 -----------
@@ -48,10 +53,11 @@ Invariants
 * Where no front-end runs (a saved notebook reopened, nbviewer, GitHub, an untrusted notebook),
   the static picture shows what the dashboard showed last: displayed, the dashboard is two
   outputs, the widget and its picture (:mod:`widgets.picture`: HTML that JupyterLab's sanitiser
-  keeps as drawn), the picture under a display id that :meth:`Dashboard.update_picture` updates
-  as the dashboard changes (at most every :data:`PICTURE_EVERY_S` while it moves, and at the end
-  of every cell), so a saved notebook shows the end of the run. The live widget hides its own
-  picture while it shows (``dashboard.js``); closed, the picture is what is left.
+  keeps as drawn, drawn in Python by :mod:`widgets.panels`), the picture under a display id that
+  :meth:`Dashboard.update_picture` updates at the end of every cell, when the run stands still (the
+  first tick that finds nothing new) and on close, so a saved notebook shows the end of the run.
+  The live widget hides its own picture while it shows (``dashboard.js``); closed, the picture
+  is what is left.
 """
 
 from __future__ import annotations
