@@ -27,9 +27,17 @@ header, parent, metadata and content and an HMAC-SHA256 signature over them, and
 Each pacer tick's ``publish()`` is wrapped and timed in the pacer thread: wall ms (what the tick
 took, GIL waits included: the engine thread holds the GIL for up to ``sys.getswitchinterval()``
 at a time) and that thread's CPU ms (``time.thread_time``: the tick's own cost, the figure T8
-bounds), plus bytes and messages sent through the sink during that call. T8's targets: the
-dashboard run < 10 % slower than ``recorded`` (and the figures against ``bare`` are printed too),
-and ≤ 1 ms per tick.
+bounds), plus bytes and messages sent through the sink during that call (a binary buffer counts
+its bytes). T8's targets (issue 44): the dashboard run < 5 % slower than ``recorded`` (and the
+figures against ``bare`` are printed too), and ≤ 1 ms per tick. Each variant also reports the
+process's CPU seconds over the timed span (``time.process_time``: the engine's thread and the
+pacer's), a slowdown figure that the other work on a shared machine disturbs far less than the
+wall time.
+
+``--baseline-tree DIR`` runs ``recorded`` and ``dashboard`` a second time on another checkout's
+engine and widgets (e.g. ``git worktree add /tmp/base <commit before>``), with this script, in the
+same run: the rows named ``base ...``. ``--rounds N`` runs every part-1 variant N times and keeps
+each one's fastest run, and its least CPU seconds over the N runs.
 
 **Part 2, scrub: the state at a random event of a ≥ 100k-event run.** A ``recorded`` run of the
 same workload (``--scrub-records``), then ``Dashboard(run, pacer=False)`` on the json sink, and
@@ -55,6 +63,7 @@ Usage::
 
     python bench/bench_dashboard.py                   # full: 25k idempotent + 25k transactional records
     python bench/bench_dashboard.py --quick           # CI smoke run (< 30 s)
+    python bench/bench_dashboard.py --baseline-tree /tmp/base --rounds 3   # against the commit before
     python bench/bench_dashboard.py --records 20000 --scrub-records 10000
     # one variant in this process, readable:
     python bench/bench_dashboard.py --child dashboard --records 10000
@@ -107,10 +116,15 @@ VALUE_BYTES = 100
 #: Simulated time after the last commit, so every marker is written before the logs are checked.
 SETTLE_MS = 500
 PAGE = os.sysconf("SC_PAGE_SIZE")
-#: T8's per-tick budget (ms) and the scrub aim (ms).
+#: T8's per-tick budget (ms), the slowdown allowed with the dashboard open (issue 44) and the scrub aim (ms).
 TICK_TARGET_MS = 1.0
+SLOWDOWN_TARGET = 0.05
 SCRUB_TARGET_MS = 50.0
 VARIANTS = ("bare", "recorded", "dashboard")
+#: The prefix of the variants run on ``--baseline-tree``'s engine and widgets.
+BASE = "base "
+#: The name of the pacer's thread (``widgets.pacer.ThreadPacer``): only its ticks are timed.
+PACER_THREAD = "eos-dashboard-pacer"
 #: Records per producer (full: a detached run of about 4 s here; the scrub run then holds ≥ 100k
 #: trace events) and scrub samples; --quick sizes.
 FULL_RECORDS, FULL_SAMPLES = 25_000, 200
@@ -343,7 +357,8 @@ def attach_dashboard(run: Any) -> tuple[Any, Any, list[dict[str, float]]]:
     ``Dashboard(run)`` does, only after the wrapper is in place (no tick can run unwrapped).
     """
     install_json_sink()
-    from widgets.dashboard import Dashboard, Pacer
+    from widgets.dashboard import Dashboard
+    from widgets.pacer import pacer_for
 
     dash = Dashboard(run, pacer=False)
     sink = dash.comm
@@ -351,9 +366,10 @@ def attach_dashboard(run: Any) -> tuple[Any, Any, list[dict[str, float]]]:
     inner = dash.publish
 
     def publish(*, force: bool = False) -> bool:
-        if threading.current_thread() is not dash.pacer:
+        if threading.current_thread().name != PACER_THREAD:
             return inner(force=force)
         b0, m0 = sink.sent_bytes, sink.sent_messages
+        charts = getattr(dash, "charts_built", None)
         w0, c0 = time.perf_counter(), time.thread_time()
         sent = inner(force=force)
         c1, w1 = time.thread_time(), time.perf_counter()
@@ -365,12 +381,13 @@ def attach_dashboard(run: Any) -> tuple[Any, Any, list[dict[str, float]]]:
                 "messages": sink.sent_messages - m0,
                 "sent": bool(sent),
                 "index": run.recorder.last_index,
+                "chart": None if charts is None else dash.charts_built != charts,
             }
         )
         return sent
 
     dash.publish = publish  # step_publish() calls self.publish(): the instance attribute wins
-    dash.pacer = Pacer(dash)
+    dash.pacer = pacer_for(dash)
     dash.pacer.start()
     return dash, sink, ticks
 
@@ -397,15 +414,18 @@ def child_t8(kind: str, records: int, seed: int) -> dict[str, Any]:
     events0 = trace.count
     gc.collect()
     gc.freeze()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     wl.run()
     t1 = time.perf_counter()
+    c1 = time.process_time()
     timed_ticks = len(ticks)  # the ticks that ran while the engine did
     rss1 = rss_bytes()
     out: dict[str, Any] = {
         "kind": kind,
         "records": 2 * records,
         "seconds": t1 - t0,
+        "cpu_seconds": c1 - c0,
         "sim_ms": c.now_ms,
         "trace_events": trace.count,
         "timed_events": trace.count - events0,
@@ -549,8 +569,8 @@ def child_profile(records: int, seed: int, top: int) -> dict[str, Any]:
 # ==========================================================================================
 
 
-def run_child(mode: str, args: argparse.Namespace, records: int) -> dict[str, Any]:
-    """Run one child in a fresh interpreter; raise BenchError with its stderr if it fails."""
+def run_child(mode: str, args: argparse.Namespace, records: int, tree: Path | None = None) -> dict[str, Any]:
+    """Run one child in a fresh interpreter (on ``tree``'s engine and widgets if given); raise BenchError on failure."""
     cmd = [
         sys.executable,
         str(Path(__file__).resolve()),
@@ -564,7 +584,9 @@ def run_child(mode: str, args: argparse.Namespace, records: int) -> dict[str, An
         str(args.seed),
         "--json",
     ]
-    return run_json_child(cmd, timeout=args.timeout, what=f"child {mode}")
+    if tree is not None:
+        cmd += ["--tree", str(tree)]
+    return run_json_child(cmd, timeout=args.timeout, what=f"child {mode}" + (f" on {tree}" if tree else ""))
 
 
 def print_t8(res: dict[str, dict[str, Any]]) -> None:
@@ -573,22 +595,21 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
     bare = res.get("bare")
     recd = res.get("recorded")
     head = (
-        f"{'variant':<10} {'records':>8} {'seconds':>8} {'records/s':>10} {'÷ bare':>7} {'÷ recorded':>10} "
+        f"{'variant':<15} {'records':>8} {'seconds':>8} {'CPU s':>7} {'records/s':>10} {'÷ bare':>7} "
+        f"{'÷ recorded':>10} "
         f"{'trace events':>12} {'RSS growth MB':>13} {'peak RSS MB':>11} {'rec. changes':>12}"
     )
     print(head)
     print("-" * len(head))
-    for kind in VARIANTS:
-        r = res.get(kind)
-        if r is None:
-            print(f"{kind:<10} (failed)")
-            continue
+    for kind, r in res.items():
         rate = r["records"] / r["seconds"]
         vs_bare = f"{rate / (bare['records'] / bare['seconds']):.3f}" if bare else "-"
-        vs_rec = f"{rate / (recd['records'] / recd['seconds']):.3f}" if recd and kind == "dashboard" else ""
+        rec = res.get(BASE + "recorded") if kind.startswith(BASE) else recd
+        vs_rec = f"{rate / (rec['records'] / rec['seconds']):.3f}" if rec and kind.endswith("dashboard") else ""
         changes = f"{r['recorder_changes']:,}" if "recorder_changes" in r else "-"
         print(
-            f"{kind:<10} {r['records']:>8,} {r['seconds']:>8.3f} {rate:>10,.0f} {vs_bare:>7} {vs_rec:>10} "
+            f"{kind:<15} {r['records']:>8,} {r['seconds']:>8.3f} {r['cpu_seconds']:>7.3f} {rate:>10,.0f} "
+            f"{vs_bare:>7} {vs_rec:>10} "
             f"{r['trace_events']:>12,} {r['rss_growth'] * mb:>13.1f} {r['peak_rss'] * mb:>11.1f} {changes:>12}"
         )
     if bare and recd:
@@ -599,9 +620,13 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
             f"{recd['recorder_changes']:,} row changes ({per:.0f} B per change), "
             f"{recd['journal_entries']:,} journal entries"
         )
-    d = res.get("dashboard")
-    if not d:
-        return
+    for kind in ("dashboard", BASE + "dashboard"):
+        if kind in res:
+            print_ticks(kind, res[kind])
+
+
+def print_ticks(kind: str, d: dict[str, Any]) -> None:
+    """Print one dashboard variant's per-tick figures."""
     ticks = d["ticks"]
     sent = [t for t in ticks if t["sent"]]
     wall = [t["wall_ms"] for t in sent]
@@ -609,7 +634,7 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
     hz = len(ticks) / d["seconds"] if d["seconds"] else 0.0
     print()
     print(
-        f"pacer ticks during the timed span: {len(ticks)} in {d['seconds']:.2f} s ({hz:.1f} Hz; "
+        f"{kind}: pacer ticks during the timed span: {len(ticks)} in {d['seconds']:.2f} s ({hz:.1f} Hz; "
         f"{len(sent)} published something), {d['pacer_ticks']} in all; pacer errors: {len(d['pacer_errors'])}"
     )
     if sent:
@@ -631,6 +656,14 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
             f"{statistics.median(tick_msgs):.0f} message(s); {d['sink_bytes'] / (1 << 20):.1f} MB in "
             f"{d['sink_messages']:,} messages in all"
         )
+        plain = [t["cpu_ms"] for t in sent if t.get("chart") is False]
+        if plain:
+            s_plain = summary(plain)
+            print(
+                f"per tick, CPU ms without the sequence chart's rebuild (at most one a second while live): median "
+                f"{s_plain['median']:.2f}, p95 {s_plain['p95']:.2f}, mean {statistics.fmean(plain):.2f} "
+                f"({len(sent) - len(plain)} of {len(sent)} ticks rebuilt it)"
+            )
         tenth = max(1, len(sent) // 10)
         early, late = sent[:tenth], sent[-tenth:]
         print(
@@ -640,7 +673,10 @@ def print_t8(res: dict[str, dict[str, Any]]) -> None:
             f"{statistics.median(t['cpu_ms'] for t in late):.2f} ms at ≥ {late[0]['index']:,} events"
         )
         share = sum(cpu) / 1e3 / d["seconds"]
-        print(f"pacer CPU over the timed span: {sum(cpu) / 1e3:.2f} s = {share:.1%} of the run's wall time")
+        print(
+            f"pacer CPU over the timed span: {sum(cpu) / 1e3:.2f} s = {share:.1%} of the run's wall time, "
+            f"{sum(cpu) / 1e3 / d['cpu_seconds']:.1%} of its CPU time; mean {statistics.fmean(cpu):.2f} ms a tick"
+        )
     for e in d["pacer_errors"][:5]:
         print(f"  pacer error: {e}")
 
@@ -682,15 +718,17 @@ def sanity(res: dict[str, dict[str, Any]], records: int) -> list[str]:
     if "bare" in prints:
         bad.extend(
             f"fingerprint of {kind} {prints[kind]} != bare {prints['bare']}: attaching changed the run"
-            for kind in ("recorded", "dashboard")
-            if kind in prints and prints[kind] != prints["bare"]
+            for kind in prints
+            if kind != "bare" and prints[kind] != prints["bare"]
         )
-    d = res.get("dashboard")
-    if d is not None:
+    for kind in ("dashboard", BASE + "dashboard"):
+        d = res.get(kind)
+        if d is None:
+            continue
         if d["pacer_errors"]:
-            bad.append(f"dashboard: the pacer raised {len(d['pacer_errors'])} time(s), e.g. {d['pacer_errors'][0]}")
+            bad.append(f"{kind}: the pacer raised {len(d['pacer_errors'])} time(s), e.g. {d['pacer_errors'][0]}")
         if not d["ticks"]:
-            bad.append("dashboard: the pacer never ticked during the timed span")
+            bad.append(f"{kind}: the pacer never ticked during the timed span")
     return bad
 
 
@@ -715,7 +753,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--child", choices=(*VARIANTS, "scrub", "profile"), help="run one child in this process")
     ap.add_argument("--top", type=int, default=10, help="with --child profile: lines of the profile")
     ap.add_argument("--json", action="store_true", help="with --child: print the figures as one JSON line")
+    ap.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="also run recorded and dashboard on this checkout's engine and widgets (e.g. a git worktree of the "
+        "commit before), in the same run",
+    )
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each part-1 variant; the fastest is kept")
+    ap.add_argument("--tree", type=Path, help=argparse.SUPPRESS)  # a child: import engine and widgets from here
     args = ap.parse_args(argv)
+    if args.tree is not None:
+        sys.path.insert(0, str(args.tree.resolve()))
     quick = args.quick
     args.records = args.records or (QUICK_RECORDS if quick else FULL_RECORDS)
     args.scrub_records = args.scrub_records or (QUICK_RECORDS if quick else FULL_RECORDS)
@@ -744,11 +792,24 @@ def main(argv: list[str] | None = None) -> int:
     print()
     res: dict[str, dict[str, Any]] = {}
     failures: list[str] = []
-    for kind in VARIANTS:
-        try:
-            res[kind] = run_child(kind, args, args.records)
-        except (BenchError, subprocess.TimeoutExpired) as exc:
-            failures.append(f"{kind}: {exc}")
+    runs: list[tuple[str, str, Path | None]] = [(kind, kind, None) for kind in VARIANTS]
+    if args.baseline_tree is not None:
+        base = args.baseline_tree.resolve()
+        runs += [(BASE + kind, kind, base) for kind in ("recorded", "dashboard")]
+        print(f"baseline tree: {base} (the variants named '{BASE}...')")
+    cpus: dict[str, list[float]] = {}
+    for _ in range(max(1, args.rounds)):
+        for label, kind, tree in runs:
+            try:
+                r = run_child(kind, args, args.records, tree)
+            except (BenchError, subprocess.TimeoutExpired) as exc:
+                failures.append(f"{label}: {exc}")
+                continue
+            cpus.setdefault(label, []).append(r["cpu_seconds"])
+            if label not in res or r["seconds"] < res[label]["seconds"]:
+                res[label] = r
+    for label, r in res.items():  # each variant's least CPU: the figure other work on the machine disturbs least
+        r["cpu_seconds"] = min(cpus[label])
     scrub = None
     try:
         scrub = run_child("scrub", args, args.scrub_records)
@@ -759,15 +820,19 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "\nbaselines: '÷ bare' divides records/s by bare's (no journal, no recorder: the engine alone); "
         "'÷ recorded' divides the dashboard's by recorded's (journal + recorder, no widget: the detached run). "
-        "T8 target: dashboard ÷ recorded ≥ 0.90 (< 10 % slower)."
+        "T8 target (issue 44): dashboard ÷ recorded ≥ 0.95 (< 5 % slower)."
     )
-    if "dashboard" in res and "recorded" in res:
-        d, r = res["dashboard"], res["recorded"]
-        ratio = (d["records"] / d["seconds"]) / (r["records"] / r["seconds"])
-        print(
-            f"T8: dashboard at 10 Hz runs at {ratio:.3f}× the detached run "
-            f"({(1 - ratio):.1%} slower; target < 10 %: {'met' if ratio >= 0.9 else 'NOT met'})"
-        )
+    for prefix in ("", BASE):
+        if prefix + "dashboard" in res and prefix + "recorded" in res:
+            d, r = res[prefix + "dashboard"], res[prefix + "recorded"]
+            ratio = (d["records"] / d["seconds"]) / (r["records"] / r["seconds"])
+            extra = d["cpu_seconds"] / r["cpu_seconds"] - 1
+            print(
+                f"T8{' (baseline tree)' if prefix else ''}: dashboard at 10 Hz runs at {ratio:.3f}× the detached run "
+                f"({(1 - ratio):.1%} slower; target < {SLOWDOWN_TARGET:.0%}: "
+                f"{'met' if ratio >= 1 - SLOWDOWN_TARGET else 'NOT met'}); the process's CPU time "
+                f"{extra:+.1%} ({'met' if extra < SLOWDOWN_TARGET else 'NOT met'})"
+            )
     if scrub is not None:
         print()
         print_scrub(scrub)

@@ -15,9 +15,14 @@ Threads
 One pacer (:mod:`widgets.pacer`: a thread, or the asyncio loop where threads cannot start, as in
 JupyterLite's Pyodide) wakes at most :data:`MAX_HZ` times a second. When playing it
 advances the engine with ``cluster.run_for`` (journaled, under the run's lock); then it
-publishes: it reads the board at the chosen event from the recorder, renders the panels and,
-inside ``hold_sync``, sets only the traits whose text changed. Clicks arrive on the kernel's
-main thread and act under the same lock. The engine itself never sees a thread.
+publishes: it reads the board at the chosen event from the recorder, turns it into the frame
+(:mod:`widgets.frame`: numbers and short strings, log tails packed) and sends the values that
+changed since the frame last sent, in one custom message; the page (``dashboard.js``) keeps the
+frame and draws every panel from it. A view that opens asks for the whole frame (``hello``).
+While live a tick packs at most a few changed log tails (:data:`TAILS_PER_TICK`) and builds the
+sequence chart at most every :data:`MSC_EVERY_S`, so its cost grows neither with the run nor with
+the partitions. Clicks arrive on the kernel's main thread and act under the same lock. The
+engine itself never sees a thread.
 
 Time travel
 -----------
@@ -48,19 +53,21 @@ Invariants
 * Where no front-end runs (a saved notebook reopened, nbviewer, GitHub, an untrusted notebook),
   the static picture shows what the dashboard showed last: displayed, the dashboard is two
   outputs, the widget and its picture (:mod:`widgets.picture`: HTML that JupyterLab's sanitiser
-  keeps as drawn), the picture under a display id that :meth:`Dashboard.update_picture` updates
-  as the dashboard changes (at most every :data:`PICTURE_EVERY_S` while it moves, and at the end
-  of every cell), so a saved notebook shows the end of the run. The live widget hides its own
-  picture while it shows (``dashboard.js``); closed, the picture is what is left.
+  keeps as drawn, drawn in Python by :mod:`widgets.panels`), the picture under a display id that
+  :meth:`Dashboard.update_picture` updates at the end of every cell, when the run stands still (the
+  first tick that finds nothing new) and on close, so a saved notebook shows the end of the run.
+  The live widget hides its own picture while it shows (``dashboard.js``); closed, the picture
+  is what is left.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -70,10 +77,10 @@ import traitlets
 
 from engine import trace_events as ev
 from engine.views.sequence_chart import transaction_chart
-from widgets import panels, picture
+from widgets import frame, panels, picture
 from widgets.live import LiveRun
 from widgets.pacer import MAX_HZ, pacer_for
-from widgets.sequence_svg import sequence_svg
+from widgets.sequence_svg import chart_values, sequence_svg
 
 #: Panel traits, in page order.
 PANELS = ("brokers", "partitions", "producers", "txns", "groups", "logs", "reads", "timeline", "msc")
@@ -111,14 +118,20 @@ _NAMED = 3
 _CUTTABLE = frozenset({("cluster", "run_for"), ("cluster", "run_until"), ("cluster", "step")})
 #: The status bar keeps at most this many notes (each with the event it was written at).
 MAX_NOTES = 200
+#: While live, a tick packs at most this many changed log tails, or as many as lets every tail
+#: wait at most :data:`TAIL_TICKS` ticks (the ones packed longest ago first): a busy run's logs
+#: change every tick, and packing all of them would make a tick's cost grow with the partitions.
+TAILS_PER_TICK = 2
+TAIL_TICKS = 5
 #: While live, the sequence chart is drawn again at most this often (seconds of wall time).
 MSC_EVERY_S = 1.0
-#: While live, the log strips (the costliest pictures) are drawn again at most this often.
-LOGS_EVERY_S = 0.5
-#: While the dashboard changes, its static picture in the notebook is updated at most this often.
-PICTURE_EVERY_S = 1.0
 
 _HERE = Path(__file__).parent
+
+
+def _panel(name: str) -> property:
+    """A panel's HTML at the event shown now, as the static picture draws it (the page draws from the frame)."""
+    return property(lambda self: self._panels_html()[name], doc=f"The {name} panel's HTML (read-only).")
 
 
 class Dashboard(anywidget.AnyWidget):
@@ -127,17 +140,15 @@ class Dashboard(anywidget.AnyWidget):
     _esm = _HERE / "dashboard.js"
     _css = _HERE / "dashboard.css"
 
-    brokers = traitlets.Unicode("").tag(sync=True)
-    partitions = traitlets.Unicode("").tag(sync=True)
-    producers = traitlets.Unicode("").tag(sync=True)
-    txns = traitlets.Unicode("").tag(sync=True)
-    groups = traitlets.Unicode("").tag(sync=True)
-    logs = traitlets.Unicode("").tag(sync=True)
-    reads = traitlets.Unicode("").tag(sync=True)
-    timeline = traitlets.Unicode("").tag(sync=True)
-    msc = traitlets.Unicode("").tag(sync=True)
-    #: time_ms, index, first, last, live, title, note, forks, quiet
-    status = traitlets.Dict().tag(sync=True)
+    brokers = _panel("brokers")
+    partitions = _panel("partitions")
+    producers = _panel("producers")
+    txns = _panel("txns")
+    groups = _panel("groups")
+    logs = _panel("logs")
+    reads = _panel("reads")
+    timeline = _panel("timeline")
+    msc = _panel("msc")
     #: The question a click on the run while rewound asks before forking ({} : none); see the module docstring.
     confirm = traitlets.Dict().tag(sync=True)
     txn_ids = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -168,18 +179,27 @@ class Dashboard(anywidget.AnyWidget):
         #: (event index, text): what the status bar says from that event on
         self.notes: list[tuple[int, str]] = []
         self.quiet = False
+        #: time_ms, index, first, last, live, title, note, forks, quiet (the page gets it in the frame, key ``st``)
+        self.status: dict[str, Any] = {}
         self._shown: tuple[Any, ...] = ()
-        self._drawn: dict[str, tuple[Any, str]] = {}
+        self._drawn: dict[str, tuple[Any, Any]] = {}
         self._msc_at = 0.0
-        self._logs_at = 0.0
+        #: How many sequence charts were built (a bench tells the ticks that built one apart).
+        self.charts_built = 0
+        #: The panels' HTML (the picture's, and what Python reads) for the key it was drawn at.
+        self._html: tuple[Any, dict[str, str]] = ((), {})
+        #: The frame last sent to the page (:mod:`widgets.frame`), and its encoder.
+        self._sent: dict[str, Any] = {}
+        self._encoder = frame.Encoder()
         #: A throttled panel was sent as it was: publish again when its time comes, changed or not.
         self._behind = False
         self._scan = _TraceScan()
-        self._publishing = threading.Lock()
+        self._publishing = threading.RLock()
         self.picture = f"eos-{self.model_id or id(self)}"
         #: The picture's HTML as last sent, and when (None: not displayed, nothing to update).
         self._picture_sent: str | None = None
-        self._picture_at = 0.0
+        #: The run moved since the picture was last sent.
+        self._picture_stale = False
         self._cell_hook: Any = None
         self.on_msg(self._on_action)
         self.observe(self._on_control, names=["scrub", "msc_txn", "reads_tp"])
@@ -229,7 +249,7 @@ class Dashboard(anywidget.AnyWidget):
         if board is None:
             board = self.run.recorder.at(self.index())
         index = board.event_index
-        self._scan.advance(self.run.cluster.world.trace.events)
+        self._scan.advance(self.run.cluster.world.trace.events, self.run.recorder)
         hues = panels.producer_palette(board)
         zombies = panels.fenced_epochs(board)
         look = (tuple(hues.items()), frozenset(zombies))
@@ -267,18 +287,7 @@ class Dashboard(anywidget.AnyWidget):
         return out
 
     def _logs(self, board: Any, hues: dict[int, int], zombies: set[tuple[int, int]], look: Any) -> str:
-        """The log strips, each partition's drawn again only when its tail, offsets or colours changed.
-
-        While live they are drawn at most every :data:`LOGS_EVERY_S`; scrubbed, at once. A strip
-        left as it was marks the dashboard behind, so the next pacer tick publishes again even if
-        the run stood still: the last change of a burst is always drawn.
-        """
-        have = self._drawn.get("logs")
-        live = board.event_index == self.run.recorder.last_index
-        if have is not None and live and time.monotonic() - self._logs_at < LOGS_EVERY_S:
-            self._behind = True
-            return have[1]
-        self._logs_at = time.monotonic()
+        """The log strips, each partition's drawn again only when its tail, offsets or colours changed."""
         parts = {p.key: p for p in board.partitions}
         legend = panels.log_legend(board, hues, zombies)
         strips = []
@@ -312,37 +321,57 @@ class Dashboard(anywidget.AnyWidget):
             return topic, int(partition)
         return None, 0
 
-    def _msc(self, index: int) -> str:
-        """The sequence chart of the chosen id's latest transaction up to ``index``.
+    def _msc_chart(self, index: int) -> tuple[Any, Any]:
+        """``(key, chart)``: the sequence chart of the chosen id's latest transaction up to ``index``.
 
-        Drawn from that transaction's own stretch of the trace (found by :class:`_TraceScan`, not
-        by reading the whole trace), and while live at most once per :data:`MSC_EVERY_S`.
+        ``chart`` is a :class:`~engine.views.sequence_chart.SequenceChart`, or the text to show
+        instead. Built from that transaction's own stretch of the trace (found by
+        :class:`_TraceScan`, not by reading the whole trace), and while live at most once per
+        :data:`MSC_EVERY_S`.
         """
         tid = self.msc_txn or (self.txn_ids[0] if self.txn_ids else "")
         if not tid:
-            return '<div class="eos-empty">no transaction yet</div>'
+            return ("none",), "no transaction yet"
         window = self._scan.window(tid, index)
         if window is None:
-            return f'<div class="eos-empty">no transaction of {escape(tid)} yet</div>'
+            return ("none", tid), f"no transaction of {tid} yet"
         key = (id(self.run), tid, window.begin, window.upto(index))
         live = index == self.run.recorder.last_index
-        have = self._drawn.get("msc")
+        have = self._drawn.get("msc-chart")
         if have is not None and have[0] == key:
-            return have[1]
+            return have
         if have is not None and live and time.monotonic() - self._msc_at < MSC_EVERY_S:
             self._behind = True
-            return have[1]
+            return have
         events = self.run.cluster.world.trace.events
         picked = [events[i] for i in window.prefix] + events[window.start : window.upto(index) + 1]
         try:
-            chart = transaction_chart(picked, tid)
+            chart: Any = transaction_chart(picked, tid)
             chart = dataclasses.replace(chart, occurrence=window.occurrence, count=window.count)
-            html = sequence_svg(chart)
         except ValueError as exc:
-            html = f'<div class="eos-empty">{escape(str(exc))}</div>'
-        self._drawn["msc"] = (key, html)
+            chart = str(exc)
+        self._drawn["msc-chart"] = (key, chart)
         self._msc_at = time.monotonic()
-        return html
+        self.charts_built += 1
+        return key, chart
+
+    def _msc(self, index: int) -> str:
+        """The sequence chart as the picture draws it (:func:`~widgets.sequence_svg.sequence_svg`)."""
+        key, chart = self._msc_chart(index)
+        have = self._drawn.get("msc")
+        if have is None or have[0] != key:
+            html = f'<div class="eos-empty">{escape(chart)}</div>' if isinstance(chart, str) else sequence_svg(chart)
+            have = self._drawn["msc"] = (key, html)
+        return have[1]
+
+    def _msc_values(self, index: int) -> dict[str, Any]:
+        """The sequence chart as the frame sends it (:func:`~widgets.sequence_svg.chart_values`)."""
+        key, chart = self._msc_chart(index)
+        have = self._drawn.get("msc-values")
+        if have is None or have[0] != key:
+            values = {"empty": chart} if isinstance(chart, str) else chart_values(chart)
+            have = self._drawn["msc-values"] = (key, values)
+        return have[1]
 
     def publish(self, *, force: bool = False) -> bool:
         """Render and send what changed since the last publish; return True if anything was sent.
@@ -359,40 +388,72 @@ class Dashboard(anywidget.AnyWidget):
         index = self.index()
         key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
         if key == self._shown and not force and not self._behind:
+            if self._picture_stale:  # the run stands still: bring the notebook's picture up to date now
+                self._update_picture(True)
             return False
         self._shown, self._behind = key, False
         board = rec.at(index)
-        with self.hold_sync():
-            ids = sorted({t.transactional_id for t in board.txns})
-            if ids != list(self.txn_ids):
-                self.txn_ids = ids  # before rendering: the chart's default id is the first
-            names = [f"{p.topic}-{p.partition}" for p in board.partitions]
-            if names != list(self.partition_names):
-                self.partition_names = names
-            for name, html in self.render(board).items():
-                if getattr(self, name) != html:
-                    setattr(self, name, html)
-            status = {
-                "title": self.title,
-                "seed": self.run.cluster.seed,
-                "time_ms": board.time_ms,
-                "now_ms": self.run.cluster.now_ms,
-                "index": index,
-                "first": rec.first_index,
-                "last": rec.last_index,
-                "live": index == rec.last_index,
-                "note": self.note_at(index),
-                "forks": self.forks,
-                "quiet": self.quiet,
-            }
-            if status != self.status:
-                self.status = status
-        self._update_picture(force)
+        events = self.run.cluster.world.trace.events
+        self._scan.advance(events, rec)
+        ids = sorted({t.transactional_id for t in board.txns})
+        if ids != self.txn_ids:
+            self.txn_ids = ids  # before the chart: its default id is the first (a trait: sent when it changes)
+        names = [f"{p.topic}-{p.partition}" for p in board.partitions]
+        if names != self.partition_names:
+            self.partition_names = names
+        self.status = {
+            "title": self.title,
+            "seed": self.run.cluster.seed,
+            "time_ms": board.time_ms,
+            "now_ms": self.run.cluster.now_ms,
+            "index": index,
+            "first": rec.first_index,
+            "last": rec.last_index,
+            "live": index == rec.last_index,
+            "note": self.note_at(index),
+            "forks": self.forks,
+            "quiet": self.quiet,
+        }
+        live = index == rec.last_index and not force
+        budget = max(TAILS_PER_TICK, -(-len(board.logs) // TAIL_TICKS)) if live else None
+        now = self._encoder.frame(board, events, self._scan.faults, tail_budget=budget)
+        if self._encoder.tails_behind:
+            self._behind = True  # the next tick packs the tails left as they were
+        now["st"] = self.status
+        now["msc"] = self._msc_values(index)
+        now["rtp"] = self.reads_tp
+        changed, gone = frame.diff(self._sent, now)
+        self._sent = now
+        if changed or gone:
+            self.send(*frame.message(changed, gone))
+        self._picture_stale = self._picture_sent is not None
+        if force:
+            self._update_picture(True)
         return True
+
+    @property
+    def sent_frame(self) -> dict[str, Any]:
+        """The frame last sent to the page (:mod:`widgets.frame`; read it, do not change it)."""
+        return self._sent
+
+    def _send_frame(self) -> None:
+        """Send the whole frame last sent (a page that opens a view asks for it: ``hello``)."""
+        with self._publishing:
+            self.send(*frame.message(self._sent, [], full=True))
+
+    def _panels_html(self) -> dict[str, str]:
+        """Every panel's HTML at the event shown now (drawn once per shown moment)."""
+        rec = self.run.recorder
+        index = self.index()
+        key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
+        with self._publishing:
+            if self._html[0] != key:
+                self._html = (key, self.render(rec.at(index)))
+            return self._html[1]
 
     def snapshot_html(self) -> str:
         """Return the static picture of what the panels show now (:mod:`widgets.picture`)."""
-        return self._picture_html({n: getattr(self, n) for n in PANELS}, self.status)
+        return self._picture_html(self._panels_html(), self.status)
 
     def _picture_html(self, rendered: dict[str, str], s: dict[str, Any]) -> str:
         head = (
@@ -411,11 +472,10 @@ class Dashboard(anywidget.AnyWidget):
     def _update_picture(self, force: bool) -> None:
         if self._picture_sent is None:
             return  # not displayed
-        if not force and time.monotonic() - self._picture_at < PICTURE_EVERY_S:
-            self._behind = True  # the pacer's next tick publishes again, and sends it then
+        if not force:
             return
+        self._picture_stale = False
         html = self.snapshot_html()
-        self._picture_at = time.monotonic()
         if html != self._picture_sent:
             from IPython.display import update_display
 
@@ -445,7 +505,6 @@ class Dashboard(anywidget.AnyWidget):
         data["text/plain"] = f"{self.title}: the eos dashboard (live where its kernel runs; its picture follows)"
         display(data, metadata=meta, raw=True)
         self._picture_sent = html
-        self._picture_at = time.monotonic()
         display({"text/html": html}, raw=True, display_id=self.picture)
         shell = get_ipython()
         if shell is not None and self._cell_hook is None:
@@ -469,6 +528,9 @@ class Dashboard(anywidget.AnyWidget):
 
     def _on_action(self, widget: Any, content: Any, buffers: Any) -> None:
         if not isinstance(content, dict):
+            return
+        if content.get("op") == "hello":  # a view opened: it draws from the whole frame
+            self._send_frame()
             return
         try:
             self.say(self.click(str(content.get("op", "")), str(content.get("node", ""))))
@@ -620,6 +682,7 @@ class Dashboard(anywidget.AnyWidget):
         """
         self.run = run
         self._drawn.clear()
+        self._encoder.forget()
         self._scan = _TraceScan()
         self.notes = [n for n in self.notes if n[0] <= run.recorder.last_index]
         self.confirm = {}
@@ -700,51 +763,86 @@ class _TxnWindow:
 
 
 class _TraceScan:
-    """Read each new trace event once: the transactions' begin/end/init events and the faults.
+    """Take in each transaction begin/end/init event and each fault once, as the recorder collects them.
 
     The dashboard asks, every tick, where the chosen id's latest transaction lies and which
-    faults happened; reading the whole trace each time would grow with the run.
+    faults happened; reading the whole trace each time would grow with the run, and reading
+    each new event would grow with the engine's pace.
     """
 
     _TXN = frozenset({ev.TXN_INIT, ev.TXN_BEGIN, ev.TXN_COMMIT, ev.TXN_ABORT})
 
     def __init__(self) -> None:
-        self.cursor = 0
-        #: transactional id -> [(index, name, node)] of its init, begin, commit and abort events
-        self.txn: dict[str, list[tuple[int, str, str]]] = {}
+        #: How many of the recorder's transaction and fault events were taken in (-1: none yet).
+        self.cursor = -1
+        self.fault_cursor = -1
+        #: transactional id -> the indexes of its begins, and the node of each
+        self.begins: dict[str, tuple[list[int], list[str]]] = {}
+        #: (transactional id, node, name) -> the indexes of that node's init, commit or abort events of the id
+        self.marks: dict[tuple[str, str, str], list[int]] = {}
         #: every fault event, in order
         self.faults: list[Any] = []
-        #: the index of each node's first event
+        #: the index of each producer's first event (found when a window asks)
         self.first_seen: dict[str, int] = {}
+        self._events: list[Any] = []
 
-    def advance(self, events: list[Any]) -> None:
-        end = len(events)
-        first_seen = self.first_seen
-        for e in itertools.islice(events, self.cursor, end):
-            if e.node not in first_seen:
-                first_seen[e.node] = e.index
-            if e.kind == "fault":
-                self.faults.append(e)
-            elif e.kind == "state" and e.name in self._TXN:
-                tid = e.get("txn_id")
-                if tid is not None:
-                    self.txn.setdefault(tid, []).append((e.index, e.name, e.node))
-        self.cursor = end
+    def advance(self, events: list[Any], recorder: Any) -> None:
+        """Take in the transaction and fault events new since the last call.
+
+        The recorder collects them as the run goes (``txn_events``, ``fault_events``); only the
+        events before it started watching are read from the trace, once.
+        """
+        self._events = events
+        if self.cursor < 0:
+            self._take(itertools.islice(events, recorder.seen_from), itertools.islice(events, recorder.seen_from))
+            self.cursor = self.fault_cursor = 0
+        txn, faults = recorder.txn_events, recorder.fault_events
+        t_end, f_end = len(txn), len(faults)
+        self._take(itertools.islice(txn, self.cursor, t_end), itertools.islice(faults, self.fault_cursor, f_end))
+        self.cursor, self.fault_cursor = t_end, f_end
+
+    def _take(self, txn_events: Iterable[Any], fault_events: Iterable[Any]) -> None:
+        names = self._TXN
+        for e in txn_events:
+            if e.kind != "state" or e.name not in names:
+                continue
+            tid = e.get("txn_id")
+            if tid is None:
+                continue
+            if e.name == ev.TXN_BEGIN:
+                at, nodes = self.begins.setdefault(tid, ([], []))
+                at.append(e.index)
+                nodes.append(e.node)
+            else:
+                self.marks.setdefault((tid, e.node, e.name), []).append(e.index)
+        self.faults.extend(e for e in fault_events if e.kind == "fault")
+
+    def _first_event(self, node: str) -> int:
+        """The index of ``node``'s first event (read once per node, from the start of the trace)."""
+        first = self.first_seen.get(node)
+        if first is None:
+            first = next((e.index for e in self._events if e.node == node), 0)
+            self.first_seen[node] = first
+        return first
 
     def window(self, tid: str, index: int) -> _TxnWindow | None:
-        marks = [m for m in self.txn.get(tid, ()) if m[0] <= index]
-        begins = [m for m in marks if m[1] == ev.TXN_BEGIN]
-        if not begins:
+        """Where the latest transaction of ``tid`` begun at or before ``index`` lies (bisections, not scans)."""
+        at, nodes = self.begins.get(tid, ((), ()))
+        k = bisect.bisect_right(at, index)
+        if k == 0:
             return None
-        begin, _, node = begins[-1]
-        start, prefix = self.first_seen.get(node, 0), ()
-        for i, name, n in reversed(marks):
-            if i < begin and n == node and name in (ev.TXN_COMMIT, ev.TXN_ABORT):
-                start = i + 1
-                break
-        inits = [i for i, name, n in marks if n == node and name == ev.TXN_INIT and i < start]
-        if inits:
-            prefix = (inits[-1],)
-        later = [i for i, name, _ in self.txn.get(tid, ()) if i > begin and name == ev.TXN_BEGIN]
-        stop = later[0] if later and later[0] <= index else None
-        return _TxnWindow(prefix, start, begin, stop, len(begins) - 1, len(begins))
+        begin, node = at[k - 1], nodes[k - 1]
+        start, prefix = self._first_event(node), ()
+        ends = [
+            ids[bisect.bisect_left(ids, begin) - 1]
+            for name in (ev.TXN_COMMIT, ev.TXN_ABORT)
+            if (ids := self.marks.get((tid, node, name))) and ids[0] < begin
+        ]
+        if ends:
+            start = max(ends) + 1
+        inits = self.marks.get((tid, node, ev.TXN_INIT), [])
+        i = bisect.bisect_left(inits, start)
+        if i:
+            prefix = (inits[i - 1],)
+        stop = at[k] if k < len(at) and at[k] <= index else None
+        return _TxnWindow(prefix, start, begin, stop, k - 1, k)

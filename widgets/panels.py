@@ -3,9 +3,11 @@
 Role
 ----
 One function per panel, each a pure function of a :class:`~engine.views.board.BoardState` (and,
-for the timeline, the trace events up to the board's index). The live widget sends a panel's
-string only when it changed; the static snapshot (nbconvert, GitHub) is the same strings in one
-page, so an executed notebook shows what the widget showed.
+for the timeline, the trace events up to the board's index). They draw the static picture
+(nbconvert, GitHub, a saved notebook: :mod:`widgets.picture`); the live page draws the same
+markup from the frame's values (``dashboard.js``, checked equal by
+``tests/widgets/test_widgets_frame_drawing.py``), so an executed notebook shows what the widget
+showed.
 
 One colour per identity (views.md, lesson 2): each producer id has a hue, each of its epochs a
 shade, and batches of a fenced epoch are grey; whether a transaction is open, committed or

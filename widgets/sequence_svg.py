@@ -38,12 +38,13 @@ Invariants
 from __future__ import annotations
 
 import re
+from typing import Any
 from xml.sax.saxutils import escape
 
 from engine import trace_events as ev
 from engine.views.sequence_chart import APIS, Arrow, Note, SequenceChart
 
-__all__ = ["API_COLOURS", "GAP_MS", "WIDTH", "outcome", "sequence_svg"]
+__all__ = ["API_COLOURS", "GAP_MS", "WIDTH", "chart_values", "outcome", "sequence_svg"]
 
 #: Canvas width in px.
 WIDTH = 800
@@ -158,6 +159,48 @@ def sequence_svg(chart: SequenceChart) -> str:
     parts += legend
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def chart_values(chart: SequenceChart) -> dict[str, Any]:
+    """The chart as numbers and short strings, for a page that draws it (``dashboard.js``, as :func:`sequence_svg`).
+
+    ``arrows``: ``[send index, end index, message id, src, dst, kind, msg, api, label, send ms, end ms,
+    deliver ms, drop reason, reply to, detail]``; ``notes``: ``[index, ms, node, name, text, detail]``
+    (detail: the hover's ``key=value`` words); ``lanes``: ``[node, its description lines]``.
+    """
+    pid = "unknown" if chart.producer_id is None else chart.producer_id
+    return {
+        "heading": f"Transaction {chart.occurrence + 1} of {chart.count} of {chart.transactional_id}: {outcome(chart)}",
+        "producer": chart.producer,
+        "pid": pid,
+        "first": chart.first_index,
+        "last": chart.last_index,
+        "lanes": [[lane.node, list(lane.describe())] for lane in chart.lanes],
+        "arrows": [
+            [
+                a.send_index,
+                a.end_index,
+                a.msg_id,
+                a.src,
+                a.dst,
+                a.kind,
+                a.msg,
+                a.api,
+                a.label,
+                a.send_ms,
+                a.end_ms,
+                a.deliver_ms,
+                a.drop_reason,
+                a.reply_to,
+                " ".join(f"{k}={_plain(v)}" for k, v in a.detail if k not in ("to", "id", "msg")),
+            ]
+            for a in chart.arrows
+        ],
+        "notes": [
+            [n.index, n.time_ms, n.node, n.name, n.text, " ".join(f"{k}={_plain(v)}" for k, v in n.detail)]
+            for n in chart.notes
+        ],
+    }
 
 
 #: The coordinator's states that decide a transaction (a prepare is the decision; markers follow).

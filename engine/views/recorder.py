@@ -106,6 +106,9 @@ _TXN_EVENTS = frozenset(
 
 #: Event name prefixes after which the consumer group rows are read again (the coordinators' group,
 #: offset-commit and KIP-848 events).
+#: A transactional client's own events: where each of its transactions begins and ends.
+_CLIENT_TXN_EVENTS = frozenset({events.TXN_INIT, events.TXN_BEGIN, events.TXN_COMMIT, events.TXN_ABORT})
+
 _GROUP_PREFIXES = ("group.", "offset_commit", "txn_offset_commit", "consumer_group")
 
 _MISSING = object()
@@ -148,7 +151,7 @@ class Series:
 class _LogTrack:
     """One partition's leader log over time: every batch with the index that added and removed it."""
 
-    __slots__ = ("added", "batches", "live", "removed")
+    __slots__ = ("_last", "added", "batches", "live", "removals", "removed")
 
     def __init__(self) -> None:
         self.added: list[int] = []
@@ -156,6 +159,10 @@ class _LogTrack:
         self.batches: list[RecordBatch] = []
         #: Positions (into the lists above) of the batches in the log now, in offset order.
         self.live: list[int] = []
+        #: The index of every truncation, in order.
+        self.removals: list[int] = []
+        #: The last tail read: (position, truncations up to its index, the tail); see :meth:`tail`.
+        self._last: tuple[int, int, tuple[RecordBatch, ...]] = (-1, -1, ())
 
     def reconcile(self, index: int, now: list[RecordBatch]) -> None:
         """Make the live batches equal ``now``: truncate where they part, then append the rest."""
@@ -165,6 +172,8 @@ class _LogTrack:
             k -= 1
         if k == len(live) == len(now):
             return
+        if k < len(live):
+            self.removals.append(index)
         for pos in live[k:]:
             self.removed[pos] = index
         del live[k:]
@@ -176,15 +185,21 @@ class _LogTrack:
 
     def tail(self, index: int) -> tuple[RecordBatch, ...]:
         """Return the newest :data:`LOG_TAIL` batches of the log as of ``index``."""
+        top = pos = bisect_right(self.added, index) - 1
+        cut = bisect_right(self.removals, index)
+        last_top, last_cut, last = self._last
+        if top == last_top and cut == last_cut:  # the same batches added and removed by then: the same tail
+            return last
         out: list[RecordBatch] = []
-        pos = bisect_right(self.added, index) - 1
         removed, batches = self.removed, self.batches
         while pos >= 0 and len(out) < LOG_TAIL:
             if removed[pos] > index:
                 out.append(batches[pos])
             pos -= 1
         out.reverse()
-        return tuple(out)
+        tail = tuple(out)
+        self._last = (top, cut, tail)
+        return tail
 
 
 class Recorder:
@@ -221,6 +236,12 @@ class Recorder:
         self.first_index = -1
         #: The index of the latest board.
         self.last_index = -1
+        #: The clients' transaction events (init, begin, commit, abort) and every fault event seen,
+        #: in trace order: the dashboard reads these, not the whole trace, every tick.
+        self.txn_events: list[TraceEvent] = []
+        self.fault_events: list[TraceEvent] = []
+        #: The index of the first event this recorder saw (:meth:`attach` starts later than 0).
+        self.seen_from = 0
 
     # -- binding ------------------------------------------------------------------------------
 
@@ -228,6 +249,7 @@ class Recorder:
     def attach(cls, cluster: ClientsCluster) -> Recorder:
         """Start recording ``cluster`` now (its board from this moment on)."""
         rec = cls()
+        rec.seen_from = cluster.world.trace.count
         cluster.world.attach(rec)
         rec.on_cluster(cluster)
         return rec
@@ -255,8 +277,11 @@ class Recorder:
             self._dirty_nodes.add(event.node)
         name = event.name
         if event.kind == "fault":
+            self.fault_events.append(event)
             self._everything_dirty()
             return
+        if name in _CLIENT_TXN_EVENTS:
+            self.txn_events.append(event)
         if name in _PARTITION_EVENTS:
             self._all_partitions = self._brokers = True
         if name in _TXN_EVENTS:

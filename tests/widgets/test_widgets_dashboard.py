@@ -1,14 +1,16 @@
 """The live dashboard without a browser: it never changes a run, replays exactly, scrubs, forks, throttles.
 
 Method: real clusters (``widgets.live.LiveRun``) and real ``Dashboard`` widgets; outside a kernel their
-comm is ipywidgets' ``DummyComm``, so trait changes are counted with ``observe``. One workload (topic,
-idempotent producer, transactions with an abort, a zombie fenced by a replacement, a broker crash and
-restart, a read_committed consumer) runs three ways: on a bare ``Cluster``, in a ``LiveRun`` alone, and
-in a ``LiveRun`` with a dashboard whose pacer thread publishes while the workload runs and which is
-scrubbed back and forth and closed. All three must end with the same fingerprint; the journal's
-replay of the dashboard run too. Then the dashboard's own behaviour: only changed traits are sent, the
-scrubbed board is the recorder's, acting while scrubbed forks and leaves the old run alone, the pacer
-stays at or under 10 Hz, and the static snapshot carries every panel.
+comm is ipywidgets' ``DummyComm``, so what the page would get (the frame's diffs, custom messages) is
+caught by replacing ``send``. One workload (topic, idempotent producer, transactions with an abort, a
+zombie fenced by a replacement, a broker crash and restart, a read_committed consumer) runs three ways:
+on a bare ``Cluster``, in a ``LiveRun`` alone, and in a ``LiveRun`` with a dashboard whose pacer thread
+publishes while the workload runs and which is scrubbed back and forth and closed. All three must end
+with the same fingerprint; the journal's replay of the dashboard run too. Then the dashboard's own
+behaviour: only changed values are sent (numbers and short strings, never a panel's HTML; issue 44), a
+view that opens gets the whole frame, the scrubbed board is the recorder's, acting while scrubbed forks
+and leaves the old run alone, the pacer stays at or under 10 Hz, and the static snapshot carries every
+panel.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from engine import Cluster
 from engine.errors import InvalidProducerEpochException, ProducerFencedException
 from engine.views.board import board_state
 from widgets import dashboard as dashboard_module
-from widgets import panels
+from widgets import frame, panels
 from widgets.dashboard import MAX_HZ, PANELS, Dashboard
 from widgets.live import LiveRun
 
@@ -120,24 +122,95 @@ def test_dashboard_actions_are_journaled_and_replay_to_the_same_fingerprint() ->
     assert run.replay().cluster.world.fingerprint() == live
 
 
-def test_only_changed_panels_are_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dashboard_module, "LOGS_EVERY_S", 0.0)  # no live throttle of the strips here
+def _frames(dash: Dashboard) -> list[dict[str, Any]]:
+    """Catch what the dashboard sends to the page (its custom messages) in a list, buffers unpacked."""
+    sent: list[dict[str, Any]] = []
+
+    def send(content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
+        values = content["set"]
+        for k, v in values.items():
+            if isinstance(v, dict) and set(v) == {"buffer"}:
+                values[k] = frame.unpack((buffers or [])[v["buffer"]])
+        sent.append(content)
+
+    dash.send = send  # type: ignore[method-assign]
+    return sent
+
+
+def test_only_changed_values_are_sent() -> None:
+    """A tick sends the frame's changed keys only: numbers and short strings, never a panel's HTML."""
     run = LiveRun.start(seed=3, brokers=3)
     run.cluster.create_topic("t", partitions=1, replication_factor=3)
     dash = Dashboard(run, pacer=False)
-    sent: list[str] = []
-    dash.observe(lambda ch: sent.append(ch["name"]), names=[*PANELS, "status"])
-    assert dash.publish() is False and sent == []  # nothing happened: nothing rendered or sent
+    sent = _frames(dash)
+    assert dash.publish() is False and sent == []  # nothing happened: nothing built or sent
     p = run.cluster.producer({"client.id": "p"})
     p.produce("t", value=b"v")
     p.flush()
     assert dash.publish() is True
-    assert {"partitions", "producers", "logs", "status"} <= set(sent)
-    assert "txns" not in sent and "msc" not in sent  # no transactional id: those did not change
+    (msg,) = sent
+    assert msg["op"] == "frame" and not msg.get("full")
+    changed = set(msg["set"])
+    assert {"p:t-0", "pr:p", "o:pr", "lt:t-0", "tl"} <= changed
+    assert not any(k.startswith(("b:", "t:", "g:", "o:b", "o:t")) for k in changed)  # brokers, txns: unchanged
+    assert msg["set"]["p:t-0"][6:9] == [1, 1, 1]  # LEO, HW, LSO
+    pid = p.producer_id
+    assert msg["set"]["lt:t-0"] == [0, 1, frame.KINDS["plain"], pid, 0, 0]  # one batch: offset 0, 1 record, seq 0
+    assert not any(isinstance(v, str) and "<" in v for v in msg["set"].values())
     sent.clear()
     run.cluster.crash(3)
     dash.publish()
-    assert "brokers" in sent and "producers" not in sent
+    (msg,) = sent
+    assert msg["set"]["b:3"][0] == "down" and "pr:p" not in msg["set"] and "lt:t-0" not in msg["set"]
+    gone = [k for k in msg["del"] if k.startswith("e:")]  # the recent events scrolled: the old ones go
+    assert gone and all(k not in dash.sent_frame for k in gone)
+
+
+def test_a_view_that_opens_gets_the_whole_frame_and_diffs_rebuild_it() -> None:
+    """The page asks with ``hello``; the whole frame, then every diff applied in order, equals the kernel's frame."""
+    run = LiveRun.start(seed=3, brokers=3)
+    dash = Dashboard(run, pacer=False)
+    sent = _frames(dash)
+    dash._on_action(dash, {"op": "hello"}, [])  # what the page's message does
+    page: dict[str, Any] = {}
+    workload(run.cluster)
+    for step in range(4):
+        run.cluster.run_for(50)
+        dash.publish()
+        if step == 1:
+            dash.scrub = run.recorder.last_index // 2
+    for msg in sent:
+        if msg.get("full"):
+            page = {}
+        for k in msg["del"]:
+            del page[k]
+        page.update(msg["set"])
+    kernel = {k: frame.unpack(v) if type(v) is bytes else v for k, v in dash.sent_frame.items()}
+    assert sent[0]["full"] and page == kernel
+
+
+def test_a_live_tick_packs_a_few_log_tails_and_the_next_ticks_catch_up() -> None:
+    """A busy run changes every log tail each tick: a live tick packs at most a few, the rest follow."""
+    run = LiveRun.start(seed=3, brokers=3)
+    run.cluster.create_topic("t", partitions=12, replication_factor=3)
+    dash = Dashboard(run, pacer=False)
+    sent = _frames(dash)
+    p = run.cluster.producer({"client.id": "p"})
+    for k in range(12):
+        p.produce("t", value=b"v", partition=k)
+    p.flush()
+    budget = max(dashboard_module.TAILS_PER_TICK, -(-12 // dashboard_module.TAIL_TICKS))
+    ticks = 0
+    while dash.publish():
+        ticks += 1
+        assert ticks <= dashboard_module.TAIL_TICKS + 1
+    packed = [sum(k.startswith("lt:") for k in m["set"]) for m in sent]
+    assert packed[0] == budget < 12 and sum(packed) == 12, packed
+    board = run.recorder.latest()
+    whole = frame.Encoder().frame(board, run.cluster.world.trace.events, ())
+    assert {k: v for k, v in dash.sent_frame.items() if k.startswith("lt:")} == {
+        k: v for k, v in whole.items() if k.startswith("lt:")
+    }
 
 
 def test_scrubbing_shows_the_recorded_board_and_live_comes_back() -> None:
@@ -260,23 +333,6 @@ def test_the_reads_panel_follows_the_chosen_partition() -> None:
     dash.reads_tp = "orders-1"
     assert 'data-tp="orders-1"' in dash.reads
     assert dash.reads == panels.reads_panel(run.recorder.latest(), "orders", 1)
-
-
-def test_live_log_strips_are_redrawn_at_most_every_half_second() -> None:
-    run = LiveRun.start(seed=3, brokers=3)
-    run.cluster.create_topic("t", partitions=1, replication_factor=3)
-    dash = Dashboard(run, pacer=False)
-    before = dash.logs
-    p = run.cluster.producer({"client.id": "p"})
-    p.produce("t", value=b"v")
-    p.flush()
-    dash.publish()
-    assert dash.logs == before and "data-txn" not in dash.logs  # live, within the window: not redrawn
-    dash.scrub = run.recorder.last_index - 1  # scrubbed: at once
-    assert dash.logs != before
-    time.sleep(dashboard_module.LOGS_EVERY_S)
-    dash.act("live")
-    assert "p" in dash.producers and dash.logs != before
 
 
 def test_the_displayed_picture_follows_the_run_to_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
