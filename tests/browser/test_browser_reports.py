@@ -31,7 +31,7 @@ def _fits(lab, cell: int) -> dict:
             area: area.clientWidth,
             content: Math.max(...[...area.querySelectorAll('.jp-OutputArea-output')].map(e => e.scrollWidth)),
             rows: Math.max(0, ...[...area.querySelectorAll('tr')].map(r => r.getBoundingClientRect().height)),
-            text: area.textContent.slice(0, 200),
+            text: area.textContent,
         })"""
     )
 
@@ -43,6 +43,8 @@ def test_the_check_report_fits_a_1280_px_page(lab, notebook: str, cell: int, pic
     lab.run_all(timeout_ms=240_000)  # fails, with the error outputs, unless every cell ran
     lab.screenshot_output(cell, picture)
     measured = _fits(lab, cell)
-    assert "FAIL" in measured["text"], f"cell {cell} of {notebook} is not the failing check: {measured['text']!r}"
+    # The whole output's text: under load Spark's accumulator server once printed a stray
+    # "Exception occurred during processing of request" to stderr ahead of the report.
+    assert "FAIL" in measured["text"], f"cell {cell} of {notebook} is not the failing check: {measured['text'][:400]!r}"
     assert measured["content"] <= measured["area"] + SLACK_PX, measured
     assert measured["rows"] <= MAX_ROW_PX, measured

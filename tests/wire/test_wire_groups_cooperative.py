@@ -109,13 +109,18 @@ def test_cooperative_sticky_members_share_four_partitions_incrementally_and_one_
     assert (first_owned, second_owned) == (stayed, moved)
     # As librdkafka 2.16.1 calls them on Kafka 4.4.0: revoke only what moves, then a second
     # rebalance assigns it (on_assign with the added partitions only, [] when none are added).
-    assert first[:first_events_when_shared] == [
+    # The second rebalance's empty on_assign may come a poll after the second member already owns
+    # its two (it did on a loaded machine), so the whole list is compared, and "shared" is seen
+    # after the revocation and before the moved partitions come back.
+    assert first == [
         ["assign", [0, 1, 2, 3]],
         ["revoke", moved],
         ["assign", []],
         ["assign", []],
-    ]
-    assert first[first_events_when_shared:] == [["assign", moved], ["revoke", [0, 1, 2, 3]]]  # then its own close
+        ["assign", moved],  # the second member left
+        ["revoke", [0, 1, 2, 3]],  # then its own close
+    ], got
+    assert 3 <= first_events_when_shared <= 4, got
     assert second == [["assign", []], ["assign", moved], ["revoke", moved]]
     assert got["marks"]["alone"] == [True, [0, 1, 2, 3]]
 
