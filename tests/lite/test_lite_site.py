@@ -46,6 +46,7 @@ FINGERPRINTS = (
 DASH_HEAD = ".eos-dash .eos-head"
 BROKER2 = ".eos-dash .eos-brokers tr[data-node='broker-2']"
 ORDERS_0 = ".eos-dash .eos-partitions tr[data-tp='orders-0']"
+ORDERS_0_STRIP = ".eos-dash .eos-strip[data-tp='orders-0']"
 
 
 def _fingerprints(run) -> dict[str, str]:
@@ -94,6 +95,8 @@ def _dashboard(drive, page) -> dict:
         found["index"] = page.locator(DASH_HEAD).first.get_attribute("data-index")
         found["orders_0"] = page.eval_on_selector(ORDERS_0, "tr => [...tr.children].map(td => td.textContent.trim())")
         found["orders_0_lso"] = (page.locator(f"{ORDERS_0} td.eos-lso").first.text_content() or "").strip()
+        # the log tails travel as the frame's binary buffer: the strip's batches (fails with an unpack that drops them)
+        found["orders_0_strip"] = (page.locator(ORDERS_0_STRIP).first.text_content() or "").strip()
         # a button's round trip: the page asks the Pyodide kernel to crash broker-2, the row turns down
         page.locator(f"{BROKER2} button[data-op='crash']").click()
         page.wait_for_selector(f"{BROKER2} .eos-down", timeout=15_000)
@@ -122,6 +125,7 @@ def test_the_tour_runs_offline_in_the_browser_as_in_cpython(
     assert dash["index"] == dash["last_index"], f"the dashboard does not show the kernel's latest event: {dash}"
     assert dash["orders_0"][0] == "orders-0", dash
     assert dash["orders_0_lso"].startswith("11"), f"orders-0's LSO after the tour is 11 (offsets 0-10 stable): {dash}"
+    assert "empty log" not in dash["orders_0_strip"], f"orders-0's strip drew no batch from the packed tails: {dash}"
     assert "broker_2_after_crash" in dash, dash
 
     base = drive.run_in_cpython(REPO / "notebooks" / TOUR, code=FINGERPRINTS)
