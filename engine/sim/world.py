@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.sim import events
-from engine.sim.collector import hold_full_passes, release_full_passes
+from engine.sim.collector import hold_run_passes, release_full_passes
 from engine.sim.faults import FaultInjector, FaultPlan
 from engine.sim.network import Network, NetworkOptions
 from engine.sim.node import NodeStatus
@@ -176,7 +176,7 @@ class World:
 
     def run_for(self, duration_ms: int, max_events: int = DEFAULT_MAX_EVENTS) -> int:
         """Run ``duration_ms`` of simulated time; return the number of events run."""
-        held = hold_full_passes()
+        held = hold_run_passes()
         try:
             ran = self.scheduler.run_for(duration_ms, max_events)
         finally:
@@ -193,7 +193,7 @@ class World:
         Raises ``SimulationStalled`` if the predicate cannot become true (no deadline and nothing
         pending, or the event budget spent).
         """
-        held = hold_full_passes()
+        held = hold_run_passes()
         try:
             return self.scheduler.run_until(predicate, max_events, deadline_ms)
         finally:
