@@ -238,8 +238,14 @@ def main() -> int:
 
 
 def _stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server with ^C; one still running after 30 s is said and killed (the figures stand)."""
     proc.send_signal(signal.SIGINT)
-    proc.wait(30)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        print(f"bench_wire: {' '.join(proc.args[-8:])} did not stop 30 s after ^C: killed", file=sys.stderr)
+        proc.kill()
+        proc.wait(30)
 
 
 def print_table(targets: list[tuple[str, dict[str, Any]]], rows: list[tuple[str, list[float]]]) -> None:
