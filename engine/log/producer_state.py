@@ -357,13 +357,7 @@ class ProducerStateManager:
         batch is in the log. Anything else (None) takes :meth:`prepare_update`.
         """
         entry = self.producers.get(batch.producer_id)
-        if (
-            entry is None
-            or batch.is_transactional
-            or batch.is_control
-            or entry.current_txn_first_offset is not None
-            or batch.producer_epoch != entry.producer_epoch
-        ):
+        if not _plain_for(entry, batch):
             return None
         if origin is AppendOrigin.CLIENT:
             batches = entry.batches
@@ -501,13 +495,7 @@ class ProducerStateManager:
             if pid < 0:
                 continue
             entry = producers.get(pid)
-            if (
-                entry is None
-                or b.is_transactional
-                or b.is_control
-                or entry.current_txn_first_offset is not None
-                or b.producer_epoch != entry.producer_epoch
-            ):
+            if not _plain_for(entry, b):
                 return False
             n = len(b.values)
             first_seq = b.base_sequence
@@ -574,3 +562,14 @@ class ProducerSnapshot(NamedTuple):
 
     offset: int
     entries: tuple[SnapshotEntry, ...]
+
+
+def _plain_for(entry: ProducerStateEntry | None, batch: RecordBatch) -> bool:
+    """True if ``batch`` is a plain data batch for ``entry``: known producer, its epoch, no transaction open."""
+    return not (
+        entry is None
+        or batch.is_transactional
+        or batch.is_control
+        or entry.current_txn_first_offset is not None
+        or batch.producer_epoch != entry.producer_epoch
+    )
