@@ -17,6 +17,8 @@ Screenshot (1280 px): ``real-clients-dashboard.png``. No console error is allowe
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -61,6 +63,10 @@ def test_notebook_07_run_all_ends_with_the_dashboard_showing_the_outside_client(
 
     # 3. its transactions in the sequence chart
     _wait_text(page, ".eos-dash .eos-p-msc", "t.includes('orders-app') && !t.includes('no transaction of')")
+    # While live the chart is rebuilt at most once a second (widgets.dashboard.MSC_EVERY_S), and
+    # the tick after it says it is behind: the last transaction shows within a few ticks.
+    with contextlib.suppress(Exception):  # on a timeout the assertion says what it shows
+        _wait_text(page, ".eos-dash .eos-p-msc", "t.includes('of 24')", timeout=10_000)
     assert "of 24" in _text(page, ".eos-dash .eos-p-msc")
 
     # 4. its read_committed consumer
