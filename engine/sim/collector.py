@@ -48,16 +48,7 @@ def hold_run_passes() -> tuple[int, int, int] | None:
     return young, middle, full
 
 
-def hold_full_passes() -> tuple[int, int, int] | None:
-    """Raise the full-pass threshold; return the thresholds to restore (None: already raised)."""
-    young, middle, full = gc.get_threshold()
-    if full >= FULL_PASS_EVERY:
-        return None
-    gc.set_threshold(young, middle, FULL_PASS_EVERY)
-    return young, middle, full
-
-
 def release_full_passes(held: tuple[int, int, int] | None) -> None:
-    """Put back what :func:`hold_full_passes` changed."""
+    """Put back what :func:`hold_run_passes` changed."""
     if held is not None:
         gc.set_threshold(*held)
