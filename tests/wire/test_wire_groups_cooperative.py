@@ -121,7 +121,10 @@ def test_cooperative_sticky_members_share_four_partitions_incrementally_and_one_
         ["revoke", [0, 1, 2, 3]],  # then its own close
     ], got
     assert 3 <= first_events_when_shared <= 4, got
-    assert second == [["assign", []], ["assign", moved], ["revoke", moved]]
+    # The second member's first-round on_assign([]) is called only if its SyncGroup reaches the
+    # coordinator before the leader, answered already, rejoins (otherwise REBALANCE_IN_PROGRESS, on
+    # Kafka as here): a race between the two clients, seen on a loaded machine.
+    assert second in ([["assign", []], ["assign", moved], ["revoke", moved]], [["assign", moved], ["revoke", moved]])
     assert got["marks"]["alone"] == [True, [0, 1, 2, 3]]
 
 

@@ -279,7 +279,7 @@ def cooperative(ctx: Ctx) -> None:
     ctx.observe("second-assigned-what-first-revoked", added == revoked)
     ctx.observe("first-kept-the-rest", first.owns() == sorted(set(range(4)) - set(revoked)))
     ctx.observe("first-events-when-shared", _shape(first.events, revoked))
-    ctx.observe("second-events-when-shared", _shape(second.events, revoked))
+    ctx.observe("second-events-when-shared", _shape(_settled(second.events), revoked))
     before = len(first.events)
     start = ctx.seconds()
     second.consumer.close()
@@ -287,7 +287,21 @@ def cooperative(ctx: Ctx) -> None:
     ctx.timing("until-all-four", ctx.seconds() - start)
     poll_until(ctx, [first.consumer], lambda: False, 2)
     ctx.observe("first-events-after-leave", _shape(first.events[before:], revoked))
-    ctx.observe("second-events", _shape(second.events, revoked))
+    ctx.observe("second-events", _shape(_settled(second.events), revoked))
+
+
+def _settled(events: list[list[Any]]) -> list[list[Any]]:
+    """Return the events without empty assignments: what the joining member sees of a race between clients.
+
+    The first round gives the joining member nothing. Whether its ``on_assign([])`` is called depends on
+    whether its SyncGroup reaches the coordinator before the leader, answered already, rejoins to give up
+    what moves: after the rejoin the group is preparing the next round, and Kafka answers the late
+    SyncGroup with REBALANCE_IN_PROGRESS (``GroupMetadataManager.classicGroupSyncToClassicGroup``), as
+    ``eos serve`` does; librdkafka then rejoins without calling ``on_assign``. Both orders happen on a
+    loaded machine, and neither says anything about the broker, so only the assignments that give
+    partitions are compared.
+    """
+    return [e for e in events if e[0] != "assign" or e[1]]
 
 
 def _shape(events: list[list[Any]], moved: list[int]) -> list[list[Any]]:
