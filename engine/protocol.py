@@ -30,6 +30,12 @@ _REPLICA_FETCH_KEYS = ("replica", "partitions")
 _PARTITIONS_KEYS = ("partitions",)
 
 
+def _pairs(fields: tuple[tuple[str, ...], tuple[Any, ...]]) -> tuple[tuple[str, Any], ...]:
+    """Return ``trace_fields``' keys and values as the detail pairs of ``trace_detail``."""
+    keys, values = fields
+    return tuple(zip(keys, values, strict=True))
+
+
 # -- produce -------------------------------------------------------------------------------
 
 
@@ -121,15 +127,7 @@ class ProduceResponse:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns: one partition's as they are, several as parallel lists."""
-        parts = self.partitions
-        if len(parts) == 1:
-            p = parts[0]
-            return (("tp", f"{p.topic}-{p.partition}"), ("error", p.error.name), ("offset", p.base_offset))
-        return (
-            ("tp", tuple([f"{p.topic}-{p.partition}" for p in parts])),
-            ("error", tuple([p.error.name for p in parts])),
-            ("offset", tuple([p.base_offset for p in parts])),
-        )
+        return _pairs(self.trace_fields())
 
 
 # -- fetch ---------------------------------------------------------------------------------
@@ -226,7 +224,7 @@ class ReplicaFetchRequest:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("replica", self.replica_id), ("partitions", len(self.partitions)))
+        return _pairs(self.trace_fields())
 
 
 @_hot
@@ -241,7 +239,7 @@ class ReplicaFetchResponse:
 
     def trace_detail(self) -> tuple[tuple[str, Any], ...]:
         """Return short-log columns."""
-        return (("partitions", len(self.partitions)),)
+        return _pairs(self.trace_fields())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -76,6 +76,7 @@ import anywidget
 import traitlets
 
 from engine import trace_events as ev
+from engine.views.recorder import CLIENT_TXN_EVENTS
 from engine.views.sequence_chart import transaction_chart
 from widgets import frame, panels, picture
 from widgets.live import LiveRun
@@ -386,10 +387,10 @@ class Dashboard(anywidget.AnyWidget):
     def _publish(self, force: bool) -> bool:
         rec = self.run.recorder
         index = self.index()
-        key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
+        key = self._shown_key(index)
         if key == self._shown and not force and not self._behind:
             if self._picture_stale:  # the run stands still: bring the notebook's picture up to date now
-                self._update_picture(True)
+                self._update_picture()
             return False
         self._shown, self._behind = key, False
         board = rec.at(index)
@@ -428,7 +429,7 @@ class Dashboard(anywidget.AnyWidget):
             self.send(*frame.message(changed, gone))
         self._picture_stale = self._picture_sent is not None
         if force:
-            self._update_picture(True)
+            self._update_picture()
         return True
 
     @property
@@ -443,13 +444,16 @@ class Dashboard(anywidget.AnyWidget):
 
     def _panels_html(self) -> dict[str, str]:
         """Every panel's HTML at the event shown now (drawn once per shown moment)."""
-        rec = self.run.recorder
         index = self.index()
-        key = (index, rec.last_index, self.msc_txn, self.reads_tp, id(self.run))
+        key = self._shown_key(index)
         with self._publishing:
             if self._html[0] != key:
-                self._html = (key, self.render(rec.at(index)))
+                self._html = (key, self.render(self.run.recorder.at(index)))
             return self._html[1]
+
+    def _shown_key(self, index: int) -> tuple[Any, ...]:
+        """What the panels show at ``index`` depends on: the moment, how far the run went, the choices, the run."""
+        return (index, self.run.recorder.last_index, self.msc_txn, self.reads_tp, id(self.run))
 
     def snapshot_html(self) -> str:
         """Return the static picture of what the panels show now (:mod:`widgets.picture`)."""
@@ -467,13 +471,11 @@ class Dashboard(anywidget.AnyWidget):
     def update_picture(self) -> None:
         """Send the static picture of what the dashboard shows now, if it changed (see the module docstring)."""
         with self._publishing:
-            self._update_picture(True)
+            self._update_picture()
 
-    def _update_picture(self, force: bool) -> None:
+    def _update_picture(self) -> None:
         if self._picture_sent is None:
             return  # not displayed
-        if not force:
-            return
         self._picture_stale = False
         html = self.snapshot_html()
         if html != self._picture_sent:
@@ -770,7 +772,7 @@ class _TraceScan:
     each new event would grow with the engine's pace.
     """
 
-    _TXN = frozenset({ev.TXN_INIT, ev.TXN_BEGIN, ev.TXN_COMMIT, ev.TXN_ABORT})
+    _TXN = CLIENT_TXN_EVENTS
 
     def __init__(self) -> None:
         #: How many of the recorder's transaction and fault events were taken in (-1: none yet).

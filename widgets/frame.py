@@ -56,14 +56,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine import trace_events as ev
-from engine.log.records import COMMIT
 from engine.views.board import LOG_TAIL, BoardState
+from engine.views.log_batches import KINDS as BATCH_KINDS
+from engine.views.log_batches import batch_kinds
 from widgets import panels
 
 __all__ = ["BATCH_FIELDS", "KINDS", "Encoder", "diff", "message", "pack", "unpack"]
 
 #: A batch's kind (:func:`engine.views.log_batches.summarize`) as a number in a packed tail.
-KINDS = {"plain": 0, "open": 1, "committed": 2, "aborted": 3, "commit-marker": 4, "abort-marker": 5}
+KINDS = {kind: number for number, kind in enumerate(BATCH_KINDS)}
 #: The numbers of one batch in a packed tail.
 BATCH_FIELDS = ("base offset", "count", "kind", "producer id", "epoch", "base sequence or coordinator epoch")
 
@@ -113,7 +114,7 @@ class Encoder:
             return have[1]
         rows = self._batches
         flat: list[int] = []
-        for b, kind in zip(batches, _kinds(batches), strict=True):
+        for b, kind in zip(batches, batch_kinds(batches), strict=True):
             got = rows.get(id(b))
             if got is None or got[0] is not b or got[1] != kind:
                 got = rows[id(b)] = (b, kind, _batch(b, kind))
@@ -269,35 +270,9 @@ def _txn(t: Any) -> list[tuple[str, Any]]:
 
 
 def _group(g: Any) -> list[tuple[str, Any]]:
-    members = [[m.client_id or m.member_id, m.epoch, _assignment(m.assignment)] for m in g.members]
+    members = [[m.client_id or m.member_id, m.epoch, panels.assignment_text(m.assignment)] for m in g.members]
     row = [g.coordinator, g.protocol, g.state, g.generation, g.assignment_epoch, members, g.lag]
     return [(f"g:{g.group_id}", row)]
-
-
-def _assignment(tps: Sequence[tuple[str, int]]) -> str:
-    """``t:0,1; u:2``, as :mod:`widgets.panels` writes an assignment (unescaped: the page escapes)."""
-    by_topic: dict[str, list[int]] = {}
-    for t, p in tps:
-        by_topic.setdefault(t, []).append(p)
-    return "; ".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
-
-
-def _kinds(batches: Sequence[Any]) -> list[str]:
-    """Each batch's kind, as :func:`engine.views.log_batches.summarize` says it (the tail decides every outcome)."""
-    kinds = []
-    pending: dict[int, list[int]] = {}
-    for i, b in enumerate(batches):
-        if b.is_control:
-            commit = b.control_type == COMMIT
-            for j in pending.pop(b.producer_id, ()):
-                kinds[j] = "committed" if commit else "aborted"
-            kinds.append("commit-marker" if commit else "abort-marker")
-        elif b.is_transactional:
-            pending.setdefault(b.producer_id, []).append(i)
-            kinds.append("open")
-        else:
-            kinds.append("plain")
-    return kinds
 
 
 def _batch(b: Any, kind: str) -> tuple[int, ...]:

@@ -347,11 +347,12 @@ def txns_panel(board: BoardState) -> str:
     )
 
 
-def _assignment(tps: Sequence[tuple[str, int]]) -> str:
+def assignment_text(tps: Sequence[tuple[str, int]]) -> str:
+    """``t:0,1; u:2``: an assignment's partitions by topic, as plain text (the page escapes it)."""
     by_topic: dict[str, list[int]] = {}
     for t, p in tps:
         by_topic.setdefault(t, []).append(p)
-    return "; ".join(f"{escape(t)}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
+    return "; ".join(f"{t}:{','.join(str(p) for p in sorted(ps))}" for t, ps in sorted(by_topic.items())) or "-"
 
 
 def groups_panel(board: BoardState) -> str:
@@ -372,7 +373,7 @@ def groups_panel(board: BoardState) -> str:
         members = "<br>".join(
             f"{escape(m.client_id or m.member_id)}"
             + (f' <span class="eos-epoch">e{m.epoch}</span>' if m.epoch is not None else "")
-            + f": {_assignment(m.assignment)}"
+            + f": {escape(assignment_text(m.assignment))}"
             for m in g.members
         )
         rows.append(

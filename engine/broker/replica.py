@@ -313,14 +313,9 @@ class Replica:
         if log.append_slice(batches):
             if not self.weak.followers_track_producer_state:
                 return  # mutant M16: a new leader will not know the batches it copied
-            producers = self.producers
-            if producers.apply_replicated_plain(batches):
-                return
-            hw = self.high_watermark
-            for b in batches:
-                done = producers.apply_replicated(b, hw)
-                if done is not None and done.is_aborted:
-                    self.txn_index.append(self._aborted_entry(done))
+            if not self.producers.apply_replicated_plain(batches):
+                for b in batches:
+                    self._track_copied(b)
             return
         for b in batches:
             if b.base_offset < log.log_end_offset:
@@ -328,11 +323,15 @@ class Replica:
             rolled = log.append(b)
             if not self.weak.followers_track_producer_state:
                 continue  # mutant M16: a new leader will not know the batches it copied
-            done = self.producers.apply_replicated(b, self.high_watermark)
-            if done is not None and done.is_aborted:
-                self.txn_index.append(self._aborted_entry(done))
+            self._track_copied(b)
             if rolled:
                 self.take_snapshot()
+
+    def _track_copied(self, batch: RecordBatch) -> None:
+        """Do a copied batch's producer-state bookkeeping; index the transaction it aborted, if any."""
+        done = self.producers.apply_replicated(batch, self.high_watermark)
+        if done is not None and done.is_aborted:
+            self.txn_index.append(self._aborted_entry(done))
 
     def _complete_txn(self, done: CompletedTxn) -> None:
         self.producers.complete_txn(done, self.high_watermark)

@@ -46,7 +46,7 @@ from engine.scenarios.fault_plans import swarm as swarm_plan
 from engine.scenarios.result import ScenarioResult, finding_kind
 from engine.scenarios.result import replay_command as replay_command  # re-exported: the sweep imports it here
 from engine.scenarios.supervisor import Await, Process, Sleep, poll_until_idle
-from engine.sim.collector import hold_run_passes, release_full_passes
+from engine.sim.collector import hold_run_passes, release_run_passes
 from engine.sim.faults import FaultPlan
 from engine.sim.network import NetworkOptions
 from engine.sim.rng import randbelow
@@ -289,6 +289,14 @@ class Run:
         if self._driving:
             raise StopRun
 
+    def _run_driving(self, duration_ms: int) -> None:
+        """The driver's ``world.run_for``: a :meth:`wake` while it runs may end it early."""
+        self._driving = True
+        try:
+            self.world.run_for(duration_ms)
+        finally:
+            self._driving = False
+
     def topic_partitions(self) -> list[tuple[str, int]]:
         """Return every (topic, partition) of the scenario's topics."""
         return [(t.name, p) for t in self.spec.topics for p in range(t.partitions)]
@@ -311,7 +319,7 @@ class Run:
         """
         steps = 0
         sched = self.world.scheduler
-        run_for = self.world.run_for
+        run_for = self._run_driving
         processes, wake_at = self.processes, self.wake_at
         rng = self.rng
         awaiting = self.awaiting
@@ -323,11 +331,7 @@ class Run:
             ready = [p for p, at in wake_at.items() if at <= now]
             if not ready:
                 nxt = min(wake_at.values())
-                self._driving = True
-                try:
-                    run_for(max(1, min(nxt, until_ms) - now))
-                finally:
-                    self._driving = False
+                run_for(max(1, min(nxt, until_ms) - now))
                 continue
             proc = ready[randbelow(rng, len(ready))]  # rng.choice(ready)
             awaiting.discard(proc)
@@ -337,18 +341,13 @@ class Run:
                 del processes[proc]
                 del wake_at[proc]
                 continue
-            if isinstance(out, Sleep):
+            if isinstance(out, (Sleep, Await)):
                 wake_at[proc] = sched.now_ms + out.ms
-            elif isinstance(out, Await):
-                wake_at[proc] = sched.now_ms + out.ms
-                awaiting.add(proc)
+                if type(out) is Await:
+                    awaiting.add(proc)
             else:
                 wake_at[proc] = sched.now_ms
-            self._driving = True
-            try:
-                run_for(randbelow(rng, 3))  # rng.randint(0, 2)
-            finally:
-                self._driving = False
+            run_for(randbelow(rng, 3))  # rng.randint(0, 2)
         if self.now_ms < until_ms:
             self.world.run_for(until_ms - self.now_ms)
 
@@ -444,7 +443,7 @@ def run_spec(
     try:
         return _run_spec(spec, seed, mutant, plan, swarm, observers)
     finally:
-        release_full_passes(held)
+        release_run_passes(held)
 
 
 def _run_spec(

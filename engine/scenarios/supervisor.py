@@ -89,7 +89,10 @@ Process = Generator[Any, None, None]
 class ReportWaits:
     """Wake the process waiting on a record's delivery report when that report is queued.
 
-    One per producer: it sets the producer's ``deliveries.on_queued`` hook. A process calls
+    It sets the producer's ``deliveries.on_queued`` hook, so one serves a producer at a time (a
+    new one for the same producer takes the hook over, and the waits the old one held are
+    dropped; the request-reply workload makes one per record its single process waits on).
+    A process calls
     :meth:`expect` with the record's ``on_delivery`` callback before it produces the record,
     then yields :data:`REPORT_AWAIT` until ``poll`` has served the report. The report is served
     exactly as before (by ``poll``); only the moment the process looks changes.

@@ -32,14 +32,14 @@ import gc
 FULL_PASS_EVERY = 100
 
 
-#: The collector's first threshold while ``run_spec`` runs a scenario (Python's default is 700).
+#: The collector's first threshold while the engine runs events (Python's default is 700).
 RUN_YOUNG_EVERY = 100_000
 
 
 def hold_run_passes() -> tuple[int, int, int] | None:
     """Raise the young and the full thresholds for a whole run; return the thresholds to restore.
 
-    None: already raised (a nested hold). :func:`release_full_passes` puts them back.
+    None: already raised (a nested hold). :func:`release_run_passes` puts them back.
     """
     young, middle, full = gc.get_threshold()
     if young >= RUN_YOUNG_EVERY and full >= FULL_PASS_EVERY:
@@ -48,7 +48,7 @@ def hold_run_passes() -> tuple[int, int, int] | None:
     return young, middle, full
 
 
-def release_full_passes(held: tuple[int, int, int] | None) -> None:
+def release_run_passes(held: tuple[int, int, int] | None) -> None:
     """Put back what :func:`hold_run_passes` changed."""
     if held is not None:
         gc.set_threshold(*held)

@@ -236,11 +236,8 @@ class Network:
             full = _send_keys.get(keys) or _send_keys.setdefault(keys, ("to", "id", "msg", *keys))
             self._emit_fields(src, "send", kind, full, dst, msg_id, type(body).__name__, *values)
         else:
-            detail = getattr(body, "trace_detail", None)
-            if detail is not None:
-                self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__), *detail())
-            else:
-                self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", type(body).__name__))
+            name = type(body).__name__
+            self._emit(src, "send", kind, ("to", dst), ("id", msg_id), ("msg", name), *_body_detail(body))
         if (self.blocked or self.isolated) and self._cut(src, dst):
             self._drop(m, "partitioned")
             return m

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.sim import events
-from engine.sim.collector import hold_run_passes, release_full_passes
+from engine.sim.collector import hold_run_passes, release_run_passes
 from engine.sim.faults import FaultInjector, FaultPlan
 from engine.sim.network import Network, NetworkOptions
 from engine.sim.node import NodeStatus
@@ -180,7 +180,7 @@ class World:
         try:
             ran = self.scheduler.run_for(duration_ms, max_events)
         finally:
-            release_full_passes(held)
+            release_run_passes(held)
         for hook in self.trace.run_for_hooks:
             hook(self)
         return ran
@@ -197,7 +197,7 @@ class World:
         try:
             return self.scheduler.run_until(predicate, max_events, deadline_ms)
         finally:
-            release_full_passes(held)
+            release_run_passes(held)
 
     # -- nodes ------------------------------------------------------------------------------
 

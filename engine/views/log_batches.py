@@ -26,6 +26,7 @@ notebook: ``eos_magics.views.svg`` turns a :class:`ReplicaLog` into a picture.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.log.records import COMMIT
@@ -89,26 +90,29 @@ class ReplicaLog:
     batches: tuple[BatchSummary, ...]
 
 
-def summarize(batches: list[RecordBatch]) -> tuple[BatchSummary, ...]:
-    """Return the summaries of contiguous batches, each transactional one with its outcome."""
-    outcome: dict[int, str] = {}
+def batch_kinds(batches: Sequence[RecordBatch]) -> list[str]:
+    """Return each batch's kind (see the module table): a later marker of its producer decides a transactional one."""
+    kinds: list[str] = []
     pending: dict[int, list[int]] = {}
     for i, b in enumerate(batches):
         if b.is_control:
-            done = "committed" if b.control_type == COMMIT else "aborted"
+            commit = b.control_type == COMMIT
             for j in pending.pop(b.producer_id, ()):
-                outcome[j] = done
+                kinds[j] = "committed" if commit else "aborted"
+            kinds.append("commit-marker" if commit else "abort-marker")
         elif b.is_transactional:
             pending.setdefault(b.producer_id, []).append(i)
+            kinds.append("open")
+        else:
+            kinds.append("plain")
+    return kinds
+
+
+def summarize(batches: list[RecordBatch]) -> tuple[BatchSummary, ...]:
+    """Return the summaries of contiguous batches, each transactional one with its outcome."""
     out = []
     position = 0
-    for i, b in enumerate(batches):
-        if b.is_control:
-            kind = "commit-marker" if b.control_type == COMMIT else "abort-marker"
-        elif b.is_transactional:
-            kind = outcome.get(i, "open")
-        else:
-            kind = "plain"
+    for b, kind in zip(batches, batch_kinds(batches), strict=True):
         out.append(
             BatchSummary(
                 b.base_offset,

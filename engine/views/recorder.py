@@ -104,11 +104,11 @@ _TXN_EVENTS = frozenset(
     }
 )
 
+#: A transactional client's own events: where each of its transactions begins and ends.
+CLIENT_TXN_EVENTS = frozenset({events.TXN_INIT, events.TXN_BEGIN, events.TXN_COMMIT, events.TXN_ABORT})
+
 #: Event name prefixes after which the consumer group rows are read again (the coordinators' group,
 #: offset-commit and KIP-848 events).
-#: A transactional client's own events: where each of its transactions begins and ends.
-_CLIENT_TXN_EVENTS = frozenset({events.TXN_INIT, events.TXN_BEGIN, events.TXN_COMMIT, events.TXN_ABORT})
-
 _GROUP_PREFIXES = ("group.", "offset_commit", "txn_offset_commit", "consumer_group")
 
 _MISSING = object()
@@ -280,7 +280,7 @@ class Recorder:
             self.fault_events.append(event)
             self._everything_dirty()
             return
-        if name in _CLIENT_TXN_EVENTS:
+        if name in CLIENT_TXN_EVENTS:
             self.txn_events.append(event)
         if name in _PARTITION_EVENTS:
             self._all_partitions = self._brokers = True

@@ -180,6 +180,11 @@ class WireService:
         if journal is not None and journal.untracked is None and self._mark() != self._seen:
             journal.note_untracked(self.cluster.world.now_ms, self._seen_entries)
 
+    def _begin_input(self) -> None:
+        """Before an input: run the events due now (:meth:`advance_to`), then :meth:`_begin`."""
+        self.advance_to(self.cluster.world.now_ms)
+        self._begin()
+
     def _end(self) -> None:
         """After an input: what the cluster looks like now is the service's doing."""
         if self.journal is not None:
@@ -211,8 +216,7 @@ class WireService:
 
     def connect(self, broker_id: int) -> int | None:
         """A client connected to broker ``broker_id``'s port: return the connection id, None if refused."""
-        self.advance_to(self.cluster.world.now_ms)
-        self._begin()
+        self._begin_input()
         broker = self.cluster.brokers.get(broker_id)
         if broker is None or broker.status is NodeStatus.DOWN:
             if self.journal is not None:
@@ -232,8 +236,7 @@ class WireService:
         conn = self.connections.get(conn_id)
         if conn is None:
             return
-        self.advance_to(self.cluster.world.now_ms)
-        self._begin()
+        self._begin_input()
         self.frames_in += 1
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "frame", conn_id, frame)
@@ -245,8 +248,7 @@ class WireService:
         conn = self.connections.pop(conn_id, None)
         if conn is None:
             return
-        self.advance_to(self.cluster.world.now_ms)
-        self._begin()
+        self._begin_input()
         if self.journal is not None:
             self.journal.record(self.cluster.world.now_ms, "close", conn_id, b"")
         conn.closed = True
@@ -258,8 +260,7 @@ class WireService:
         A fault that took place is journaled as an input (``fault``; a wire fault as ``wire-fault``).
         A query changes nothing. Raises :class:`~engine.wire.control.ControlError` when refused.
         """
-        self.advance_to(self.cluster.world.now_ms)
-        self._begin()
+        self._begin_input()
         answer = control.apply(self, request)
         op = request["op"]
         if op in control.FAULTS and op != "wire-fault":
@@ -299,8 +300,7 @@ class WireService:
         if not isinstance(nth, int) or isinstance(nth, bool) or nth < 1:
             msg = f"nth must be an int >= 1 (1 = the next {api}), got {nth!r}"
             raise ValueError(msg)
-        self.advance_to(self.cluster.world.now_ms)
-        self._begin()
+        self._begin_input()
         self._next_fault += 1
         self.wire_faults.append(WireFault(self._next_fault, action, api, nth))
         if self.journal is not None:

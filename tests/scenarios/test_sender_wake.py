@@ -36,53 +36,42 @@ def _run() -> Run:
     return Run(Spec("wake test", "processes only", _Nothing(), safety_ms=1_000), 1, None)
 
 
-def test_an_awaiting_process_runs_at_the_ms_it_is_woken_inside_the_drivers_window() -> None:
+def _resumed_after(yielded: Sleep | Await, *, wake_in_ms: int | None = None, window_ms: int | None = None) -> int:
+    """Drive one process that yields ``yielded`` once; return the simulated ms until it ran again.
+
+    ``wake_in_ms``: an event then calls ``Run.wake`` for it. ``window_ms``: a second process
+    sleeps that long, so the driver's window, with nothing else due, runs to its end.
+    """
     run = _run()
     times: list[int] = []
 
-    def waiter(r: Run, proc: int):  # type: ignore[no-untyped-def]
+    def process(r: Run, proc: int):  # type: ignore[no-untyped-def]
         times.append(r.now_ms)
-        r.world.scheduler.call_at(r.now_ms + 37, r.wake, proc)
-        yield Await(10_000)
+        if wake_in_ms is not None:
+            r.world.scheduler.call_at(r.now_ms + wake_in_ms, r.wake, proc)
+        yield yielded
         times.append(r.now_ms)
 
     def sleeper(_r: Run, _proc: int):  # type: ignore[no-untyped-def]
-        yield Sleep(500)  # the driver's window, with nothing else due, runs to t+500
+        yield Sleep(window_ms or 0)
 
-    run.spawn(sleeper)
-    run.spawn(waiter)
-    start = run.now_ms
-    run.drive(start + 1_000)
-    assert times[1] - times[0] == 37
+    if window_ms is not None:
+        run.spawn(sleeper)
+    run.spawn(process)
+    run.drive(run.now_ms + 1_000)
+    return times[1] - times[0]
+
+
+def test_an_awaiting_process_runs_at_the_ms_it_is_woken_inside_the_drivers_window() -> None:
+    assert _resumed_after(Await(10_000), wake_in_ms=37, window_ms=500) == 37
 
 
 def test_an_awaiting_process_that_nothing_wakes_runs_at_its_backstop() -> None:
-    run = _run()
-    times: list[int] = []
-
-    def waiter(r: Run, _proc: int):  # type: ignore[no-untyped-def]
-        times.append(r.now_ms)
-        yield Await(120)
-        times.append(r.now_ms)
-
-    run.spawn(waiter)
-    run.drive(run.now_ms + 1_000)
-    assert times[1] - times[0] == 120
+    assert _resumed_after(Await(120)) == 120
 
 
 def test_a_wake_for_a_sleeping_process_changes_nothing() -> None:
-    run = _run()
-    times: list[int] = []
-
-    def sleeper(r: Run, proc: int):  # type: ignore[no-untyped-def]
-        times.append(r.now_ms)
-        r.world.scheduler.call_at(r.now_ms + 10, r.wake, proc)
-        yield Sleep(200)
-        times.append(r.now_ms)
-
-    run.spawn(sleeper)
-    run.drive(run.now_ms + 1_000)
-    assert times[1] - times[0] == 200
+    assert _resumed_after(Sleep(200), wake_in_ms=10) == 200
 
 
 def _count_steps(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:

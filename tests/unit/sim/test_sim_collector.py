@@ -16,7 +16,7 @@ import pytest
 
 from engine.scenarios.harness import Run, Spec, run_spec
 from engine.scenarios.workloads import Workload
-from engine.sim.collector import FULL_PASS_EVERY, RUN_YOUNG_EVERY, hold_run_passes, release_full_passes
+from engine.sim.collector import FULL_PASS_EVERY, RUN_YOUNG_EVERY, hold_run_passes, release_run_passes
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_a_run_hold_raises_young_and_full_thresholds_and_release_puts_them_back(
     held = hold_run_passes()
     assert gc.get_threshold() == (RUN_YOUNG_EVERY, 10, FULL_PASS_EVERY)
     assert hold_run_passes() is None  # nested: already raised
-    release_full_passes(held)
+    release_run_passes(held)
     assert gc.get_threshold() == (700, 10, 10)
 
 
